@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef SL_FLOW_H
+#define SL_FLOW_H
+
+/*
+ * Per-worker TCP flow table and request-head reassembly.
+ *
+ * One table per worker, written only by that worker: no locks, no atomics.
+ * Capacity is fixed at creation; a full table evicts its least recently
+ * seen entries, so a flood of new connections costs old idle ones, never
+ * memory. Head bytes are parsed straight out of the segment; only a head
+ * that spans segments is copied, into one of a fixed pool of buffers.
+ *
+ * Pure C: the caller passes time (any monotonic unit) and payload bytes.
+ */
+
+#include <stdint.h>
+
+#include "sl_http.h"
+
+struct sl_flow_key {
+	uint8_t caddr[16]; /* client (downstream) address */
+	uint8_t saddr[16]; /* server (upstream) address */
+	uint16_t cport;
+	uint16_t sport;
+	uint8_t af;
+	uint8_t pad[3];
+};
+
+enum sl_flow_state {
+	SL_FLOW_HEAD = 0,     /* expecting (more of) a request head */
+	SL_FLOW_BODY_CL,      /* skipping a Content-Length body */
+	SL_FLOW_BODY_CHUNKED, /* skipping a chunked body */
+	SL_FLOW_RESYNC,	      /* picked up mid-stream, not at a request yet */
+	SL_FLOW_PASS,	      /* no longer HTTP (upgrade, CONNECT, error) */
+	SL_FLOW_ABSORB,	      /* answered by us: client bytes are swallowed */
+};
+
+struct sl_flow {
+	struct sl_flow_key key;
+	uint64_t last_seen;
+	uint64_t body_remaining;
+	struct sl_chunked chunk;
+	uint32_t c_next;   /* next client sequence number we expect */
+	uint32_t s_next;   /* next server sequence number seen */
+	uint32_t s_ack;	   /* highest ack the server sent */
+	uint32_t requests; /* request heads completed on this flow */
+	int32_t slot;	   /* head buffer index, -1 when none */
+	uint16_t head_used;
+	uint16_t scan_from;
+	uint32_t bucket;
+	uint8_t bslot;
+	uint8_t state;
+	uint8_t c_fin;
+	uint8_t s_fin;
+	uint8_t s_seen;
+	uint8_t in_use;
+};
+
+struct sl_flow_params {
+	uint32_t capacity;
+	uint32_t head_slots;	 /* heads being reassembled at once */
+	uint32_t max_head_bytes; /* longer heads are reported too large */
+	uint64_t idle_timeout;	 /* in the caller's time unit */
+	uint64_t closed_timeout; /* after FIN from both sides */
+	const struct sl_http_cfg *http;
+};
+
+/* Why a request event fired; the request is valid only for SL_EV_REQUEST. */
+enum sl_flow_event_kind {
+	SL_EV_REQUEST = 0,
+	SL_EV_PARSE_ERROR,   /* req.error says which */
+	SL_EV_HEAD_TOO_LARGE,
+	SL_EV_CHUNK_ERROR,
+};
+
+struct sl_flow_event {
+	uint8_t kind;
+	uint32_t head_len; /* bytes of the head (SL_EV_REQUEST) */
+	uint32_t seg_end;  /* payload offset in this segment just after it */
+	const struct sl_http_req *req;
+};
+
+enum sl_req_action {
+	SL_REQ_CONTINUE = 0,
+	SL_REQ_STOP, /* the caller answered: absorb the rest of the flow */
+};
+
+typedef enum sl_req_action (*sl_flow_event_fn)(void *arg, struct sl_flow *f,
+					       const struct sl_flow_event *ev);
+
+enum sl_seg_verdict {
+	SL_SEG_FORWARD = 0,
+	SL_SEG_DROP,	/* ahead of a gap, or absorbed: the client retransmits */
+	SL_SEG_STOPPED, /* a callback returned SL_REQ_STOP */
+};
+
+struct sl_flow_stats {
+	uint64_t active;
+	uint64_t created;
+	uint64_t midstream;
+	uint64_t evicted; /* pushed out by a full table */
+	uint64_t expired; /* idle past their timeout */
+	uint64_t closed;
+	uint64_t ooo_dropped;
+	uint64_t retransmits;
+	uint64_t head_slot_exhausted;
+	uint64_t reassembled; /* heads that spanned segments */
+};
+
+struct sl_flow_table;
+
+struct sl_flow_table *sl_flow_table_create(const struct sl_flow_params *p);
+void sl_flow_table_free(struct sl_flow_table *t);
+
+/*
+ * A client-to-server segment on a service port. Runs fn for every request
+ * head completed (or failed) by these bytes, in stream order.
+ */
+enum sl_seg_verdict sl_flow_client_segment(struct sl_flow_table *t,
+					   const struct sl_flow_key *k,
+					   uint32_t seq, uint8_t tcp_flags,
+					   const uint8_t *payload,
+					   uint32_t len, uint64_t now,
+					   sl_flow_event_fn fn, void *arg);
+
+/* A server-to-client segment; k is in client/server orientation. */
+void sl_flow_server_segment(struct sl_flow_table *t,
+			    const struct sl_flow_key *k, uint32_t seq,
+			    uint32_t ack, uint8_t tcp_flags, uint32_t len,
+			    uint64_t now);
+
+struct sl_flow *sl_flow_lookup(struct sl_flow_table *t,
+			       const struct sl_flow_key *k);
+
+/* Evicts up to budget idle entries; call once per worker loop. */
+uint32_t sl_flow_expire(struct sl_flow_table *t, uint64_t now,
+			uint32_t budget);
+
+const struct sl_flow_stats *sl_flow_stats(const struct sl_flow_table *t);
+
+/* Bytes of memory the table holds, for the memory benchmark. */
+uint64_t sl_flow_table_bytes(const struct sl_flow_table *t);
+
+#endif /* SL_FLOW_H */

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sl_ident.h"
+#include "sl_flow_priv.h"
+
+#define CLOCK_SCAN 64
+
+static uint32_t
+pow2_at_least(uint32_t v)
+{
+	uint32_t r = 1;
+
+	while (r < v)
+		r <<= 1;
+	return r;
+}
+
+struct sl_flow_table *
+sl_flow_table_create(const struct sl_flow_params *p)
+{
+	struct sl_flow_table *t;
+	uint32_t nb, i;
+
+	if (p->capacity == 0 || p->max_head_bytes == 0 ||
+	    p->max_head_bytes > UINT16_MAX)
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return NULL;
+	t->p = *p;
+	/* Twice as many slots as flows keeps buckets from filling up. */
+	nb = pow2_at_least((p->capacity * 2 + BUCKET_SLOTS - 1) / BUCKET_SLOTS);
+	t->bucket_mask = nb - 1;
+	t->buckets = aligned_alloc(64, (size_t)nb * sizeof(struct bucket));
+	t->flows = aligned_alloc(64, ((size_t)p->capacity * sizeof(struct sl_flow) + 63) & ~(size_t)63);
+	t->free_flows = malloc((size_t)p->capacity * sizeof(uint32_t));
+	t->heads = malloc((size_t)p->head_slots * p->max_head_bytes + 1);
+	t->free_heads = malloc(((size_t)p->head_slots + 1) * sizeof(uint32_t));
+	if (t->buckets == NULL || t->flows == NULL || t->free_flows == NULL ||
+	    t->heads == NULL || t->free_heads == NULL) {
+		sl_flow_table_free(t);
+		return NULL;
+	}
+	memset(t->buckets, 0, (size_t)nb * sizeof(struct bucket));
+	memset(t->flows, 0, (size_t)p->capacity * sizeof(struct sl_flow));
+	for (i = 0; i < p->capacity; i++)
+		t->free_flows[i] = p->capacity - 1 - i;
+	t->n_free = p->capacity;
+	for (i = 0; i < p->head_slots; i++)
+		t->free_heads[i] = p->head_slots - 1 - i;
+	t->n_free_heads = p->head_slots;
+	return t;
+}
+
+void
+sl_flow_table_free(struct sl_flow_table *t)
+{
+	if (t == NULL)
+		return;
+	free(t->buckets);
+	free(t->flows);
+	free(t->free_flows);
+	free(t->heads);
+	free(t->free_heads);
+	free(t);
+}
+
+uint64_t
+sl_flow_key_hash(const struct sl_flow_key *k)
+{
+	return sl_hash64(k, sizeof(*k), 0x51u);
+}
+
+static inline uint32_t
+sig_of(uint64_t h)
+{
+	return (uint32_t)(h >> 32) | 1u;
+}
+
+static inline uint32_t
+alt_bucket(const struct sl_flow_table *t, uint64_t h)
+{
+	return (uint32_t)((h >> 20) ^ (h >> 44)) & t->bucket_mask;
+}
+
+static struct sl_flow *
+find_in(struct sl_flow_table *t, uint32_t b, uint32_t sig,
+	const struct sl_flow_key *k)
+{
+	struct bucket *bk = &t->buckets[b];
+	int i;
+
+	for (i = 0; i < BUCKET_SLOTS; i++) {
+		struct sl_flow *f;
+
+		if (bk->sig[i] != sig)
+			continue;
+		f = &t->flows[bk->idx[i] - 1];
+		if (memcmp(&f->key, k, sizeof(*k)) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+struct sl_flow *
+sl_flow_find(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h)
+{
+	uint32_t sig = sig_of(h);
+	struct sl_flow *f = find_in(t, (uint32_t)h & t->bucket_mask, sig, k);
+
+	return f != NULL ? f : find_in(t, alt_bucket(t, h), sig, k);
+}
+
+struct sl_flow *
+sl_flow_lookup(struct sl_flow_table *t, const struct sl_flow_key *k)
+{
+	return sl_flow_find(t, k, sl_flow_key_hash(k));
+}
+
+void
+sl_flow_release_head(struct sl_flow_table *t, struct sl_flow *f)
+{
+	if (f->slot >= 0)
+		t->free_heads[t->n_free_heads++] = (uint32_t)f->slot;
+	f->slot = -1;
+	f->head_used = 0;
+	f->scan_from = 0;
+}
+
+void
+sl_flow_remove(struct sl_flow_table *t, struct sl_flow *f)
+{
+	struct bucket *bk = &t->buckets[f->bucket];
+
+	sl_flow_release_head(t, f);
+	bk->sig[f->bslot] = 0;
+	bk->idx[f->bslot] = 0;
+	f->in_use = 0;
+	t->free_flows[t->n_free++] = (uint32_t)(f - t->flows);
+	t->st.active--;
+}
+
+/* Oldest entry of a bucket, or NULL if it is empty. */
+static struct sl_flow *
+oldest_in(struct sl_flow_table *t, uint32_t b, struct sl_flow *best)
+{
+	struct bucket *bk = &t->buckets[b];
+	int i;
+
+	for (i = 0; i < BUCKET_SLOTS; i++) {
+		struct sl_flow *f;
+
+		if (bk->idx[i] == 0)
+			continue;
+		f = &t->flows[bk->idx[i] - 1];
+		if (best == NULL || f->last_seen < best->last_seen)
+			best = f;
+	}
+	return best;
+}
+
+/* The table is full: the least recently seen of a window of entries goes. */
+static void
+evict_one(struct sl_flow_table *t)
+{
+	struct sl_flow *best = NULL;
+	uint32_t i;
+
+	for (i = 0; i < CLOCK_SCAN || best == NULL; i++) {
+		struct sl_flow *f = &t->flows[t->clock];
+
+		t->clock = (t->clock + 1) % t->p.capacity;
+		if (f->in_use && (best == NULL || f->last_seen < best->last_seen))
+			best = f;
+	}
+	sl_flow_remove(t, best);
+	t->st.evicted++;
+}
+
+static int
+free_slot(const struct bucket *bk)
+{
+	int i;
+
+	for (i = 0; i < BUCKET_SLOTS; i++)
+		if (bk->idx[i] == 0)
+			return i;
+	return -1;
+}
+
+struct sl_flow *
+sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k,
+	       uint64_t h, uint64_t now)
+{
+	uint32_t b = (uint32_t)h & t->bucket_mask;
+	int s;
+	uint32_t idx;
+	struct sl_flow *f;
+
+	if (t->n_free == 0)
+		evict_one(t);
+	s = free_slot(&t->buckets[b]);
+	if (s < 0) {
+		b = alt_bucket(t, h);
+		s = free_slot(&t->buckets[b]);
+	}
+	if (s < 0) {
+		/* Both buckets full: the older of their sixteen entries goes. */
+		struct sl_flow *victim = oldest_in(t, b, NULL);
+
+		victim = oldest_in(t, (uint32_t)h & t->bucket_mask, victim);
+		b = victim->bucket;
+		s = victim->bslot;
+		sl_flow_remove(t, victim);
+		t->st.evicted++;
+	}
+	idx = t->free_flows[--t->n_free];
+	f = &t->flows[idx];
+	memset(f, 0, sizeof(*f));
+	f->key = *k;
+	f->slot = -1;
+	f->last_seen = now;
+	f->bucket = b;
+	f->bslot = (uint8_t)s;
+	f->in_use = 1;
+	t->buckets[b].sig[s] = sig_of(h);
+	t->buckets[b].idx[s] = idx + 1;
+	t->st.active++;
+	t->st.created++;
+	return f;
+}
+
+uint32_t
+sl_flow_expire(struct sl_flow_table *t, uint64_t now, uint32_t budget)
+{
+	uint32_t n = 0;
+
+	while (budget--) {
+		struct sl_flow *f = &t->flows[t->sweep];
+		uint64_t ttl;
+
+		t->sweep = (t->sweep + 1) % t->p.capacity;
+		if (!f->in_use)
+			continue;
+		ttl = (f->c_fin && f->s_fin) ? t->p.closed_timeout
+					     : t->p.idle_timeout;
+		if (now - f->last_seen > ttl && now > f->last_seen) {
+			sl_flow_remove(t, f);
+			t->st.expired++;
+			n++;
+		}
+	}
+	return n;
+}
+
+const struct sl_flow_stats *
+sl_flow_stats(const struct sl_flow_table *t)
+{
+	return &t->st;
+}
+
+uint64_t
+sl_flow_table_bytes(const struct sl_flow_table *t)
+{
+	return sizeof(*t) +
+	       (uint64_t)(t->bucket_mask + 1) * sizeof(struct bucket) +
+	       (uint64_t)t->p.capacity *
+		       (sizeof(struct sl_flow) + sizeof(uint32_t)) +
+	       (uint64_t)t->p.head_slots * (t->p.max_head_bytes + 4);
+}

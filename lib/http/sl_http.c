@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <string.h>
+
+#include "sl_http.h"
+
+/* tchar per RFC 9110 5.6.2: the bytes allowed in methods and field names. */
+static const uint8_t tchar[256] = {
+	['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
+	['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
+	['`'] = 1, ['|'] = 1, ['~'] = 1,
+	['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1,
+	['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+	['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1,
+	['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1,
+	['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
+	['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+	['Y'] = 1, ['Z'] = 1,
+	['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
+	['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1,
+	['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1,
+	['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+	['y'] = 1, ['z'] = 1,
+};
+
+/* Per-parse state that does not belong in the result. */
+struct pstate {
+	const char *buf;
+	size_t len;
+	size_t pos;
+	const struct sl_http_cfg *cfg;
+	struct sl_http_req *req;
+	struct sl_str bearer;
+	uint8_t host_seen;
+	uint8_t te_seen;
+	uint8_t te_chunked_last;
+	uint8_t conn_upgrade;
+	uint8_t upgrade_hdr;
+};
+
+static inline int
+is_ctl(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+static inline unsigned char
+lower(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') ? (unsigned char)(c | 0x20) : c;
+}
+
+/* Case-insensitive equality with a lowercase literal of the same length. */
+static int
+ieq(const char *a, const char *lit, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (lower((unsigned char)a[i]) != (unsigned char)lit[i])
+			return 0;
+	return 1;
+}
+
+static int
+ieq_str(struct sl_str a, struct sl_str b)
+{
+	size_t i;
+
+	if (a.len != b.len)
+		return 0;
+	for (i = 0; i < a.len; i++)
+		if (lower((unsigned char)a.p[i]) != lower((unsigned char)b.p[i]))
+			return 0;
+	return 1;
+}
+
+static int
+fail(struct pstate *s, enum sl_http_err e)
+{
+	s->req->error = (uint8_t)e;
+	return SL_HTTP_ERROR;
+}
+
+/* Classifies a byte that ended a token where it should not have. */
+static int
+bad_byte(struct pstate *s, unsigned char c, enum sl_http_err otherwise)
+{
+	if (c == '\r')
+		return fail(s, SL_HTTP_E_BARE_CR);
+	if (c == '\n')
+		return fail(s, SL_HTTP_E_BARE_LF);
+	if (is_ctl(c))
+		return fail(s, SL_HTTP_E_CTL);
+	return fail(s, otherwise);
+}
+
+/* Expects CRLF at pos. Returns 0, or an error / incomplete code. */
+static int
+expect_crlf(struct pstate *s)
+{
+	if (s->pos >= s->len)
+		return SL_HTTP_INCOMPLETE;
+	if (s->buf[s->pos] == '\n')
+		return fail(s, SL_HTTP_E_BARE_LF);
+	if (s->buf[s->pos] != '\r')
+		return bad_byte(s, (unsigned char)s->buf[s->pos],
+				SL_HTTP_E_VERSION);
+	if (s->pos + 1 >= s->len)
+		return SL_HTTP_INCOMPLETE;
+	if (s->buf[s->pos + 1] != '\n')
+		return fail(s, SL_HTTP_E_BARE_CR);
+	s->pos += 2;
+	return 0;
+}
+
+static int
+parse_method(struct pstate *s)
+{
+	size_t start = s->pos;
+
+	while (s->pos < s->len && tchar[(unsigned char)s->buf[s->pos]])
+		s->pos++;
+	if (s->pos >= s->len)
+		return SL_HTTP_INCOMPLETE;
+	if (s->buf[s->pos] != ' ' || s->pos == start)
+		return bad_byte(s, (unsigned char)s->buf[s->pos],
+				SL_HTTP_E_METHOD);
+	s->req->method.p = s->buf + start;
+	s->req->method.len = (uint32_t)(s->pos - start);
+	s->pos++;
+	return 0;
+}
+
+static int
+parse_target(struct pstate *s)
+{
+	size_t start = s->pos;
+	unsigned char c = 0;
+
+	while (s->pos < s->len) {
+		c = (unsigned char)s->buf[s->pos];
+		if (c <= 0x20 || c >= 0x7f)
+			break;
+		s->pos++;
+	}
+	if (s->pos >= s->len)
+		return SL_HTTP_INCOMPLETE;
+	if (c != ' ' || s->pos == start)
+		return bad_byte(s, c, SL_HTTP_E_TARGET);
+	s->req->target.p = s->buf + start;
+	s->req->target.len = (uint32_t)(s->pos - start);
+	s->pos++;
+	return 0;
+}
+
+static int
+parse_version(struct pstate *s)
+{
+	static const char v[] = "HTTP/1.";
+	size_t i;
+
+	for (i = 0; i < 8; i++) {
+		unsigned char c;
+
+		if (s->pos + i >= s->len)
+			return SL_HTTP_INCOMPLETE;
+		c = (unsigned char)s->buf[s->pos + i];
+		if (i < 7 && c != (unsigned char)v[i])
+			return bad_byte(s, c, SL_HTTP_E_VERSION);
+		if (i == 7 && c != '0' && c != '1')
+			return bad_byte(s, c, SL_HTTP_E_VERSION);
+	}
+	s->req->minor_version = (uint8_t)(s->buf[s->pos + 7] - '0');
+	s->pos += 8;
+	return expect_crlf(s);
+}
+
+/* Content-Length: 1*DIGIT, or a list of identical values (RFC 9110 8.6). */
+static int
+on_content_length(struct pstate *s, struct sl_str v)
+{
+	struct sl_http_req *r = s->req;
+	uint32_t i = 0;
+
+	while (i <= v.len) {
+		uint64_t n = 0;
+		uint32_t digits = 0;
+
+		while (i < v.len && (v.p[i] == ' ' || v.p[i] == '\t'))
+			i++;
+		while (i < v.len && v.p[i] >= '0' && v.p[i] <= '9') {
+			if (n > (UINT64_MAX >> 1) / 10)
+				return fail(s, SL_HTTP_E_CL_BAD);
+			n = n * 10 + (uint64_t)(v.p[i] - '0');
+			digits++;
+			i++;
+		}
+		while (i < v.len && (v.p[i] == ' ' || v.p[i] == '\t'))
+			i++;
+		if (digits == 0 || (i < v.len && v.p[i] != ','))
+			return fail(s, SL_HTTP_E_CL_BAD);
+		if (r->has_cl && r->content_length != n)
+			return fail(s, SL_HTTP_E_CL_DIFF);
+		r->has_cl = 1;
+		r->content_length = n;
+		i++; /* past the comma, or past the end */
+	}
+	return 0;
+}
+
+/*
+ * Calls fn for each comma-separated element of a field value, trimmed of
+ * whitespace and of any ";parameters". Empty elements are skipped.
+ */
+static int
+for_each_elem(struct pstate *s, struct sl_str v,
+	      int (*fn)(struct pstate *, struct sl_str))
+{
+	uint32_t i = 0;
+
+	while (i < v.len) {
+		uint32_t b, e;
+		int rc;
+
+		while (i < v.len && (v.p[i] == ' ' || v.p[i] == '\t'))
+			i++;
+		b = i;
+		while (i < v.len && v.p[i] != ',' && v.p[i] != ';')
+			i++;
+		e = i;
+		while (e > b && (v.p[e - 1] == ' ' || v.p[e - 1] == '\t'))
+			e--;
+		while (i < v.len && v.p[i] != ',')
+			i++;
+		i++;
+		if (e == b)
+			continue;
+		rc = fn(s, (struct sl_str){v.p + b, e - b});
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int
+te_elem(struct pstate *s, struct sl_str c)
+{
+	int is_chunked = c.len == 7 && ieq(c.p, "chunked", 7);
+
+	/* chunked must be applied once and last: anything after it is TE.TE. */
+	if (s->te_chunked_last || (is_chunked && s->req->chunked))
+		return fail(s, SL_HTTP_E_TE_NOT_CHUNKED);
+	s->te_chunked_last = (uint8_t)is_chunked;
+	s->req->chunked |= (uint8_t)is_chunked;
+	return 0;
+}
+
+static int
+conn_elem(struct pstate *s, struct sl_str c)
+{
+	if (c.len == 5 && ieq(c.p, "close", 5))
+		s->req->conn_close = 1;
+	else if (c.len == 7 && ieq(c.p, "upgrade", 7))
+		s->conn_upgrade = 1;
+	return 0;
+}
+
+static int
+on_authorization(struct pstate *s, struct sl_str v)
+{
+	uint32_t i = 6;
+
+	if (v.len <= 7 || !ieq(v.p, "bearer", 6) || v.p[6] != ' ')
+		return 0;
+	while (i < v.len && v.p[i] == ' ')
+		i++;
+	if (s->bearer.len != 0)
+		return fail(s, SL_HTTP_E_DUP_IDENT);
+	s->bearer = (struct sl_str){v.p + i, v.len - i};
+	return 0;
+}
+
+/* An identity header seen twice could name two identities: refuse it. */
+static int
+set_once(struct pstate *s, struct sl_str *dst, struct sl_str v)
+{
+	if (dst->p != NULL)
+		return fail(s, SL_HTTP_E_DUP_IDENT);
+	*dst = v;
+	return 0;
+}
+
+static int
+on_header(struct pstate *s, struct sl_str n, struct sl_str v)
+{
+	struct sl_http_req *r = s->req;
+	const struct sl_http_cfg *cfg = s->cfg;
+
+	if (cfg != NULL && cfg->api_key_header.len && ieq_str(n, cfg->api_key_header))
+		return set_once(s, &r->api_key, v);
+	if (cfg != NULL && cfg->user_header.len && ieq_str(n, cfg->user_header))
+		return set_once(s, &r->user, v);
+	switch (n.len) {
+	case 4:
+		if (!ieq(n.p, "host", 4))
+			break;
+		if (s->host_seen || v.len == 0)
+			return fail(s, SL_HTTP_E_HOST);
+		s->host_seen = 1;
+		r->host = v;
+		break;
+	case 7:
+		if (ieq(n.p, "upgrade", 7))
+			s->upgrade_hdr = 1;
+		break;
+	case 10:
+		if (ieq(n.p, "connection", 10))
+			return for_each_elem(s, v, conn_elem);
+		break;
+	case 13:
+		if (ieq(n.p, "authorization", 13))
+			return on_authorization(s, v);
+		break;
+	case 14:
+		if (ieq(n.p, "content-length", 14))
+			return on_content_length(s, v);
+		break;
+	case 15:
+		if (!ieq(n.p, "x-forwarded-for", 15))
+			break;
+		if (r->n_xff < SL_HTTP_MAX_XFF)
+			r->xff[r->n_xff++] = v;
+		else
+			r->xff_overflow = 1;
+		break;
+	case 17:
+		if (!ieq(n.p, "transfer-encoding", 17))
+			break;
+		s->te_seen = 1;
+		return for_each_elem(s, v, te_elem);
+	}
+	return 0;
+}
+
+/* Scans a field value up to CRLF; trailing whitespace is not part of it. */
+static int
+parse_value(struct pstate *s, struct sl_str *v)
+{
+	size_t start, end;
+
+	while (s->pos < s->len &&
+	       (s->buf[s->pos] == ' ' || s->buf[s->pos] == '\t'))
+		s->pos++;
+	start = s->pos;
+	for (;;) {
+		unsigned char c;
+
+		if (s->pos >= s->len)
+			return SL_HTTP_INCOMPLETE;
+		c = (unsigned char)s->buf[s->pos];
+		/* hottest loop: printable ASCII and obs-text */
+		if ((c >= 0x20 && c != 0x7f) || c == '\t') {
+			s->pos++;
+			continue;
+		}
+		if (c != '\r')
+			return bad_byte(s, c, SL_HTTP_E_CTL);
+		break;
+	}
+	end = s->pos;
+	while (end > start && (s->buf[end - 1] == ' ' || s->buf[end - 1] == '\t'))
+		end--;
+	v->p = s->buf + start;
+	v->len = (uint32_t)(end - start);
+	return expect_crlf(s);
+}
+
+static int
+parse_header_line(struct pstate *s)
+{
+	size_t start = s->pos;
+	struct sl_str name, value;
+	unsigned char c;
+	int rc;
+
+	c = (unsigned char)s->buf[s->pos];
+	if (c == ' ' || c == '\t')
+		return fail(s, SL_HTTP_E_OBS_FOLD);
+	while (s->pos < s->len && tchar[(unsigned char)s->buf[s->pos]])
+		s->pos++;
+	if (s->pos >= s->len)
+		return SL_HTTP_INCOMPLETE;
+	c = (unsigned char)s->buf[s->pos];
+	if (c == ' ' || c == '\t')
+		return fail(s, SL_HTTP_E_WS_COLON);
+	if (c != ':' || s->pos == start)
+		return bad_byte(s, c, SL_HTTP_E_HDR_NAME);
+	name.p = s->buf + start;
+	name.len = (uint32_t)(s->pos - start);
+	s->pos++;
+	rc = parse_value(s, &value);
+	if (rc != 0)
+		return rc;
+	if (++s->req->n_headers > SL_HTTP_MAX_HEADERS)
+		return fail(s, SL_HTTP_E_TOO_MANY);
+	return on_header(s, name, value);
+}
+
+/* Checks that only make sense once every field has been seen. */
+static int
+finish(struct pstate *s)
+{
+	struct sl_http_req *r = s->req;
+
+	if (r->minor_version == 1 && !s->host_seen)
+		return fail(s, SL_HTTP_E_HOST);
+	if (s->te_seen && r->has_cl)
+		return fail(s, SL_HTTP_E_CL_TE);
+	if (s->te_seen && r->minor_version == 0)
+		return fail(s, SL_HTTP_E_TE_HTTP10);
+	if (s->te_seen && !s->te_chunked_last)
+		return fail(s, SL_HTTP_E_TE_NOT_CHUNKED);
+	if (r->api_key.p == NULL && s->bearer.len != 0)
+		r->api_key = s->bearer;
+	r->upgrade = (uint8_t)((s->conn_upgrade && s->upgrade_hdr) ||
+			       (r->method.len == 7 &&
+				memcmp(r->method.p, "CONNECT", 7) == 0));
+	return 0;
+}
+
+int
+sl_http_parse_request(const char *buf, size_t len,
+		      const struct sl_http_cfg *cfg, struct sl_http_req *req)
+{
+	struct pstate s = {.buf = buf, .len = len, .cfg = cfg, .req = req};
+	int rc;
+
+	memset(req, 0, sizeof(*req));
+	/* RFC 9112 2.2: ignore empty lines before the request line. */
+	while (s.pos + 1 < len && buf[s.pos] == '\r' && buf[s.pos + 1] == '\n')
+		s.pos += 2;
+	if (s.pos >= len || (s.pos + 1 == len && buf[s.pos] == '\r'))
+		return SL_HTTP_INCOMPLETE;
+	if ((rc = parse_method(&s)) != 0 || (rc = parse_target(&s)) != 0 ||
+	    (rc = parse_version(&s)) != 0)
+		return rc;
+	for (;;) {
+		if (s.pos >= len)
+			return SL_HTTP_INCOMPLETE;
+		if (buf[s.pos] == '\r' || buf[s.pos] == '\n') {
+			if ((rc = expect_crlf(&s)) != 0)
+				return rc;
+			break;
+		}
+		if ((rc = parse_header_line(&s)) != 0)
+			return rc;
+	}
+	if ((rc = finish(&s)) != 0)
+		return rc;
+	return (int)s.pos;
+}
+
+const char *
+sl_http_err_name(enum sl_http_err e)
+{
+	static const char *const names[SL_HTTP_E__COUNT] = {
+		[SL_HTTP_E_NONE] = "none",
+		[SL_HTTP_E_METHOD] = "method",
+		[SL_HTTP_E_TARGET] = "target",
+		[SL_HTTP_E_VERSION] = "version",
+		[SL_HTTP_E_CTL] = "control_byte",
+		[SL_HTTP_E_BARE_CR] = "bare_cr",
+		[SL_HTTP_E_BARE_LF] = "bare_lf",
+		[SL_HTTP_E_OBS_FOLD] = "obs_fold",
+		[SL_HTTP_E_HDR_NAME] = "header_name",
+		[SL_HTTP_E_WS_COLON] = "space_before_colon",
+		[SL_HTTP_E_CL_TE] = "cl_and_te",
+		[SL_HTTP_E_CL_DIFF] = "cl_differs",
+		[SL_HTTP_E_CL_BAD] = "cl_invalid",
+		[SL_HTTP_E_TE_NOT_CHUNKED] = "te_not_chunked",
+		[SL_HTTP_E_TE_HTTP10] = "te_in_http10",
+		[SL_HTTP_E_HOST] = "host",
+		[SL_HTTP_E_TOO_MANY] = "too_many_headers",
+		[SL_HTTP_E_DUP_IDENT] = "duplicate_identity",
+		[SL_HTTP_E_CHUNK] = "chunked_body",
+	};
+	return (unsigned)e < SL_HTTP_E__COUNT ? names[e] : "unknown";
+}

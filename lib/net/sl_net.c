@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <string.h>
+
+#include "sl_net.h"
+
+#define ETH_HLEN	  14
+#define ETYPE_IPV4	  0x0800
+#define ETYPE_IPV6	  0x86DD
+#define ETYPE_VLAN	  0x8100
+#define ETYPE_QINQ	  0x88A8
+#define IPPROTO_TCP_	  6
+#define IP6_MAX_EXT	  8
+
+static inline uint16_t
+rd16(const uint8_t *b)
+{
+	return (uint16_t)(b[0] << 8 | b[1]);
+}
+
+static inline uint32_t
+rd32(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+	       (uint32_t)b[2] << 8 | b[3];
+}
+
+static enum sl_pkt_class
+bad(struct sl_pkt *p, enum sl_malformed r)
+{
+	p->reason = (uint8_t)r;
+	return SL_PKT_MALFORMED;
+}
+
+static enum sl_pkt_class
+parse_tcp(const uint8_t *f, uint32_t end, struct sl_pkt *p)
+{
+	const uint8_t *t = f + p->l4_off;
+	uint32_t avail = end - p->l4_off;
+
+	if (avail < 20)
+		return bad(p, SL_BAD_TCP_TRUNC);
+	p->tcp_hlen = (uint8_t)((t[12] >> 4) * 4);
+	if (p->tcp_hlen < 20)
+		return bad(p, SL_BAD_TCP_DOFF);
+	if (p->tcp_hlen > avail)
+		return bad(p, SL_BAD_TCP_TRUNC);
+	p->sport = rd16(t);
+	p->dport = rd16(t + 2);
+	p->seq = rd32(t + 4);
+	p->ack = rd32(t + 8);
+	p->tcp_flags = t[13];
+	p->win = rd16(t + 14);
+	p->payload_off = (uint16_t)(p->l4_off + p->tcp_hlen);
+	p->payload_len = avail - p->tcp_hlen;
+	return SL_PKT_TCP;
+}
+
+static enum sl_pkt_class
+parse_ipv4(const uint8_t *f, uint32_t len, struct sl_pkt *p)
+{
+	const uint8_t *ip = f + p->l3_off;
+	uint32_t avail = len - p->l3_off;
+	uint32_t ihl, tot;
+
+	if (avail < 20)
+		return bad(p, SL_BAD_IP_HDRLEN);
+	if ((ip[0] >> 4) != 4)
+		return bad(p, SL_BAD_IP_VERSION);
+	ihl = (uint32_t)(ip[0] & 0xf) * 4;
+	tot = rd16(ip + 2);
+	if (ihl < 20 || ihl > avail)
+		return bad(p, SL_BAD_IP_HDRLEN);
+	/* Frames may carry Ethernet padding after the datagram; never less. */
+	if (tot < ihl || tot > avail)
+		return bad(p, SL_BAD_IP_TOTLEN);
+	if (sl_cksum_fold(sl_cksum_partial(ip, ihl, 0)) != 0)
+		return bad(p, SL_BAD_IP_CKSUM);
+	p->af = SL_AF_INET;
+	p->l3_len = (uint16_t)tot;
+	p->l4_proto = ip[9];
+	memcpy(p->src, ip + 12, 4);
+	memcpy(p->dst, ip + 16, 4);
+	p->l4_off = (uint16_t)(p->l3_off + ihl);
+	if ((rd16(ip + 6) & 0x3fff) != 0)
+		return SL_PKT_FRAG; /* MF set or a non-zero offset */
+	if (p->l4_proto != IPPROTO_TCP_)
+		return SL_PKT_OTHER;
+	return parse_tcp(f, p->l3_off + tot, p);
+}
+
+/* Walks the extension header chain to the upper-layer header. */
+static enum sl_pkt_class
+parse_ipv6_ext(const uint8_t *f, uint32_t end, struct sl_pkt *p, uint8_t nh)
+{
+	uint32_t off = p->l3_off + 40u;
+	int i;
+
+	for (i = 0; i < IP6_MAX_EXT; i++) {
+		uint32_t hl;
+
+		switch (nh) {
+		case 0:	 /* hop-by-hop */
+		case 43: /* routing */
+		case 60: /* destination options */
+			if (off + 8 > end)
+				return bad(p, SL_BAD_IP6_EXT);
+			hl = (f[off + 1] + 1u) * 8;
+			break;
+		case 51: /* AH: length in 4-octet units minus 2 */
+			if (off + 8 > end)
+				return bad(p, SL_BAD_IP6_EXT);
+			hl = (f[off + 1] + 2u) * 4;
+			break;
+		case 44: /* fragment */
+			if (off + 8 > end)
+				return bad(p, SL_BAD_IP6_EXT);
+			p->l4_off = (uint16_t)off;
+			p->l4_proto = f[off];
+			return SL_PKT_FRAG;
+		default:
+			p->l4_off = (uint16_t)off;
+			p->l4_proto = nh;
+			if (nh != IPPROTO_TCP_)
+				return SL_PKT_OTHER;
+			return parse_tcp(f, end, p);
+		}
+		if (off + hl > end)
+			return bad(p, SL_BAD_IP6_EXT);
+		nh = f[off];
+		off += hl;
+	}
+	return bad(p, SL_BAD_IP6_EXT);
+}
+
+static enum sl_pkt_class
+parse_ipv6(const uint8_t *f, uint32_t len, struct sl_pkt *p)
+{
+	const uint8_t *ip = f + p->l3_off;
+	uint32_t avail = len - p->l3_off;
+	uint32_t plen;
+
+	if (avail < 40)
+		return bad(p, SL_BAD_IP_HDRLEN);
+	if ((ip[0] >> 4) != 6)
+		return bad(p, SL_BAD_IP_VERSION);
+	plen = rd16(ip + 4);
+	/* A zero payload length means a jumbogram; we never see those. */
+	if (plen == 0 || plen + 40 > avail)
+		return bad(p, SL_BAD_IP_TOTLEN);
+	p->af = SL_AF_INET6;
+	p->l3_len = (uint16_t)(plen + 40);
+	memcpy(p->src, ip + 8, 16);
+	memcpy(p->dst, ip + 24, 16);
+	return parse_ipv6_ext(f, p->l3_off + 40 + plen, p, ip[6]);
+}
+
+enum sl_pkt_class
+sl_pkt_parse(const uint8_t *frame, uint32_t len, struct sl_pkt *p)
+{
+	uint32_t off = 12;
+	uint16_t et;
+
+	memset(p, 0, sizeof(*p));
+	if (len < ETH_HLEN)
+		return bad(p, SL_BAD_L2_TRUNC);
+	et = rd16(frame + off);
+	while (et == ETYPE_VLAN || et == ETYPE_QINQ) {
+		if (p->n_vlan == 2 || off + 6 > len)
+			return p->n_vlan == 2 ? SL_PKT_OTHER
+					      : bad(p, SL_BAD_L2_TRUNC);
+		if (p->n_vlan == 0)
+			p->vlan_tci = rd16(frame + off + 2);
+		p->n_vlan++;
+		off += 4;
+		et = rd16(frame + off);
+	}
+	p->l3_off = (uint16_t)(off + 2);
+	if (et == ETYPE_IPV4)
+		return parse_ipv4(frame, len, p);
+	if (et == ETYPE_IPV6)
+		return parse_ipv6(frame, len, p);
+	return SL_PKT_OTHER;
+}
+
+uint32_t
+sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
+{
+	const uint8_t *b = buf;
+	uint64_t s = sum;
+
+	/* Eight bytes at a time: the carries accumulate in the high half. */
+	while (len >= 8) {
+		uint32_t a, c;
+
+		memcpy(&a, b, 4);
+		memcpy(&c, b + 4, 4);
+		s += (uint64_t)__builtin_bswap32(a) + __builtin_bswap32(c);
+		b += 8;
+		len -= 8;
+	}
+	while (len >= 2) {
+		s += (uint32_t)(b[0] << 8 | b[1]);
+		b += 2;
+		len -= 2;
+	}
+	if (len)
+		s += (uint32_t)b[0] << 8;
+	while (s >> 32)
+		s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (uint32_t)s;
+}
+
+uint16_t
+sl_cksum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static uint32_t
+pseudo_sum(const uint8_t *f, const struct sl_pkt *p, uint32_t l4len)
+{
+	uint32_t s;
+
+	if (p->af == SL_AF_INET) {
+		s = sl_cksum_partial(f + p->l3_off + 12, 8, 0);
+	} else {
+		s = sl_cksum_partial(f + p->l3_off + 8, 32, 0);
+		s += l4len >> 16;
+	}
+	return s + (l4len & 0xffff) + IPPROTO_TCP_;
+}
+
+static uint32_t
+tcp_len(const struct sl_pkt *p)
+{
+	return (uint32_t)p->tcp_hlen + p->payload_len;
+}
+
+int
+sl_tcp_cksum_ok(const uint8_t *frame, const struct sl_pkt *p)
+{
+	uint32_t l = tcp_len(p);
+	uint32_t s = pseudo_sum(frame, p, l);
+
+	s = sl_cksum_partial(frame + p->l4_off, l, s);
+	return sl_cksum_fold(s) == 0;
+}
+
+void
+sl_tcp_cksum_set(uint8_t *frame, const struct sl_pkt *p)
+{
+	uint8_t *t = frame + p->l4_off;
+	uint32_t l = tcp_len(p);
+	uint16_t c;
+
+	t[16] = t[17] = 0;
+	c = sl_cksum_fold(sl_cksum_partial(t, l, pseudo_sum(frame, p, l)));
+	t[16] = (uint8_t)(c >> 8);
+	t[17] = (uint8_t)c;
+}
+
+void
+sl_ipv4_cksum_set(uint8_t *frame, const struct sl_pkt *p)
+{
+	uint8_t *ip = frame + p->l3_off;
+	uint32_t ihl = (uint32_t)(ip[0] & 0xf) * 4;
+	uint16_t c;
+
+	ip[10] = ip[11] = 0;
+	c = sl_cksum_fold(sl_cksum_partial(ip, ihl, 0));
+	ip[10] = (uint8_t)(c >> 8);
+	ip[11] = (uint8_t)c;
+}
+
+const char *
+sl_malformed_name(enum sl_malformed r)
+{
+	static const char *const names[SL_BAD__COUNT] = {
+		[SL_BAD_NONE] = "none",
+		[SL_BAD_L2_TRUNC] = "l2_truncated",
+		[SL_BAD_IP_VERSION] = "ip_version",
+		[SL_BAD_IP_HDRLEN] = "ip_header_length",
+		[SL_BAD_IP_TOTLEN] = "ip_total_length",
+		[SL_BAD_IP_CKSUM] = "ip_checksum",
+		[SL_BAD_IP6_EXT] = "ipv6_extension_header",
+		[SL_BAD_TCP_TRUNC] = "tcp_truncated",
+		[SL_BAD_TCP_DOFF] = "tcp_data_offset",
+	};
+	return (unsigned)r < SL_BAD__COUNT ? names[r] : "unknown";
+}

@@ -1,0 +1,33 @@
+#!/bin/bash
+# Installs every Debian package that the build, the demo and the tests need.
+# Idempotent: packages already present are skipped, so a second run is quick.
+set -euo pipefail
+
+PKGS=(
+	build-essential pkg-config meson ninja-build
+	dpdk dpdk-dev libdpdk-dev libpcap-dev libnuma-dev
+	libhiredis-dev libyaml-dev libcmocka-dev
+	redis-server redis-tools
+	curl wrk python3 python3-scapy
+	iproute2 ethtool procps psmisc
+	clang clang-format
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+		grep -q "install ok installed"; then
+		missing+=("$p")
+	fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "setup: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The Debian redis-server package starts a system instance; tests start
+# their own on other ports, so the system one is left as the package set it.
+echo "setup: ok"
