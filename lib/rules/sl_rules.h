@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef SL_RULES_H
+#define SL_RULES_H
+
+/*
+ * The configuration file (conf/sluice.yaml, schema in CONFIG.md): loaded
+ * with libyaml, validated whole, every error reported as FILE:LINE:COL.
+ * A config that fails validation is never partially used.
+ *
+ * Pure C: no EAL. Loading allocates; the data path only reads the result.
+ */
+
+#include <stdint.h>
+#include <stddef.h>
+
+#define SL_MAX_SERVICE_PORTS 16
+#define SL_MAX_TIERS	     16
+#define SL_MAX_ENDPOINTS     8
+#define SL_NAME_MAX	     64
+#define SL_TEXT_MAX	     256
+#define SL_KEY_MAX	     96
+
+enum sl_scope { SL_SCOPE_KEY, SL_SCOPE_USER, SL_SCOPE_IP, SL_SCOPE_ENDPOINT,
+		SL_SCOPE_GLOBAL };
+enum sl_algo { SL_ALGO_TOKEN_BUCKET, SL_ALGO_GCRA, SL_ALGO_FIXED_WINDOW,
+	       SL_ALGO_SLIDING_WINDOW, SL_ALGO_SLIDING_LOG };
+enum sl_store_fail { SL_FAIL_OPEN, SL_LOCAL_STRICT, SL_FAIL_CLOSED };
+enum sl_hdr_style { SL_HDR_DRAFT, SL_HDR_LEGACY, SL_HDR_BOTH };
+
+/* The methods a rule may name, as a bit mask. */
+enum sl_method {
+	SL_M_GET = 1 << 0, SL_M_HEAD = 1 << 1, SL_M_POST = 1 << 2,
+	SL_M_PUT = 1 << 3, SL_M_DELETE = 1 << 4, SL_M_PATCH = 1 << 5,
+	SL_M_OPTIONS = 1 << 6, SL_M_CONNECT = 1 << 7, SL_M_TRACE = 1 << 8,
+};
+
+struct sl_rate {
+	uint64_t count;	    /* units per period */
+	uint64_t period_ms; /* 1000, 60000 or 3600000 */
+};
+
+struct sl_rule {
+	char name[SL_NAME_MAX];
+	uint8_t scope;
+	uint8_t algo;
+	uint8_t on_store_failure;
+	uint8_t shadow;
+	int16_t tier; /* -1: every tier */
+	uint32_t methods; /* 0: every method */
+	char path_prefix[SL_TEXT_MAX];
+	char host[SL_TEXT_MAX];
+	struct sl_rate limit;
+	uint64_t burst;
+	uint32_t cost;
+	uint32_t accuracy_ppm;
+	uint32_t line; /* where it was defined, for messages */
+};
+
+struct sl_key_tier {
+	char key[SL_KEY_MAX];
+	uint8_t tier;
+};
+
+struct sl_override {
+	uint32_t rule; /* index into rules */
+	uint8_t kind; /* SL_SCOPE_KEY, SL_SCOPE_USER or SL_SCOPE_IP */
+	char key[SL_KEY_MAX];
+	struct sl_rate limit;
+	uint64_t burst;
+	int64_t expires; /* Unix seconds */
+	char reason[SL_TEXT_MAX];
+};
+
+struct sl_cidr {
+	uint8_t af; /* 4 or 6 */
+	uint8_t prefix;
+	uint8_t addr[16];
+};
+
+struct sl_endpoint {
+	char host[SL_TEXT_MAX];
+	uint16_t port;
+};
+
+struct sl_config {
+	char version[32]; /* rule set version: rules_version, or a digest */
+	struct {
+		uint16_t downstream_port;
+		uint16_t upstream_port;
+		uint16_t service_ports[SL_MAX_SERVICE_PORTS];
+		uint32_t n_service_ports;
+		uint32_t max_head_bytes;
+		uint32_t flows_per_worker;
+		uint32_t buckets_per_worker;
+		uint32_t head_buffers_per_worker;
+		uint32_t flow_idle_ms;
+		uint32_t mbufs;
+	} dataplane;
+	struct {
+		char api_key_header[SL_NAME_MAX];
+		char user_header[SL_NAME_MAX];
+		uint8_t use_xff;
+		uint8_t trusted_hops;
+		uint8_t ipv6_prefix;
+	} identity;
+	char tiers[SL_MAX_TIERS][SL_NAME_MAX];
+	uint32_t n_tiers;
+	uint8_t default_tier;
+	struct sl_key_tier *keys;
+	uint32_t n_keys;
+	struct sl_rule *rules;
+	uint32_t n_rules;
+	struct sl_override *overrides;
+	uint32_t n_overrides;
+	char (*block_keys)[SL_KEY_MAX];
+	uint32_t n_block_keys;
+	struct sl_cidr *block_cidrs;
+	uint32_t n_block_cidrs;
+	struct {
+		uint8_t present;
+		uint8_t cluster;
+		struct sl_endpoint endpoints[SL_MAX_ENDPOINTS];
+		uint32_t n_endpoints;
+		uint32_t timeout_ms;
+		uint32_t probe_interval_ms;
+		uint32_t expected_appliances;
+		char rules_channel[SL_NAME_MAX];
+	} store;
+	struct {
+		uint32_t retry_jitter_ppm;
+		uint8_t headers; /* enum sl_hdr_style */
+		uint8_t expose_rule;
+	} response;
+};
+
+/*
+ * Loads and validates path. On success returns a config to release with
+ * sl_config_free(). On failure returns NULL and writes every error, one
+ * "FILE:LINE:COL: message" per line, into err (truncated to errlen).
+ */
+struct sl_config *sl_config_load(const char *path, char *err, size_t errlen);
+
+/* Same, from a buffer; name is used in messages. */
+struct sl_config *sl_config_parse(const char *name, const char *text,
+				  size_t len, char *err, size_t errlen);
+
+void sl_config_free(struct sl_config *c);
+
+/* The config with every field at its documented default. */
+void sl_config_defaults(struct sl_config *c);
+
+/* Parses "100/min" style rates; returns 0 or -1. */
+int sl_rate_parse(const char *s, struct sl_rate *out);
+
+/* Parses "198.18.0.0/15" or "2001:2::/48"; returns 0 or -1. */
+int sl_cidr_parse(const char *s, struct sl_cidr *out);
+
+/* Method name to its sl_method bit, 0 if not one we know. */
+uint32_t sl_method_bit(const char *m, size_t len);
+
+#endif /* SL_RULES_H */

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_common.h>
+#include <rte_telemetry.h>
+
+#include "sl_telemetry.h"
+
+#define MAX_SRC 128
+
+static struct sl_telemetry_src srcs[MAX_SRC];
+static unsigned int n_srcs;
+
+static void
+add_counters(struct sl_counters *o, const struct sl_counters *c)
+{
+	const uint64_t *s = (const uint64_t *)c;
+	uint64_t *d = (uint64_t *)o;
+	size_t i;
+
+	/* sl_counters is all uint64_t: sum it field by field. */
+	for (i = 0; i < sizeof(*c) / sizeof(uint64_t); i++)
+		d[i] += s[i];
+}
+
+static void
+add_flow_stats(struct sl_flow_stats *o, const struct sl_flow_stats *f)
+{
+	o->active += f->active;
+	o->created += f->created;
+	o->midstream += f->midstream;
+	o->evicted += f->evicted;
+	o->expired += f->expired;
+	o->closed += f->closed;
+	o->ooo_dropped += f->ooo_dropped;
+	o->retransmits += f->retransmits;
+	o->head_slot_exhausted += f->head_slot_exhausted;
+	o->reassembled += f->reassembled;
+}
+
+void
+sl_telemetry_sum(struct sl_counters *out, struct sl_flow_stats *fs)
+{
+	unsigned int i;
+
+	memset(out, 0, sizeof(*out));
+	memset(fs, 0, sizeof(*fs));
+	for (i = 0; i < n_srcs; i++) {
+		add_counters(out, srcs[i].ctr);
+		if (srcs[i].flows != NULL)
+			add_flow_stats(fs, sl_flow_stats(srcs[i].flows));
+	}
+}
+
+#define U64(d, name, v) rte_tel_data_add_dict_u64(d, name, v)
+
+static void
+fill(struct rte_tel_data *d, const struct sl_counters *c,
+     const struct sl_flow_stats *f)
+{
+	U64(d, "rx", c->rx);
+	U64(d, "tx", c->tx);
+	U64(d, "tx_dropped", c->tx_dropped);
+	U64(d, "passthrough", c->passthrough);
+	U64(d, "inspected", c->inspected);
+	U64(d, "requests", c->requests);
+	U64(d, "allowed", c->allowed);
+	U64(d, "rejected", c->rejected);
+	U64(d, "blocked", c->blocked);
+	U64(d, "invalid", c->invalid);
+	U64(d, "shadow_rejected", c->shadow_rejected);
+	U64(d, "degraded", c->degraded);
+	U64(d, "malformed", c->malformed);
+	U64(d, "malformed_dropped", c->malformed_dropped);
+	U64(d, "frag_dropped", c->frag_dropped);
+	U64(d, "bad_checksum", c->bad_checksum);
+	U64(d, "head_too_large", c->head_too_large);
+	U64(d, "ident_key", c->ident_key);
+	U64(d, "ident_user", c->ident_user);
+	U64(d, "ident_ip", c->ident_ip);
+	U64(d, "xff_fallback", c->xff_fallback);
+	U64(d, "flows_active", f->active);
+	U64(d, "flows_created", f->created);
+	U64(d, "flows_midstream", f->midstream);
+	U64(d, "flows_evicted", f->evicted);
+	U64(d, "flows_expired", f->expired);
+	U64(d, "flows_closed", f->closed);
+	U64(d, "ooo_dropped", f->ooo_dropped);
+	U64(d, "retransmits", f->retransmits);
+	U64(d, "heads_reassembled", f->reassembled);
+	U64(d, "head_slot_exhausted", f->head_slot_exhausted);
+}
+
+/* Non-zero reasons only, so the reply stays short and readable. */
+static void
+fill_reasons(struct rte_tel_data *d, const struct sl_counters *c)
+{
+	struct rte_tel_data *pe = rte_tel_data_alloc();
+	struct rte_tel_data *mr = rte_tel_data_alloc();
+	int i;
+
+	if (pe == NULL || mr == NULL) {
+		rte_tel_data_free(pe);
+		rte_tel_data_free(mr);
+		return;
+	}
+	rte_tel_data_start_dict(pe);
+	rte_tel_data_start_dict(mr);
+	for (i = 1; i < SL_HTTP_E__COUNT; i++)
+		if (c->parse_error[i])
+			U64(pe, sl_http_err_name(i), c->parse_error[i]);
+	for (i = 1; i < SL_BAD__COUNT; i++)
+		if (c->malformed_reason[i])
+			U64(mr, sl_malformed_name(i), c->malformed_reason[i]);
+	rte_tel_data_add_dict_container(d, "parse_errors", pe, 0);
+	rte_tel_data_add_dict_container(d, "malformed_reasons", mr, 0);
+}
+
+static int
+cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct sl_counters c;
+	struct sl_flow_stats f;
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	sl_telemetry_sum(&c, &f);
+	rte_tel_data_start_dict(d);
+	fill(d, &c, &f);
+	fill_reasons(d, &c);
+	return 0;
+}
+
+static int
+cmd_workers(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	unsigned int i;
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	rte_tel_data_start_dict(d);
+	for (i = 0; i < n_srcs; i++) {
+		struct rte_tel_data *w = rte_tel_data_alloc();
+		struct sl_flow_stats none = {0};
+		char name[16];
+
+		if (w == NULL)
+			return -ENOMEM;
+		rte_tel_data_start_dict(w);
+		fill(w, srcs[i].ctr,
+		     srcs[i].flows ? sl_flow_stats(srcs[i].flows) : &none);
+		snprintf(name, sizeof(name), "lcore%u", srcs[i].lcore);
+		rte_tel_data_add_dict_container(d, name, w, 0);
+	}
+	return 0;
+}
+
+int
+sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n)
+{
+	int rc;
+
+	if (n > MAX_SRC)
+		return -E2BIG;
+	memcpy(srcs, src, n * sizeof(*src));
+	n_srcs = n;
+	rc = rte_telemetry_register_cmd("/sluice/stats", cmd_stats,
+					"Totals over all workers. No parameters");
+	if (rc == 0)
+		rc = rte_telemetry_register_cmd(
+			"/sluice/workers", cmd_workers,
+			"Counters per worker lcore. No parameters");
+	return rc;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef SL_TELEMETRY_H
+#define SL_TELEMETRY_H
+
+/*
+ * Per-worker counters and the /sluice/... DPDK telemetry commands.
+ *
+ * Each worker owns one sl_counters, written with plain stores (no atomics,
+ * no sharing: the struct is cache-line aligned). Readers on the telemetry
+ * thread sum them; an aligned 64-bit load never tears on the platforms
+ * DPDK supports, so a reading is at worst a moment old.
+ */
+
+#include <stdint.h>
+
+#include "sl_flow.h"
+#include "sl_http.h"
+#include "sl_net.h"
+
+struct sl_counters {
+	uint64_t rx;
+	uint64_t tx;
+	uint64_t tx_dropped; /* unsent after tx_burst: freed */
+	uint64_t passthrough; /* forwarded without inspection */
+	uint64_t inspected;   /* client segments on service ports */
+	uint64_t requests;    /* = allowed + rejected + blocked + invalid */
+	uint64_t allowed;
+	uint64_t rejected;
+	uint64_t blocked;
+	uint64_t invalid; /* parse errors and oversized heads */
+	uint64_t shadow_rejected;
+	uint64_t degraded;
+	uint64_t malformed;
+	uint64_t malformed_dropped;
+	uint64_t frag_dropped;
+	uint64_t bad_checksum;
+	uint64_t head_too_large;
+	uint64_t ident_key;
+	uint64_t ident_user;
+	uint64_t ident_ip;
+	uint64_t xff_fallback;
+	uint64_t parse_error[SL_HTTP_E__COUNT];
+	uint64_t malformed_reason[SL_BAD__COUNT];
+} __attribute__((aligned(64)));
+
+struct sl_telemetry_src {
+	unsigned int lcore;
+	const struct sl_counters *ctr;
+	const struct sl_flow_table *flows;
+};
+
+/* Registers the /sluice commands over n workers; returns 0 or -errno. */
+int sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n);
+
+/* Sums every worker's counters into out (flow stats into fs). */
+void sl_telemetry_sum(struct sl_counters *out, struct sl_flow_stats *fs);
+
+#endif /* SL_TELEMETRY_H */
