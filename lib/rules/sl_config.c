@@ -293,6 +293,56 @@ digest_version(struct sl_config *c, const char *text, size_t len)
 }
 
 static int
+cmp_pos(const void *a, const void *b)
+{
+	const unsigned long *x = a, *y = b;
+
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	if (x[1] != y[1])
+		return x[1] < y[1] ? -1 : 1;
+	return x[2] < y[2] ? -1 : (x[2] > y[2]);
+}
+
+/*
+ * Sections are checked in dependency order (tiers, rules, the rest), so
+ * messages are put back in file order for the operator.
+ */
+static void
+sort_errors(struct loader *L)
+{
+	enum { MAXE = 256 };
+	unsigned long pos[MAXE][4]; /* line, column, start, length */
+	size_t n = 0, flen = strlen(L->file), off = 0, i;
+	char *copy;
+
+	if (L->err == NULL || L->errpos == 0)
+		return;
+	while (off < L->errpos && n < MAXE) {
+		char *nl = memchr(L->err + off, '\n', L->errpos - off);
+		size_t len = nl ? (size_t)(nl - L->err - off) + 1
+				: L->errpos - off;
+		char *p = L->err + off + flen + 1;
+
+		pos[n][0] = strtoul(p, &p, 10);
+		pos[n][1] = strtoul(p + 1, NULL, 10);
+		pos[n][2] = off;
+		pos[n][3] = len;
+		n++;
+		off += len;
+	}
+	if (off < L->errpos || (copy = malloc(L->errpos + 1)) == NULL)
+		return;
+	memcpy(copy, L->err, L->errpos);
+	qsort(pos, n, sizeof(pos[0]), cmp_pos);
+	for (off = 0, i = 0; i < n; i++) {
+		memcpy(L->err + off, copy + pos[i][2], pos[i][3]);
+		off += pos[i][3];
+	}
+	free(copy);
+}
+
+static int
 load_doc(struct loader *L, const char *text, size_t len)
 {
 	yaml_parser_t parser;
@@ -344,6 +394,7 @@ sl_config_parse(const char *name, const char *text, size_t len, char *err,
 	if (loaded)
 		yaml_document_delete(&doc);
 	if (L.nerr > 0) {
+		sort_errors(&L);
 		sl_config_free(c);
 		return NULL;
 	}

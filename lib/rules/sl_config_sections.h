@@ -21,6 +21,24 @@ is_token(const char *s, int allow_dot)
 }
 
 static int
+has_key(struct loader *L, yaml_node_t *map, const char *name)
+{
+	yaml_node_pair_t *p;
+
+	if (map->type != YAML_MAPPING_NODE)
+		return 1; /* already reported as not a mapping */
+	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = node(L, p->key);
+
+		if (k->type == YAML_SCALAR_NODE &&
+		    strcmp((const char *)k->data.scalar.value, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static int
 find_tier(const struct sl_config *c, const char *name)
 {
 	uint32_t i;
@@ -384,9 +402,9 @@ f_rules(struct loader *L, yaml_node_t *v, void *o)
 			error_at(L, it, "rule: 'name' is required");
 		else if (find_rule(c, r->name) >= 0)
 			error_at(L, it, "rule '%s': duplicate name", r->name);
-		if (r->limit.count == 0)
+		if (!has_key(L, it, "limit"))
 			error_at(L, it, "rule '%s': 'limit' is required", r->name);
-		if (r->scope == 0xff)
+		if (!has_key(L, it, "scope"))
 			error_at(L, it, "rule '%s': 'scope' is required", r->name);
 		if (r->burst && r->algo != SL_ALGO_TOKEN_BUCKET &&
 		    r->algo != SL_ALGO_GCRA)
@@ -404,8 +422,6 @@ f_rules(struct loader *L, yaml_node_t *v, void *o)
 struct ovr_ctx {
 	struct sl_override *o;
 	int has_id;
-	int has_expires;
-	int has_limit;
 };
 
 static void
@@ -456,7 +472,7 @@ f_olimit(struct loader *L, yaml_node_t *v, void *o)
 {
 	struct ovr_ctx *x = o;
 
-	x->has_limit = get_rate(L, v, "limit", &x->o->limit) == 0;
+	get_rate(L, v, "limit", &x->o->limit);
 }
 
 static void f_oburst(struct loader *L, yaml_node_t *v, void *o)
@@ -482,7 +498,6 @@ f_oexpires(struct loader *L, yaml_node_t *v, void *o)
 		return;
 	}
 	x->o->expires = (int64_t)timegm(&tm);
-	x->has_expires = 1;
 }
 
 static const struct field override_fields[] = {
@@ -512,9 +527,9 @@ f_overrides(struct loader *L, yaml_node_t *v, void *o)
 			error_at(L, it, "override: 'rule' is required");
 		if (!x.has_id)
 			error_at(L, it, "override: one of 'key', 'user' or 'ip' is required");
-		if (!x.has_expires)
+		if (!has_key(L, it, "expires"))
 			error_at(L, it, "override: 'expires' is required");
-		if (!x.has_limit)
+		if (!has_key(L, it, "limit"))
 			error_at(L, it, "override: 'limit' is required");
 		if (x.o->burst == 0)
 			x.o->burst = x.o->limit.count;

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include "sluice.h"
+
+#define ERRBUF 8192
+
+int sl_logtype;
+volatile sig_atomic_t sl_quit;
+static volatile sig_atomic_t reload_requested;
+
+struct opts {
+	const char *config;
+	int check_only;
+	const char *log_level;
+};
+
+static void
+usage(const char *prog)
+{
+	fprintf(stderr,
+		"usage: %s [EAL args] -- --config FILE [--check-config] "
+		"[--log-level LEVEL]\n",
+		prog);
+}
+
+static int
+parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"check-config", no_argument, NULL, 'k'},
+		{"log-level", required_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o->config = optarg;
+			break;
+		case 'k':
+			o->check_only = 1;
+			break;
+		case 'l':
+			o->log_level = optarg;
+			break;
+		default:
+			return -1;
+		}
+	}
+	return o->config != NULL ? 0 : -1;
+}
+
+/* Validates without EAL: --check-config must not touch any port. */
+static int
+check_config(const char *path)
+{
+	char err[ERRBUF];
+	struct sl_config *c = sl_config_load(path, err, sizeof(err));
+
+	if (c == NULL) {
+		fputs(err, stderr);
+		return 1;
+	}
+	printf("OK rules=%u version=%s\n", c->n_rules, c->version);
+	sl_config_free(c);
+	return 0;
+}
+
+static void
+on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		reload_requested = 1;
+	else
+		sl_quit = 1;
+}
+
+static void
+app_setup(struct sl_app *app, struct sl_config *cfg)
+{
+	uint32_t i;
+
+	memset(app, 0, sizeof(*app));
+	app->cfg = cfg;
+	app->port[0] = cfg->dataplane.downstream_port;
+	app->port[1] = cfg->dataplane.upstream_port;
+	app->tsc_hz = rte_get_tsc_hz();
+	app->drain_tsc = app->tsc_hz / 1000000 * SL_DRAIN_US;
+	app->idle_tsc = app->tsc_hz / 1000 * cfg->dataplane.flow_idle_ms;
+	for (i = 0; i < cfg->dataplane.n_service_ports; i++) {
+		uint16_t p = cfg->dataplane.service_ports[i];
+
+		app->service[p >> 3] |= (uint8_t)(1u << (p & 7));
+	}
+	app->http.api_key_header = (struct sl_str){
+		cfg->identity.api_key_header,
+		(uint32_t)strlen(cfg->identity.api_key_header)};
+	app->http.user_header = (struct sl_str){
+		cfg->identity.user_header,
+		(uint32_t)strlen(cfg->identity.user_header)};
+	app->ident.use_xff = cfg->identity.use_xff;
+	app->ident.trusted_hops = cfg->identity.trusted_hops;
+	app->ident.ipv6_prefix = cfg->identity.ipv6_prefix;
+}
+
+/*
+ * SIGHUP re-validates the file. Rules are not applied live yet (the
+ * snapshot swap arrives with enforcement); an invalid file is reported
+ * and the running configuration stays.
+ */
+static void
+reload(const struct opts *o)
+{
+	char err[ERRBUF];
+	struct sl_config *c = sl_config_load(o->config, err, sizeof(err));
+
+	if (c == NULL) {
+		SL_LOG(ERR, "reload refused, keeping the running rules:\n%s", err);
+		return;
+	}
+	SL_LOG(NOTICE, "reload: %s is valid (rules=%u version=%s)", o->config,
+	       c->n_rules, c->version);
+	sl_config_free(c);
+}
+
+static void
+print_final(void)
+{
+	struct sl_counters c;
+	struct sl_flow_stats f;
+
+	sl_telemetry_sum(&c, &f);
+	printf("sluice: final rx=%lu tx=%lu tx_dropped=%lu passthrough=%lu "
+	       "requests=%lu allowed=%lu rejected=%lu blocked=%lu invalid=%lu "
+	       "malformed=%lu flows_created=%lu flows_evicted=%lu\n",
+	       c.rx, c.tx, c.tx_dropped, c.passthrough, c.requests, c.allowed,
+	       c.rejected, c.blocked, c.invalid, c.malformed, f.created,
+	       f.evicted);
+	fflush(stdout);
+}
+
+static struct sl_worker *
+start_workers(struct sl_app *app, unsigned int *n_out)
+{
+	struct sl_telemetry_src src[RTE_MAX_LCORE];
+	struct sl_worker *ws;
+	unsigned int lcore, n = 0;
+
+	ws = rte_zmalloc("sl_workers", sizeof(*ws) * app->n_queues,
+			 RTE_CACHE_LINE_SIZE);
+	if (ws == NULL)
+		rte_exit(EXIT_FAILURE, "cannot allocate workers\n");
+	RTE_LCORE_FOREACH_WORKER(lcore) {
+		if (n == app->n_queues)
+			break;
+		if (sl_worker_init(&ws[n], app, lcore, (uint16_t)n) != 0)
+			rte_exit(EXIT_FAILURE,
+				 "cannot allocate the flow table of lcore %u "
+				 "(flows_per_worker too large?)\n",
+				 lcore);
+		src[n] = (struct sl_telemetry_src){lcore, &ws[n].ctr,
+						   ws[n].flows};
+		n++;
+	}
+	if (sl_telemetry_register(src, n) != 0)
+		SL_LOG(WARNING, "telemetry commands not registered");
+	for (lcore = 0; lcore < n; lcore++)
+		rte_eal_remote_launch(sl_worker_main, &ws[lcore],
+				      ws[lcore].lcore);
+	*n_out = n;
+	return ws;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o = {0};
+	struct sl_app app;
+	struct sl_config *cfg;
+	struct sl_worker *ws;
+	char err[ERRBUF];
+	unsigned int n_workers, i;
+	int ret, dd;
+
+	/* --check-config needs no EAL: find the app args after "--". */
+	for (dd = 1; dd < argc && strcmp(argv[dd], "--") != 0; dd++)
+		;
+	if (dd < argc && parse_opts(argc - dd, argv + dd, &o) == 0 &&
+	    o.check_only)
+		return check_config(o.config);
+	ret = rte_eal_init(argc, argv);
+	if (ret < 0)
+		rte_exit(EXIT_FAILURE, "EAL init failed\n");
+	argc -= ret;
+	argv += ret;
+	argv[0] = (char *)"sluice";
+	memset(&o, 0, sizeof(o));
+	if (parse_opts(argc, argv, &o) != 0) {
+		usage("sluice");
+		rte_exit(EXIT_FAILURE, "bad arguments\n");
+	}
+	sl_logtype = rte_log_register_type_and_pick_level("sl.app",
+							  RTE_LOG_INFO);
+	if (o.log_level != NULL && rte_log_set_level_pattern("sl.*",
+				atoi(o.log_level)) != 0)
+		SL_LOG(WARNING, "bad --log-level %s", o.log_level);
+	cfg = sl_config_load(o.config, err, sizeof(err));
+	if (cfg == NULL) {
+		fputs(err, stderr);
+		rte_exit(EXIT_FAILURE, "invalid configuration\n");
+	}
+	app_setup(&app, cfg);
+	if (rte_lcore_count() < 2)
+		rte_exit(EXIT_FAILURE, "need at least 2 lcores (main + worker)\n");
+	app.pool = rte_pktmbuf_pool_create("sl_mbufs", cfg->dataplane.mbufs,
+					   256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+					   rte_socket_id());
+	if (app.pool == NULL)
+		rte_exit(EXIT_FAILURE, "cannot create the mbuf pool: %s\n",
+			 rte_strerror(rte_errno));
+	if (sl_ports_init(&app, (uint16_t)(rte_lcore_count() - 1)) != 0)
+		rte_exit(EXIT_FAILURE, "port setup failed\n");
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	ws = start_workers(&app, &n_workers);
+	SL_LOG(NOTICE, "running: %u worker(s), rules=%u version=%s", n_workers,
+	       cfg->n_rules, cfg->version);
+	while (!sl_quit) {
+		usleep(50000);
+		if (reload_requested) {
+			reload_requested = 0;
+			reload(&o);
+		}
+	}
+	rte_eal_mp_wait_lcore();
+	print_final();
+	sl_ports_close(&app);
+	for (i = 0; i < n_workers; i++)
+		sl_flow_table_free(ws[i].flows);
+	rte_free(ws);
+	sl_config_free(cfg);
+	rte_eal_cleanup();
+	return 0;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef SLUICE_H
+#define SLUICE_H
+
+/* The appliance: ports, lcores and the worker loop (app-private). */
+
+#include <signal.h>
+#include <stdint.h>
+
+#include <rte_common.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+
+#include "sl_flow.h"
+#include "sl_http.h"
+#include "sl_ident.h"
+#include "sl_net.h"
+#include "sl_rules.h"
+#include "sl_telemetry.h"
+
+#define SL_BURST	32
+#define SL_DRAIN_US	100 /* a partly filled TX buffer waits at most this */
+#define SL_EXPIRE_BUDGET 32 /* flow entries examined for idleness per loop */
+
+extern int sl_logtype;
+#define SL_LOG(level, fmt, ...)                                               \
+	rte_log(RTE_LOG_##level, sl_logtype, "sluice: " fmt "\n",            \
+		##__VA_ARGS__)
+
+/* Read-only after start-up: shared by every worker. */
+struct sl_app {
+	struct sl_config *cfg;
+	struct rte_mempool *pool;
+	uint16_t port[2];      /* [0] downstream, [1] upstream */
+	uint16_t n_queues;
+	uint64_t tsc_hz;
+	uint64_t drain_tsc;
+	uint64_t idle_tsc;
+	struct sl_http_cfg http;
+	struct sl_ident_cfg ident;
+	uint8_t service[65536 / 8]; /* bitmap of inspected destination ports */
+};
+
+struct sl_txbuf {
+	uint16_t n;
+	struct rte_mbuf *m[SL_BURST];
+};
+
+/* Everything one worker writes; nothing here is shared. */
+struct sl_worker {
+	struct sl_counters ctr;
+	const struct sl_app *app;
+	struct sl_flow_table *flows;
+	unsigned int lcore;
+	uint16_t queue;
+	uint64_t now;
+	uint64_t next_drain;
+	struct sl_txbuf tx[2]; /* [1] towards upstream, [0] towards downstream */
+	const struct sl_pkt *cur; /* the segment being inspected */
+} __rte_cache_aligned;
+
+extern volatile sig_atomic_t sl_quit;
+
+int sl_ports_init(struct sl_app *app, uint16_t want_queues);
+void sl_ports_close(const struct sl_app *app);
+
+int sl_worker_init(struct sl_worker *w, const struct sl_app *app,
+		   unsigned int lcore, uint16_t queue);
+int sl_worker_main(void *arg);
+
+static inline int
+sl_is_service_port(const struct sl_app *app, uint16_t port)
+{
+	return (app->service[port >> 3] >> (port & 7)) & 1;
+}
+
+#endif /* SLUICE_H */

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_prefetch.h>
+
+#include "sluice.h"
+
+#define DOWN 0
+#define UP   1
+
+int
+sl_worker_init(struct sl_worker *w, const struct sl_app *app,
+	       unsigned int lcore, uint16_t queue)
+{
+	const struct sl_config *c = app->cfg;
+	struct sl_flow_params fp = {
+		.capacity = c->dataplane.flows_per_worker,
+		.head_slots = c->dataplane.head_buffers_per_worker,
+		.max_head_bytes = c->dataplane.max_head_bytes,
+		.idle_timeout = app->idle_tsc,
+		.closed_timeout = app->tsc_hz, /* TIME_WAIT is the hosts' job */
+		.http = &app->http,
+	};
+
+	memset(w, 0, sizeof(*w));
+	w->app = app;
+	w->lcore = lcore;
+	w->queue = queue;
+	w->flows = sl_flow_table_create(&fp);
+	return w->flows != NULL ? 0 : -ENOMEM;
+}
+
+static void
+flush(struct sl_worker *w, int dir)
+{
+	struct sl_txbuf *b = &w->tx[dir];
+	uint16_t sent;
+
+	if (b->n == 0)
+		return;
+	sent = rte_eth_tx_burst(w->app->port[dir], w->queue, b->m, b->n);
+	w->ctr.tx += sent;
+	if (unlikely(sent < b->n)) {
+		w->ctr.tx_dropped += b->n - sent;
+		rte_pktmbuf_free_bulk(&b->m[sent], b->n - sent);
+	}
+	b->n = 0;
+}
+
+static inline void
+send_to(struct sl_worker *w, int dir, struct rte_mbuf *m)
+{
+	struct sl_txbuf *b = &w->tx[dir];
+
+	b->m[b->n++] = m;
+	if (b->n == SL_BURST)
+		flush(w, dir);
+}
+
+static void
+count_identity(struct sl_worker *w, const struct sl_http_req *req)
+{
+	struct sl_identity id;
+	const struct sl_pkt *p = w->cur;
+
+	if (sl_ident_extract(&w->app->ident, req, p->af, p->src, &id) != 0)
+		w->ctr.xff_fallback++;
+	if (id.kind == SL_ID_KEY)
+		w->ctr.ident_key++;
+	else if (id.kind == SL_ID_USER)
+		w->ctr.ident_user++;
+	else
+		w->ctr.ident_ip++;
+}
+
+/*
+ * Every request head found on a connection. Until enforcement lands each
+ * parsed request is allowed; heads that fail the strict parser or exceed
+ * max_head_bytes are counted as invalid (to be answered 400/431), and the
+ * flow stops being read as HTTP.
+ */
+static enum sl_req_action
+on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
+{
+	struct sl_worker *w = arg;
+
+	RTE_SET_USED(f);
+	w->ctr.requests++;
+	switch (ev->kind) {
+	case SL_EV_REQUEST:
+		count_identity(w, ev->req);
+		w->ctr.allowed++;
+		break;
+	case SL_EV_HEAD_TOO_LARGE:
+		w->ctr.head_too_large++;
+		w->ctr.invalid++;
+		break;
+	default:
+		w->ctr.parse_error[ev->req->error]++;
+		w->ctr.invalid++;
+		break;
+	}
+	return SL_REQ_CONTINUE;
+}
+
+static inline struct sl_flow_key
+flow_key(const struct sl_pkt *p, int from_client)
+{
+	struct sl_flow_key k;
+	size_t n = p->af == SL_AF_INET6 ? 16 : 4;
+
+	memset(&k, 0, sizeof(k));
+	k.af = p->af;
+	if (from_client) {
+		memcpy(k.caddr, p->src, n);
+		memcpy(k.saddr, p->dst, n);
+		k.cport = p->sport;
+		k.sport = p->dport;
+	} else {
+		memcpy(k.caddr, p->dst, n);
+		memcpy(k.saddr, p->src, n);
+		k.cport = p->dport;
+		k.sport = p->sport;
+	}
+	return k;
+}
+
+/* Software check unless the port already verified the checksum. */
+static inline int
+cksum_ok(const struct rte_mbuf *m, const uint8_t *frame, const struct sl_pkt *p)
+{
+	uint64_t f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+
+	if (f == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
+		return 1;
+	if (f == RTE_MBUF_F_RX_L4_CKSUM_BAD)
+		return 0;
+	return sl_tcp_cksum_ok(frame, p);
+}
+
+static void
+inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
+	const struct sl_pkt *p)
+{
+	struct sl_flow_key k = flow_key(p, 1);
+	enum sl_seg_verdict v;
+
+	if (unlikely(!cksum_ok(m, frame, p))) {
+		/* The backend would discard it: so must our view of the stream. */
+		w->ctr.bad_checksum++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	w->ctr.inspected++;
+	w->cur = p;
+	v = sl_flow_client_segment(w->flows, &k, p->seq, p->tcp_flags,
+				   frame + p->payload_off, p->payload_len,
+				   w->now, on_event, w);
+	if (v == SL_SEG_FORWARD)
+		send_to(w, UP, m);
+	else
+		rte_pktmbuf_free(m);
+}
+
+static void
+handle(struct sl_worker *w, struct rte_mbuf *m, int from)
+{
+	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
+	struct sl_pkt p;
+	enum sl_pkt_class cls;
+	int to = from == DOWN ? UP : DOWN;
+
+	/* Only the first segment is read; a longer frame fails its length checks. */
+	cls = sl_pkt_parse(frame, m->data_len, &p);
+	if (likely(cls == SL_PKT_TCP)) {
+		if (from == DOWN && sl_is_service_port(w->app, p.dport)) {
+			inspect(w, m, frame, &p);
+			return;
+		}
+		if (from == UP && sl_is_service_port(w->app, p.sport)) {
+			struct sl_flow_key k = flow_key(&p, 0);
+
+			sl_flow_server_segment(w->flows, &k, p.seq, p.ack,
+					       p.tcp_flags, p.payload_len,
+					       w->now);
+			send_to(w, to, m);
+			return;
+		}
+	} else if (cls == SL_PKT_MALFORMED) {
+		w->ctr.malformed++;
+		w->ctr.malformed_reason[p.reason]++;
+		/* From clients it could hide bytes from us; servers are ours. */
+		if (from == DOWN) {
+			w->ctr.malformed_dropped++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+	} else if (cls == SL_PKT_FRAG && from == DOWN && p.l4_proto == 6) {
+		/* TCP fragments would carry request bytes past the parser. */
+		w->ctr.frag_dropped++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	w->ctr.passthrough++;
+	send_to(w, to, m);
+}
+
+static void
+poll_port(struct sl_worker *w, int from)
+{
+	struct rte_mbuf *pkts[SL_BURST];
+	uint16_t n, i;
+
+	n = rte_eth_rx_burst(w->app->port[from], w->queue, pkts, SL_BURST);
+	if (n == 0)
+		return;
+	w->ctr.rx += n;
+	for (i = 0; i < n && i < 3; i++)
+		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
+	for (i = 0; i < n; i++) {
+		if (i + 3 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void *));
+		handle(w, pkts[i], from);
+	}
+}
+
+int
+sl_worker_main(void *arg)
+{
+	struct sl_worker *w = arg;
+	const struct sl_app *app = w->app;
+
+	SL_LOG(INFO, "worker on lcore %u polls queue %u", w->lcore, w->queue);
+	w->next_drain = rte_rdtsc() + app->drain_tsc;
+	while (!sl_quit) {
+		w->now = rte_rdtsc();
+		poll_port(w, DOWN);
+		poll_port(w, UP);
+		if (w->now >= w->next_drain) {
+			flush(w, UP);
+			flush(w, DOWN);
+			w->next_drain = w->now + app->drain_tsc;
+		}
+		sl_flow_expire(w->flows, w->now, SL_EXPIRE_BUDGET);
+	}
+	flush(w, UP);
+	flush(w, DOWN);
+	return 0;
+}
