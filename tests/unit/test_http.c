@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sl_http.h"
+
+static const struct sl_http_cfg CFG = {
+	.api_key_header = {"X-API-Key", 9},
+	.user_header = {"X-User-Id", 9},
+};
+
+static const char REQ[] =
+	"POST /v1/orders?id=7 HTTP/1.1\r\n"
+	"Host: api.example.com\r\n"
+	"User-Agent: curl/7.88\r\n"
+	"X-Forwarded-For: 203.0.113.9, 198.18.0.7\r\n"
+	"x-api-key:   k-123  \r\n"
+	"X-User-Id: u-9\r\n"
+	"Content-Length: 12\r\n"
+	"\r\n";
+
+/* Parses from an exact-size heap copy so ASan sees any overread. */
+static int
+parse(const char *s, size_t n, struct sl_http_req *r)
+{
+	char *b = malloc(n ? n : 1);
+	int rc;
+
+	memcpy(b, s, n);
+	rc = sl_http_parse_request(b, n, &CFG, r);
+	/* Results point into b: re-point them at s for the caller. */
+#define FIX(f)                                                                 \
+	if (r->f.p)                                                            \
+	r->f.p = s + (r->f.p - b)
+	FIX(method);
+	FIX(target);
+	FIX(host);
+	FIX(api_key);
+	FIX(user);
+	for (int i = 0; i < r->n_xff; i++)
+		FIX(xff[i]);
+#undef FIX
+	free(b);
+	return rc;
+}
+
+static int
+parse_str(const char *s, struct sl_http_req *r)
+{
+	return parse(s, strlen(s), r);
+}
+
+static void
+assert_str(struct sl_str s, const char *want)
+{
+	assert_int_equal(s.len, strlen(want));
+	assert_memory_equal(s.p, want, s.len);
+}
+
+static void
+full_request(void **state)
+{
+	struct sl_http_req r;
+
+	(void)state;
+	assert_int_equal(parse_str(REQ, &r), (int)strlen(REQ));
+	assert_str(r.method, "POST");
+	assert_str(r.target, "/v1/orders?id=7");
+	assert_str(r.host, "api.example.com");
+	assert_str(r.api_key, "k-123");
+	assert_str(r.user, "u-9");
+	assert_int_equal(r.n_xff, 1);
+	assert_str(r.xff[0], "203.0.113.9, 198.18.0.7");
+	assert_true(r.has_cl);
+	assert_int_equal(r.content_length, 12);
+	assert_false(r.chunked);
+	assert_int_equal(r.minor_version, 1);
+	assert_int_equal(r.n_headers, 6);
+}
+
+static void
+every_truncation_is_incomplete(void **state)
+{
+	struct sl_http_req r;
+	size_t n;
+
+	(void)state;
+	for (n = 0; n < strlen(REQ); n++)
+		assert_int_equal(parse(REQ, n, &r), SL_HTTP_INCOMPLETE);
+}
+
+/* Inserting NUL, DEL or a bare CR anywhere in the head is an error. */
+static void
+injected_bytes_are_errors(void **state)
+{
+	const char bad[] = {'\0', 0x7f, '\r', 0x01, 0x1b};
+	size_t len = strlen(REQ), at, k;
+	char buf[sizeof(REQ) + 1];
+
+	(void)state;
+	for (k = 0; k < sizeof(bad); k++) {
+		for (at = 0; at < len; at++) {
+			struct sl_http_req r;
+			int rc;
+
+			memcpy(buf, REQ, at);
+			buf[at] = bad[k];
+			memcpy(buf + at + 1, REQ + at, len - at);
+			rc = parse(buf, len + 1, &r);
+			/* A CR right before an existing CR-LF is "\r\r\n". */
+			if (rc != SL_HTTP_ERROR)
+				fail_msg("byte 0x%02x at %zu: rc %d", bad[k],
+					 at, rc);
+		}
+	}
+}
+
+struct bad_case {
+	const char *req;
+	enum sl_http_err err;
+};
+
+static void
+strictness(void **state)
+{
+	static const struct bad_case cases[] = {
+		{"GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", SL_HTTP_E_OBS_FOLD},
+		{"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n\tc\r\n\r\n", SL_HTTP_E_OBS_FOLD},
+		{"GET / HTTP/1.1\r\nHost : a\r\n\r\n", SL_HTTP_E_WS_COLON},
+		{"GET / HTTP/1.1\r\nHost\t: a\r\n\r\n", SL_HTTP_E_WS_COLON},
+		{"GET / HTTP/1.1\r\nHo(st: a\r\n\r\n", SL_HTTP_E_HDR_NAME},
+		{"GET / HTTP/1.1\r\n: a\r\n\r\n", SL_HTTP_E_HDR_NAME},
+		{"G@T / HTTP/1.1\r\nHost: a\r\n\r\n", SL_HTTP_E_METHOD},
+		{" GET / HTTP/1.1\r\nHost: a\r\n\r\n", SL_HTTP_E_METHOD},
+		{"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", SL_HTTP_E_TARGET},
+		{"GET /a\x80 HTTP/1.1\r\nHost: a\r\n\r\n", SL_HTTP_E_TARGET},
+		{"GET / HTTP/2.0\r\nHost: a\r\n\r\n", SL_HTTP_E_VERSION},
+		{"GET / HTTP/1.1 \r\nHost: a\r\n\r\n", SL_HTTP_E_VERSION},
+		{"GET / HTTP/1.1\nHost: a\r\n\r\n", SL_HTTP_E_BARE_LF},
+		{"GET / HTTP/1.1\r\nHost: a\n\n", SL_HTTP_E_BARE_LF},
+		{"GET / HTTP/1.1\r\nHost: a\r\n\n", SL_HTTP_E_BARE_LF},
+		{"GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n", SL_HTTP_E_BARE_CR},
+		{"GET / HTTP/1.1\r\nHost: a\x01\r\n\r\n", SL_HTTP_E_CTL},
+		{"GET / HTTP/1.1\r\nHost: a\x7f\r\n\r\n", SL_HTTP_E_CTL},
+		{"GET / HTTP/1.1\r\n\r\n", SL_HTTP_E_HOST},
+		{"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", SL_HTTP_E_HOST},
+		{"GET / HTTP/1.1\r\nHost:\r\n\r\n", SL_HTTP_E_HOST},
+		{"GET / HTTP/1.1\r\nHost: a\r\nX-API-Key: 1\r\nX-API-Key: 2\r\n\r\n",
+		 SL_HTTP_E_DUP_IDENT},
+		{"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x\r\n"
+		 "Authorization: Bearer y\r\n\r\n", SL_HTTP_E_DUP_IDENT},
+		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", SL_HTTP_E_CL_BAD},
+		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n", SL_HTTP_E_CL_BAD},
+		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x5\r\n\r\n", SL_HTTP_E_CL_BAD},
+		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5 5\r\n\r\n", SL_HTTP_E_CL_BAD},
+		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n", SL_HTTP_E_CL_BAD},
+		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n",
+		 SL_HTTP_E_CL_BAD},
+		{"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", SL_HTTP_E_TE_HTTP10},
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sl_http_req r;
+		int rc = parse(cases[i].req, strlen(cases[i].req), &r);
+
+		if (rc != SL_HTTP_ERROR || r.error != cases[i].err)
+			fail_msg("case %zu: rc %d error %s, want %s", i, rc,
+				 sl_http_err_name(r.error),
+				 sl_http_err_name(cases[i].err));
+	}
+}
+
+/* The classic request smuggling shapes (Linhart et al., Kettle). */
+static void
+smuggling_shapes(void **state)
+{
+	static const struct bad_case cases[] = {
+		/* CL.TE and TE.CL: both framings present */
+		{"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 13\r\n"
+		 "Transfer-Encoding: chunked\r\n\r\n", SL_HTTP_E_CL_TE},
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+		 "Content-Length: 4\r\n\r\n", SL_HTTP_E_CL_TE},
+		/* TE.TE: obfuscated or doubled codings */
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+		 "Transfer-Encoding: identity\r\n\r\n", SL_HTTP_E_TE_NOT_CHUNKED},
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n",
+		 SL_HTTP_E_TE_NOT_CHUNKED},
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+		 SL_HTTP_E_TE_NOT_CHUNKED},
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+		 SL_HTTP_E_TE_NOT_CHUNKED},
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n",
+		 SL_HTTP_E_TE_NOT_CHUNKED},
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\n\r\n",
+		 SL_HTTP_E_WS_COLON},
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n chunked\r\n\r\n",
+		 SL_HTTP_E_OBS_FOLD},
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+		 "Content-Length: 0\r\nContent-Length: 0\r\n\r\n", SL_HTTP_E_CL_TE},
+		/* CL.CL: two lengths that differ, in one field or two */
+		{"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n"
+		 "Content-Length: 5\r\n\r\n", SL_HTTP_E_CL_DIFF},
+		{"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4, 5\r\n\r\n",
+		 SL_HTTP_E_CL_DIFF},
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sl_http_req r;
+		int rc = parse(cases[i].req, strlen(cases[i].req), &r);
+
+		if (rc != SL_HTTP_ERROR || r.error != cases[i].err)
+			fail_msg("case %zu: rc %d error %s, want %s", i, rc,
+				 sl_http_err_name(r.error),
+				 sl_http_err_name(cases[i].err));
+	}
+}
+
+static void
+accepted_forms(void **state)
+{
+	struct sl_http_req r;
+	const char *s;
+
+	(void)state;
+	/* identical repeated lengths are one length (RFC 9110 8.6) */
+	s = "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 7\r\nContent-Length: 7, 7\r\n\r\n";
+	assert_int_equal(parse_str(s, &r), (int)strlen(s));
+	assert_int_equal(r.content_length, 7);
+	s = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, Chunked\r\n\r\n";
+	assert_int_equal(parse_str(s, &r), (int)strlen(s));
+	assert_true(r.chunked);
+	/* leading empty lines are skipped and counted */
+	s = "\r\n\r\nGET / HTTP/1.0\r\n\r\n";
+	assert_int_equal(parse_str(s, &r), (int)strlen(s));
+	assert_int_equal(r.minor_version, 0);
+	/* Bearer when the configured header is absent; header wins otherwise */
+	s = "GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer  tok-1\r\n\r\n";
+	assert_int_equal(parse_str(s, &r), (int)strlen(s));
+	assert_str(r.api_key, "tok-1");
+	s = "GET / HTTP/1.1\r\nAuthorization: Bearer tok-1\r\nHost: a\r\nX-API-Key: k\r\n\r\n";
+	assert_int_equal(parse_str(s, &r), (int)strlen(s));
+	assert_str(r.api_key, "k");
+	s = "GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Basic eDp5\r\n\r\n";
+	assert_int_equal(parse_str(s, &r), (int)strlen(s));
+	assert_int_equal(r.api_key.len, 0);
+	/* upgrade and CONNECT leave HTTP */
+	s = "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\n\r\n";
+	assert_int_equal(parse_str(s, &r), (int)strlen(s));
+	assert_true(r.upgrade);
+	s = "CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n";
+	assert_int_equal(parse_str(s, &r), (int)strlen(s));
+	assert_true(r.upgrade);
+	s = "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+	assert_int_equal(parse_str(s, &r), (int)strlen(s));
+	assert_true(r.conn_close);
+	/* obs-text in values is allowed; trailing whitespace is not the value */
+	s = "GET / HTTP/1.1\r\nHost: a\r\nX-N: caf\xc3\xa9 \t\r\n\r\n";
+	assert_int_equal(parse_str(s, &r), (int)strlen(s));
+	/* X-Forwarded-For fields are kept in order */
+	s = "GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 1.1.1.1\r\nx-forwarded-for: 2.2.2.2\r\n\r\n";
+	assert_int_equal(parse_str(s, &r), (int)strlen(s));
+	assert_int_equal(r.n_xff, 2);
+	assert_str(r.xff[1], "2.2.2.2");
+}
+
+/* Two pipelined requests: the first call returns only the first head. */
+static void
+pipelined(void **state)
+{
+	static const char two[] = "GET /a HTTP/1.1\r\nHost: a\r\n\r\n"
+				  "GET /b HTTP/1.1\r\nHost: a\r\n\r\n";
+	struct sl_http_req r;
+	int n;
+
+	(void)state;
+	n = parse_str(two, &r);
+	assert_int_equal(n, 28);
+	assert_str(r.target, "/a");
+	assert_int_equal(parse_str(two + n, &r), 28);
+	assert_str(r.target, "/b");
+}
+
+static void
+too_many_headers(void **state)
+{
+	char buf[8192];
+	size_t o = 0;
+	struct sl_http_req r;
+	int i;
+
+	(void)state;
+	o += (size_t)sprintf(buf, "GET / HTTP/1.1\r\nHost: a\r\n");
+	for (i = 0; i < SL_HTTP_MAX_HEADERS; i++)
+		o += (size_t)sprintf(buf + o, "X-%d: v\r\n", i);
+	o += (size_t)sprintf(buf + o, "\r\n");
+	assert_int_equal(parse(buf, o, &r), SL_HTTP_ERROR);
+	assert_int_equal(r.error, SL_HTTP_E_TOO_MANY);
+}
+
+/* ---- chunked ---- */
+
+static const char BODY[] = "4\r\nWiki\r\n5;ext=1\r\npedia\r\nE \r\n in\r\n\r\nchunks.\r\n"
+			   "0\r\nX-Trailer: t\r\n\r\n";
+
+static void
+chunked_whole_and_bytewise(void **state)
+{
+	struct sl_chunked c;
+	int done;
+	size_t i;
+	char after[sizeof(BODY) + 3];
+
+	(void)state;
+	memcpy(after, BODY, sizeof(BODY) - 1);
+	memcpy(after + sizeof(BODY) - 1, "GET", 3);
+	sl_chunked_init(&c);
+	assert_int_equal(sl_chunked_consume(&c, after, sizeof(after) - 1, &done),
+			 (long)strlen(BODY));
+	assert_true(done);
+	sl_chunked_init(&c);
+	for (i = 0; i < strlen(BODY); i++) {
+		assert_int_equal(sl_chunked_consume(&c, BODY + i, 1, &done), 1);
+		assert_int_equal(done, i == strlen(BODY) - 1);
+	}
+}
+
+static void
+chunked_errors(void **state)
+{
+	static const char *bad[] = {
+		"x\r\n",	      /* not hex */
+		"\r\n",		      /* no size */
+		"4\nWiki\r\n",	      /* bare LF */
+		"4\r\nWikiX\r\n",     /* data longer than the size */
+		"10000000000000000\r\n", /* overflow */
+		"0\r\n\x01x\r\n\r\n", /* control byte in trailer */
+		"4;a\x00\r\n",	      /* NUL in extension */
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct sl_chunked c;
+		int done;
+
+		sl_chunked_init(&c);
+		if (sl_chunked_consume(&c, bad[i], strlen(bad[i]) + (i == 6),
+				       &done) != SL_HTTP_ERROR)
+			fail_msg("case %zu accepted", i);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(full_request),
+		cmocka_unit_test(every_truncation_is_incomplete),
+		cmocka_unit_test(injected_bytes_are_errors),
+		cmocka_unit_test(strictness),
+		cmocka_unit_test(smuggling_shapes),
+		cmocka_unit_test(accepted_forms),
+		cmocka_unit_test(pipelined),
+		cmocka_unit_test(too_many_headers),
+		cmocka_unit_test(chunked_whole_and_bytewise),
+		cmocka_unit_test(chunked_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
