@@ -1,0 +1,117 @@
+"""Helpers shared by the packet and end-to-end tests: start sluice, read
+its telemetry, stop it, and clean up whatever happens."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def telemetry(prefix, cmd, timeout=2.0):
+    """One command on the DPDK telemetry socket (the v2 protocol that
+    dpdk-telemetry.py speaks); returns the decoded reply."""
+    path = "/var/run/dpdk/%s/dpdk_telemetry.v2" % prefix
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(timeout)
+    try:
+        s.connect(path)
+        info = json.loads(s.recv(65536).decode())
+        s.send(cmd.encode())
+        reply = json.loads(s.recv(info.get("max_output_len", 16384)).decode())
+        return reply[cmd]
+    finally:
+        s.close()
+
+
+class Sluice:
+    """A sluice process with a unique --file-prefix, stopped on exit."""
+
+    def __init__(self, binary, config, vdevs, lcores="0,1", extra_eal=(),
+                 log=None):
+        self.prefix = "sl%d_%d" % (os.getpid(), int(time.time() * 1000) % 100000)
+        args = [binary, "--no-huge", "-m", "512", "--no-pci",
+                "--file-prefix", self.prefix, "--log-level", "lib.eal:warning"]
+        if lcores.startswith("--lcores"):
+            args += lcores.split(" ", 1)
+        else:
+            args += ["-l", lcores]
+        for v in vdevs:
+            args += ["--vdev", v]
+        args += list(extra_eal) + ["--", "--config", config]
+        self.log = log or open(os.devnull, "w")
+        self.out = ""
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+
+    def wait_ready(self, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("sluice exited early:\n" +
+                                   self.proc.stdout.read())
+            try:
+                return telemetry(self.prefix, "/sluice/stats")
+            except (OSError, ValueError, KeyError):
+                time.sleep(0.2)
+        raise RuntimeError("sluice telemetry never came up")
+
+    def stats(self):
+        return telemetry(self.prefix, "/sluice/stats")
+
+    def wait_for(self, pred, timeout=20):
+        deadline = time.time() + timeout
+        st = None
+        while time.time() < deadline:
+            st = self.stats()
+            if pred(st):
+                return st
+            time.sleep(0.1)
+        raise AssertionError("condition not reached; last stats: %s" % st)
+
+    def stop(self, timeout=20):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.out, _ = self.proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.out, _ = self.proc.communicate()
+                raise AssertionError("sluice did not stop on SIGINT")
+        return self.proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Results:
+    """Counts checks and prints the closing line CI reads."""
+
+    def __init__(self, name):
+        self.name = name
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, cond, what):
+        if cond:
+            self.passed += 1
+            print("ok   %s" % what)
+        else:
+            self.failed += 1
+            print("FAIL %s" % what)
+        return cond
+
+    def eq(self, got, want, what):
+        return self.check(got == want, "%s (got %r, want %r)" % (what, got, want))
+
+    def finish(self):
+        print("%s: %d passed, %d failed" % (self.name, self.passed, self.failed))
+        return 0 if self.failed == 0 and self.passed > 0 else 1
