@@ -54,9 +54,12 @@ class Sluice:
                 raise RuntimeError("sluice exited early:\n" +
                                    self.proc.stdout.read())
             try:
-                return telemetry(self.prefix, "/sluice/stats")
+                st = telemetry(self.prefix, "/sluice/stats")
+                if st is not None:  # null until the commands are registered
+                    return st
             except (OSError, ValueError, KeyError):
-                time.sleep(0.2)
+                pass
+            time.sleep(0.2)
         raise RuntimeError("sluice telemetry never came up")
 
     def stats(self):
