@@ -9,7 +9,7 @@ PKGS=(
 	libhiredis-dev libyaml-dev libcmocka-dev
 	redis-server redis-tools
 	curl wrk python3 python3-scapy
-	iproute2 ethtool procps psmisc
+	iproute2 iputils-ping ethtool procps psmisc
 	clang clang-format
 )
 
