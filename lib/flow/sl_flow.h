@@ -101,7 +101,7 @@ struct sl_flow_stats {
 	uint64_t midstream;
 	uint64_t evicted; /* pushed out by a full table */
 	uint64_t expired; /* idle past their timeout */
-	uint64_t closed;
+	uint64_t closed;  /* RST, or FIN from both sides */
 	uint64_t ooo_dropped;
 	uint64_t retransmits;
 	uint64_t head_slot_exhausted;

@@ -247,8 +247,11 @@ sl_flow_expire(struct sl_flow_table *t, uint64_t now, uint32_t budget)
 		ttl = (f->c_fin && f->s_fin) ? t->p.closed_timeout
 					     : t->p.idle_timeout;
 		if (now - f->last_seen > ttl && now > f->last_seen) {
+			if (f->c_fin && f->s_fin)
+				t->st.closed++;
+			else
+				t->st.expired++;
 			sl_flow_remove(t, f);
-			t->st.expired++;
 			n++;
 		}
 	}

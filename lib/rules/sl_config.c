@@ -381,8 +381,6 @@ sl_config_parse(const char *name, const char *text, size_t len, char *err,
 	struct loader L = {.file = name, .doc = &doc, .err = err,
 			   .errlen = errlen};
 	struct sl_config *c = malloc(sizeof(*c));
-	int loaded;
-
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	if (c == NULL)
@@ -390,9 +388,9 @@ sl_config_parse(const char *name, const char *text, size_t len, char *err,
 	sl_config_defaults(c);
 	L.cfg = c;
 	memset(&doc, 0, sizeof(doc));
-	loaded = load_doc(&L, text, len) == 0;
-	if (loaded)
-		yaml_document_delete(&doc);
+	load_doc(&L, text, len);
+	/* Safe on a zeroed or already released document: it only frees. */
+	yaml_document_delete(&doc);
 	if (L.nerr > 0) {
 		sort_errors(&L);
 		sl_config_free(c);
