@@ -16,8 +16,6 @@
 
 #define ERRBUF 8192
 
-int sl_logtype;
-volatile sig_atomic_t sl_quit;
 static volatile sig_atomic_t reload_requested;
 
 struct opts {
@@ -91,34 +89,6 @@ on_signal(int sig)
 		sl_quit = 1;
 }
 
-static void
-app_setup(struct sl_app *app, struct sl_config *cfg)
-{
-	uint32_t i;
-
-	memset(app, 0, sizeof(*app));
-	app->cfg = cfg;
-	app->port[0] = cfg->dataplane.downstream_port;
-	app->port[1] = cfg->dataplane.upstream_port;
-	app->tsc_hz = rte_get_tsc_hz();
-	app->drain_tsc = app->tsc_hz / 1000000 * SL_DRAIN_US;
-	app->idle_tsc = app->tsc_hz / 1000 * cfg->dataplane.flow_idle_ms;
-	for (i = 0; i < cfg->dataplane.n_service_ports; i++) {
-		uint16_t p = cfg->dataplane.service_ports[i];
-
-		app->service[p >> 3] |= (uint8_t)(1u << (p & 7));
-	}
-	app->http.api_key_header = (struct sl_str){
-		cfg->identity.api_key_header,
-		(uint32_t)strlen(cfg->identity.api_key_header)};
-	app->http.user_header = (struct sl_str){
-		cfg->identity.user_header,
-		(uint32_t)strlen(cfg->identity.user_header)};
-	app->ident.use_xff = cfg->identity.use_xff;
-	app->ident.trusted_hops = cfg->identity.trusted_hops;
-	app->ident.ipv6_prefix = cfg->identity.ipv6_prefix;
-}
-
 /*
  * SIGHUP re-validates the file. Rules are not applied live yet (the
  * snapshot swap arrives with enforcement); an invalid file is reported
@@ -169,7 +139,7 @@ start_workers(struct sl_app *app, unsigned int *n_out)
 	RTE_LCORE_FOREACH_WORKER(lcore) {
 		if (n == app->n_queues)
 			break;
-		if (sl_worker_init(&ws[n], app, lcore, (uint16_t)n) != 0)
+		if (sl_worker_init(&ws[n], app, lcore, (uint16_t)n, 0) != 0)
 			rte_exit(EXIT_FAILURE,
 				 "cannot allocate the flow table of lcore %u "
 				 "(flows_per_worker too large?)\n",
@@ -225,7 +195,7 @@ main(int argc, char **argv)
 		fputs(err, stderr);
 		rte_exit(EXIT_FAILURE, "invalid configuration\n");
 	}
-	app_setup(&app, cfg);
+	sl_app_setup(&app, cfg);
 	if (rte_lcore_count() < 2)
 		rte_exit(EXIT_FAILURE, "need at least 2 lcores (main + worker)\n");
 	app.pool = rte_pktmbuf_pool_create("sl_mbufs", cfg->dataplane.mbufs,

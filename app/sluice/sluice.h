@@ -65,8 +65,16 @@ int sl_ports_init(struct sl_app *app, uint16_t want_queues);
 void sl_ports_close(const struct sl_app *app);
 
 int sl_worker_init(struct sl_worker *w, const struct sl_app *app,
-		   unsigned int lcore, uint16_t queue);
+		   unsigned int lcore, uint16_t queue, int track_only);
 int sl_worker_main(void *arg);
+
+/* One received burst from port index from (0 down, 1 up), then TX queued. */
+void sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
+		     int from);
+void sl_worker_flush(struct sl_worker *w);
+
+/* Shared by sluice and sluice-bench. */
+void sl_app_setup(struct sl_app *app, struct sl_config *cfg);
 
 static inline int
 sl_is_service_port(const struct sl_app *app, uint16_t port)

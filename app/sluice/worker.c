@@ -13,7 +13,7 @@
 
 int
 sl_worker_init(struct sl_worker *w, const struct sl_app *app,
-	       unsigned int lcore, uint16_t queue)
+	       unsigned int lcore, uint16_t queue, int track_only)
 {
 	const struct sl_config *c = app->cfg;
 	struct sl_flow_params fp = {
@@ -23,6 +23,7 @@ sl_worker_init(struct sl_worker *w, const struct sl_app *app,
 		.idle_timeout = app->idle_tsc,
 		.closed_timeout = app->tsc_hz, /* TIME_WAIT is the hosts' job */
 		.http = &app->http,
+		.track_only = (uint8_t)track_only,
 	};
 
 	memset(w, 0, sizeof(*w));
@@ -208,15 +209,12 @@ handle(struct sl_worker *w, struct rte_mbuf *m, int from)
 	send_to(w, to, m);
 }
 
-static void
-poll_port(struct sl_worker *w, int from)
+void
+sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
+		int from)
 {
-	struct rte_mbuf *pkts[SL_BURST];
-	uint16_t n, i;
+	uint16_t i;
 
-	n = rte_eth_rx_burst(w->app->port[from], w->queue, pkts, SL_BURST);
-	if (n == 0)
-		return;
 	w->ctr.rx += n;
 	for (i = 0; i < n && i < 3; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
@@ -225,6 +223,24 @@ poll_port(struct sl_worker *w, int from)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void *));
 		handle(w, pkts[i], from);
 	}
+}
+
+static void
+poll_port(struct sl_worker *w, int from)
+{
+	struct rte_mbuf *pkts[SL_BURST];
+	uint16_t n;
+
+	n = rte_eth_rx_burst(w->app->port[from], w->queue, pkts, SL_BURST);
+	if (n != 0)
+		sl_worker_burst(w, pkts, n, from);
+}
+
+void
+sl_worker_flush(struct sl_worker *w)
+{
+	flush(w, UP);
+	flush(w, DOWN);
 }
 
 int

@@ -247,10 +247,10 @@ on_syn(struct sl_flow_table *t, struct sl_flow *f, const struct sl_flow_key *k,
 	} else {
 		/* A new connection on a reused 4-tuple, or a retransmitted SYN. */
 		sl_flow_release_head(t, f);
-		f->state = SL_FLOW_HEAD;
 		f->c_fin = f->s_fin = 0;
 		f->requests = 0;
 	}
+	f->state = t->p.track_only ? SL_FLOW_PASS : SL_FLOW_HEAD;
 	f->c_next = seq + 1;
 	return f;
 }
@@ -311,8 +311,9 @@ sl_flow_client_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 		c.f = sl_flow_insert(t, k, h, now);
 		t->st.midstream++;
 		c.f->c_next = seq;
-		c.f->state = looks_like_request(payload, len) ? SL_FLOW_HEAD
-							      : SL_FLOW_RESYNC;
+		c.f->state = t->p.track_only		     ? SL_FLOW_PASS
+			     : looks_like_request(payload, len) ? SL_FLOW_HEAD
+								: SL_FLOW_RESYNC;
 	}
 	c.f->last_seen = now;
 	if (len > 0)

@@ -64,6 +64,7 @@ struct sl_flow_params {
 	uint64_t idle_timeout;	 /* in the caller's time unit */
 	uint64_t closed_timeout; /* after FIN from both sides */
 	const struct sl_http_cfg *http;
+	uint8_t track_only; /* follow connections, read no HTTP (benchmarks) */
 };
 
 /* Why a request event fired; the request is valid only for SL_EV_REQUEST. */

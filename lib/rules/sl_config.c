@@ -22,6 +22,7 @@ struct loader {
 	size_t errlen;
 	size_t errpos;
 	int nerr;
+	int truncated;
 };
 
 typedef void (*field_fn)(struct loader *L, yaml_node_t *v, void *obj);
@@ -31,32 +32,49 @@ struct field {
 	field_fn fn;
 };
 
+/* Appends to the error buffer; a full buffer marks the report truncated. */
+static void
+err_append(struct loader *L, const char *fmt, va_list ap)
+{
+	int w;
+
+	if (L->truncated)
+		return;
+	w = vsnprintf(L->err + L->errpos, L->errlen - L->errpos, fmt, ap);
+	if (w < 0 || (size_t)w >= L->errlen - L->errpos) {
+		L->truncated = 1;
+		L->errpos = L->errlen - 1;
+		L->err[L->errpos] = '\0';
+		return;
+	}
+	L->errpos += (size_t)w;
+}
+
+static void
+err_printf(struct loader *L, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err_append(L, fmt, ap);
+	va_end(ap);
+}
+
 static void __attribute__((format(printf, 3, 4)))
 error_at(struct loader *L, const yaml_node_t *n, const char *fmt, ...)
 {
 	va_list ap;
-	int w;
 
 	L->nerr++;
-	if (L->err == NULL || L->errpos + 1 >= L->errlen)
+	if (L->err == NULL || L->errlen < 2)
 		return;
-	w = snprintf(L->err + L->errpos, L->errlen - L->errpos, "%s:%zu:%zu: ",
-		     L->file, n ? n->start_mark.line + 1 : 1,
-		     n ? n->start_mark.column + 1 : 1);
-	if (w > 0)
-		L->errpos += (size_t)w;
-	if (L->errpos + 1 >= L->errlen)
-		return;
+	err_printf(L, "%s:%zu:%zu: ", L->file,
+		   n ? n->start_mark.line + 1 : 1,
+		   n ? n->start_mark.column + 1 : 1);
 	va_start(ap, fmt);
-	w = vsnprintf(L->err + L->errpos, L->errlen - L->errpos, fmt, ap);
+	err_append(L, fmt, ap);
 	va_end(ap);
-	if (w > 0)
-		L->errpos += (size_t)w;
-	if (L->errpos + 1 < L->errlen)
-		L->err[L->errpos++] = '\n';
-	if (L->errpos >= L->errlen)
-		L->errpos = L->errlen - 1;
-	L->err[L->errpos] = '\0';
+	err_printf(L, "\n");
 }
 
 static yaml_node_t *
@@ -316,7 +334,8 @@ sort_errors(struct loader *L)
 	size_t n = 0, flen = strlen(L->file), off = 0, i;
 	char *copy;
 
-	if (L->err == NULL || L->errpos == 0)
+	/* A truncated report is left as it is: its last line is partial. */
+	if (L->err == NULL || L->errpos == 0 || L->truncated)
 		return;
 	while (off < L->errpos && n < MAXE) {
 		char *nl = memchr(L->err + off, '\n', L->errpos - off);
@@ -324,8 +343,12 @@ sort_errors(struct loader *L)
 				: L->errpos - off;
 		char *p = L->err + off + flen + 1;
 
-		pos[n][0] = strtoul(p, &p, 10);
-		pos[n][1] = strtoul(p + 1, NULL, 10);
+		pos[n][0] = pos[n][1] = 0;
+		if (len > flen + 1) {
+			pos[n][0] = strtoul(p, &p, 10);
+			if (*p == ':')
+				pos[n][1] = strtoul(p + 1, NULL, 10);
+		}
 		pos[n][2] = off;
 		pos[n][3] = len;
 		n++;

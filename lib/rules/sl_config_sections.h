@@ -228,6 +228,7 @@ f_keys(struct loader *L, yaml_node_t *v, void *o)
 		return;
 	}
 	c->n_keys = 0;
+	free(c->keys); /* a repeated section is reported; never leaked */
 	c->keys = calloc((size_t)(v->data.mapping.pairs.top -
 				  v->data.mapping.pairs.start) + 1,
 			 sizeof(*c->keys));
@@ -387,6 +388,8 @@ f_rules(struct loader *L, yaml_node_t *v, void *o)
 	(void)o;
 	if (!is_seq(L, v, "rules"))
 		return;
+	free(c->rules);
+	c->n_rules = 0;
 	c->rules = calloc(seq_len(v) + 1, sizeof(*c->rules));
 	SEQ_FOREACH(L, v, it) {
 		struct sl_rule *r = &c->rules[c->n_rules];
@@ -516,6 +519,8 @@ f_overrides(struct loader *L, yaml_node_t *v, void *o)
 	(void)o;
 	if (!is_seq(L, v, "overrides"))
 		return;
+	free(c->overrides);
+	c->n_overrides = 0;
 	c->overrides = calloc(seq_len(v) + 1, sizeof(*c->overrides));
 	SEQ_FOREACH(L, v, it) {
 		struct ovr_ctx x = {.o = &c->overrides[c->n_overrides]};
@@ -549,6 +554,8 @@ f_bkeys(struct loader *L, yaml_node_t *v, void *o)
 	(void)o;
 	if (!is_seq(L, v, "keys"))
 		return;
+	free(c->block_keys);
+	c->n_block_keys = 0;
 	c->block_keys = calloc(seq_len(v) + 1, sizeof(*c->block_keys));
 	SEQ_FOREACH(L, v, it) {
 		if (get_str(L, it, "keys", c->block_keys[c->n_block_keys],
@@ -566,6 +573,8 @@ f_bcidrs(struct loader *L, yaml_node_t *v, void *o)
 	(void)o;
 	if (!is_seq(L, v, "cidrs"))
 		return;
+	free(c->block_cidrs);
+	c->n_block_cidrs = 0;
 	c->block_cidrs = calloc(seq_len(v) + 1, sizeof(*c->block_cidrs));
 	SEQ_FOREACH(L, v, it) {
 		const char *s = scalar(L, it, "cidrs");

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <string.h>
+
+#include <rte_cycles.h>
+
+#include "sluice.h"
+
+int sl_logtype;
+volatile sig_atomic_t sl_quit;
+
+void
+sl_app_setup(struct sl_app *app, struct sl_config *cfg)
+{
+	uint32_t i;
+
+	memset(app, 0, sizeof(*app));
+	app->cfg = cfg;
+	app->port[0] = cfg->dataplane.downstream_port;
+	app->port[1] = cfg->dataplane.upstream_port;
+	app->tsc_hz = rte_get_tsc_hz();
+	app->drain_tsc = app->tsc_hz / 1000000 * SL_DRAIN_US;
+	app->idle_tsc = app->tsc_hz / 1000 * cfg->dataplane.flow_idle_ms;
+	for (i = 0; i < cfg->dataplane.n_service_ports; i++) {
+		uint16_t p = cfg->dataplane.service_ports[i];
+
+		app->service[p >> 3] |= (uint8_t)(1u << (p & 7));
+	}
+	app->http.api_key_header = (struct sl_str){
+		cfg->identity.api_key_header,
+		(uint32_t)strlen(cfg->identity.api_key_header)};
+	app->http.user_header = (struct sl_str){
+		cfg->identity.user_header,
+		(uint32_t)strlen(cfg->identity.user_header)};
+	app->ident.use_xff = cfg->identity.use_xff;
+	app->ident.trusted_hops = cfg->identity.trusted_hops;
+	app->ident.ipv6_prefix = cfg->identity.ipv6_prefix;
+}

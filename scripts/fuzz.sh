@@ -1,0 +1,40 @@
+#!/bin/bash
+# Builds the libFuzzer harnesses in tests/fuzz with clang, ASan and UBSan,
+# and runs each for SECONDS (default 60). Not part of CI's time budget.
+# usage: scripts/fuzz.sh [SECONDS] [harness...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+secs=${1:-60}
+shift || true
+out=build-fuzz
+mkdir -p "$out"
+CFLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+	-D_GNU_SOURCE -Ilib/net -Ilib/http -Ilib/ident -Ilib/flow -Ilib/rules)
+declare -A SRC=(
+	[http]="lib/http/sl_http.c lib/http/sl_chunked.c"
+	[frame]="lib/net/sl_net.c"
+	[flow]="lib/flow/sl_flow.c lib/flow/sl_flow_table.c lib/http/sl_http.c lib/http/sl_chunked.c lib/ident/sl_ident.c"
+	[config]="lib/rules/sl_config.c lib/rules/sl_config_values.c"
+)
+names=("$@")
+[ ${#names[@]} -eq 0 ] && names=(http frame flow config)
+for n in "${names[@]}"; do
+	libs=()
+	[ "$n" = config ] && libs=(-lyaml)
+	# shellcheck disable=SC2086
+	clang "${CFLAGS[@]}" "tests/fuzz/fuzz_$n.c" ${SRC[$n]} "${libs[@]}" \
+		-o "$out/fuzz_$n"
+	mkdir -p "$out/corpus_$n"
+	echo "== fuzz_$n for ${secs}s"
+	"$out/fuzz_$n" -max_total_time="$secs" -max_len=4096 \
+		-artifact_prefix="$out/" \
+		-print_final_stats=1 "$out/corpus_$n" 2>&1 |
+		grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|Done' || true
+	if compgen -G "$out/crash-*" >/dev/null || compgen -G "$out/leak-*" >/dev/null ||
+		compgen -G "$out/timeout-*" >/dev/null; then
+		echo "fuzz: findings in $out" >&2
+		exit 1
+	fi
+done
+echo "fuzz: no crashes"

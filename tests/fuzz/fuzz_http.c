@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libFuzzer: the request-head parser and the chunked decoder. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sl_http.h"
+
+static const struct sl_http_cfg cfg = {
+	.api_key_header = {"X-API-Key", 9},
+	.user_header = {"X-User-Id", 9},
+};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct sl_http_req r;
+	struct sl_chunked c;
+	size_t i;
+	int rc, done;
+
+	rc = sl_http_parse_request((const char *)data, size, &cfg, &r);
+	if (rc > 0) {
+		/* every result must lie inside the input */
+		if ((size_t)rc > size || (r.method.p &&
+		    (r.method.p < (const char *)data ||
+		     r.method.p + r.method.len > (const char *)data + size)))
+			abort();
+	}
+	/* every prefix of a complete head is incomplete, never an error */
+	if (rc > 0)
+		for (i = 0; i < (size_t)rc; i += 1 + i / 8)
+			if (sl_http_parse_request((const char *)data, i, &cfg,
+						  &r) != SL_HTTP_INCOMPLETE)
+				abort();
+	sl_chunked_init(&c);
+	(void)sl_chunked_consume(&c, (const char *)data, size, &done);
+	return 0;
+}
