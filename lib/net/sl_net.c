@@ -182,34 +182,56 @@ sl_pkt_parse(const uint8_t *frame, uint32_t len, struct sl_pkt *p)
 	return SL_PKT_OTHER;
 }
 
+/*
+ * The ones' complement sum does not depend on byte order (RFC 1071 2(B)):
+ * words are summed as the CPU loads them, 32 bytes a round into a 64-bit
+ * accumulator whose high half collects the carries, and only the folded
+ * result is swapped to network order.
+ */
 uint32_t
 sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
 {
 	const uint8_t *b = buf;
-	uint64_t s = sum;
+	uint64_t s = 0;
+	uint16_t w;
 
-	/* Eight bytes at a time: the carries accumulate in the high half. */
-	while (len >= 8) {
-		uint32_t a, c;
+	while (len >= 32) {
+		uint64_t v[4];
 
-		memcpy(&a, b, 4);
-		memcpy(&c, b + 4, 4);
-		s += (uint64_t)__builtin_bswap32(a) + __builtin_bswap32(c);
-		b += 8;
-		len -= 8;
+		memcpy(v, b, 32);
+		s += (v[0] & 0xffffffffu) + (v[0] >> 32) +
+		     (v[1] & 0xffffffffu) + (v[1] >> 32) +
+		     (v[2] & 0xffffffffu) + (v[2] >> 32) +
+		     (v[3] & 0xffffffffu) + (v[3] >> 32);
+		b += 32;
+		len -= 32;
 	}
-	while (len >= 2) {
-		s += (uint32_t)(b[0] << 8 | b[1]);
+	while (len >= 4) {
+		uint32_t v;
+
+		memcpy(&v, b, 4);
+		s += v;
+		b += 4;
+		len -= 4;
+	}
+	if (len >= 2) {
+		memcpy(&w, b, 2);
+		s += w;
 		b += 2;
 		len -= 2;
 	}
-	if (len)
-		s += (uint32_t)b[0] << 8;
-	while (s >> 32)
-		s = (s & 0xffffffffu) + (s >> 32);
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	return (uint32_t)s;
+	if (len) {
+		uint8_t last[2] = {b[0], 0};
+
+		memcpy(&w, last, 2);
+		s += w;
+	}
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	w = (uint16_t)s;
+	if (*(const uint8_t *)&(uint16_t){1} == 1) /* little-endian host */
+		w = __builtin_bswap16(w);
+	return (uint32_t)w + sum;
 }
 
 uint16_t

@@ -1,0 +1,41 @@
+#!/bin/bash
+# Runs sluice-bench several times on two corpora (DRAM-sized and
+# cache-resident) and prints the median of each figure. Every figure is a
+# ratio within one run or a cycle count; nothing here is a pass/fail test.
+# usage: scripts/bench.sh [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-5}
+scripts/setup.sh >/dev/null
+[ -f build/build.ninja ] || meson setup build >/dev/null
+ninja -C build >/dev/null
+eal=(--no-huge -m 1024 --no-pci -l 0 --log-level lib.eal:warning)
+if [ "$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)" -gt 256 ]; then
+	eal=(-m 1024 --no-pci -l 0 --log-level lib.eal:warning)
+fi
+bench() {
+	local name=$1
+	shift
+	for i in $(seq "$runs"); do
+		build/app/sluice-bench/sluice-bench "${eal[@]}" --file-prefix "bench$$_$i" \
+			-- --json "$@" 2>/dev/null | tail -1
+	done | /usr/bin/python3 -c '
+import json, statistics, sys
+rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+name = sys.argv[1]
+def med(k): return statistics.median(r[k] for r in rows)
+f = med("cycles_per_request_forward")
+print("%s: %d runs, %d requests, %d flows, %d keys, head %.0f B avg" % (
+    name, len(rows), rows[0]["packets"], rows[0]["flows"], rows[0]["keys"], rows[0]["head_bytes_avg"]))
+for k, label in (("cycles_per_request_forward", "forward"),
+                 ("cycles_per_request_flow", "classify+checksum+flow"),
+                 ("cycles_per_request_parse", "classify+flow+parse+identity"),
+                 ("scan_floor_cycles", "scan floor")):
+    v = med(k)
+    print("  %-30s %8.1f cycles/req  %6.2f x forward  (min %.1f, max %.1f)" % (
+        label, v, v / f, min(r[k] for r in rows), max(r[k] for r in rows)))
+print("  %-30s %8.2f Mreq/s per core (median)" % ("decisions", med("decisions_per_sec_per_core") / 1e6))
+' "$name"
+}
+bench "dram-sized corpus" --packets 32768 --flows 8192 --keys 100000
+bench "cache-resident corpus" --packets 2048 --flows 512 --keys 10000 --rounds 50
