@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sl_limit.h"
+
+#define SLOTS	   8
+#define CLOCK_SCAN 64
+
+struct bkt {
+	uint32_t sig[SLOTS];
+	uint32_t idx[SLOTS]; /* entry + 1; 0 = empty */
+} __attribute__((aligned(64)));
+
+struct entry {
+	uint64_t k1, k2;
+	uint64_t full_at; /* when the bucket is full again: free to drop */
+	uint32_t pin;	  /* request generation that uses it */
+	uint32_t bucket;
+	uint8_t bslot;
+	uint8_t in_use;
+};
+
+struct sl_bucket_table {
+	uint32_t capacity;
+	uint32_t mask;
+	size_t stride;
+	struct bkt *bkts;
+	struct entry *ents;
+	uint8_t *states;
+	uint32_t *free_ents;
+	uint32_t n_free;
+	uint32_t clock;
+	uint32_t sweep;
+	uint32_t gen;
+	struct sl_bucket_stats st;
+};
+
+struct sl_bucket_table *
+sl_bucket_table_create(uint32_t capacity, int log_capable)
+{
+	struct sl_bucket_table *t = calloc(1, sizeof(*t));
+	uint32_t nb = 1, i;
+
+	if (t == NULL || capacity == 0) {
+		free(t);
+		return NULL;
+	}
+	while (nb * SLOTS < capacity * 2)
+		nb <<= 1;
+	t->capacity = capacity;
+	t->mask = nb - 1;
+	t->stride = (sizeof(struct sl_limit_state) +
+		     (log_capable ? SL_LOG_MAX * sizeof(uint32_t) : 0) + 7) &
+		    ~(size_t)7;
+	t->bkts = aligned_alloc(64, (size_t)nb * sizeof(struct bkt));
+	t->ents = calloc(capacity, sizeof(struct entry));
+	t->states = calloc(capacity, t->stride);
+	t->free_ents = malloc((size_t)capacity * sizeof(uint32_t));
+	if (t->bkts == NULL || t->ents == NULL || t->states == NULL ||
+	    t->free_ents == NULL) {
+		sl_bucket_table_free(t);
+		return NULL;
+	}
+	memset(t->bkts, 0, (size_t)nb * sizeof(struct bkt));
+	for (i = 0; i < capacity; i++)
+		t->free_ents[i] = capacity - 1 - i;
+	t->n_free = capacity;
+	return t;
+}
+
+void
+sl_bucket_table_free(struct sl_bucket_table *t)
+{
+	if (t == NULL)
+		return;
+	free(t->bkts);
+	free(t->ents);
+	free(t->states);
+	free(t->free_ents);
+	free(t);
+}
+
+static inline struct sl_limit_state *
+state_of(struct sl_bucket_table *t, uint32_t i)
+{
+	return (struct sl_limit_state *)(t->states + (size_t)i * t->stride);
+}
+
+static void
+remove_entry(struct sl_bucket_table *t, uint32_t i)
+{
+	struct entry *e = &t->ents[i];
+
+	t->bkts[e->bucket].sig[e->bslot] = 0;
+	t->bkts[e->bucket].idx[e->bslot] = 0;
+	e->in_use = 0;
+	t->free_ents[t->n_free++] = i;
+	t->st.active--;
+}
+
+/* Evict e, counting it as expired if its bucket was full anyway. */
+static void
+drop(struct sl_bucket_table *t, uint32_t i, uint64_t now)
+{
+	if (t->ents[i].full_at <= now)
+		t->st.expired++;
+	else
+		t->st.evicted++;
+	remove_entry(t, i);
+}
+
+/* Prefer the entry closest to full: dropping it gives away the least. */
+static int
+better_victim(const struct entry *e, const struct entry *best, uint32_t gen)
+{
+	return e->in_use && e->pin != gen &&
+	       (best == NULL || e->full_at < best->full_at);
+}
+
+static void
+evict_one(struct sl_bucket_table *t, uint64_t now)
+{
+	struct entry *best = NULL;
+	uint32_t i;
+
+	for (i = 0; i < CLOCK_SCAN || (best == NULL && i < 2 * t->capacity);
+	     i++) {
+		struct entry *e = &t->ents[t->clock];
+
+		t->clock = (t->clock + 1) % t->capacity;
+		if (better_victim(e, best, t->gen))
+			best = e;
+	}
+	if (best != NULL)
+		drop(t, (uint32_t)(best - t->ents), now);
+}
+
+static uint32_t
+alt_of(const struct sl_bucket_table *t, const struct sl_bucket_key *k)
+{
+	return (uint32_t)(k->k2 ^ (k->k2 >> 29)) & t->mask;
+}
+
+static int32_t
+find(struct sl_bucket_table *t, uint32_t b, uint32_t sig,
+     const struct sl_bucket_key *k)
+{
+	struct bkt *bk = &t->bkts[b];
+	int s;
+
+	for (s = 0; s < SLOTS; s++) {
+		struct entry *e;
+
+		if (bk->sig[s] != sig)
+			continue;
+		e = &t->ents[bk->idx[s] - 1];
+		if (e->k1 == k->k1 && e->k2 == k->k2)
+			return (int32_t)(bk->idx[s] - 1);
+	}
+	return -1;
+}
+
+static int
+slot_free(const struct bkt *bk)
+{
+	int s;
+
+	for (s = 0; s < SLOTS; s++)
+		if (bk->idx[s] == 0)
+			return s;
+	return -1;
+}
+
+/* Both candidate buckets are full: free a slot in one of them. */
+static void
+make_room(struct sl_bucket_table *t, uint32_t b1, uint32_t b2, uint64_t now)
+{
+	struct entry *best = NULL;
+	uint32_t bs[2] = {b1, b2};
+	int i, s;
+
+	for (i = 0; i < 2; i++)
+		for (s = 0; s < SLOTS; s++) {
+			struct entry *e = &t->ents[t->bkts[bs[i]].idx[s] - 1];
+
+			if (better_victim(e, best, t->gen))
+				best = e;
+		}
+	if (best != NULL)
+		drop(t, (uint32_t)(best - t->ents), now);
+}
+
+void
+sl_bucket_begin(struct sl_bucket_table *t)
+{
+	t->gen++;
+}
+
+struct sl_limit_state *
+sl_bucket_get(struct sl_bucket_table *t, const struct sl_bucket_key *k,
+	      uint64_t now)
+{
+	uint32_t sig = (uint32_t)(k->k1 >> 32) | 1u;
+	uint32_t b1 = (uint32_t)k->k1 & t->mask, b2 = alt_of(t, k), b, i;
+	int32_t found = find(t, b1, sig, k);
+	int s;
+
+	if (found < 0)
+		found = find(t, b2, sig, k);
+	if (found >= 0) {
+		t->ents[found].pin = t->gen;
+		return state_of(t, (uint32_t)found);
+	}
+	if (t->n_free == 0)
+		evict_one(t, now);
+	b = b1;
+	s = slot_free(&t->bkts[b1]);
+	if (s < 0) {
+		b = b2;
+		s = slot_free(&t->bkts[b2]);
+	}
+	if (s < 0) {
+		make_room(t, b1, b2, now);
+		b = b1;
+		s = slot_free(&t->bkts[b1]);
+		if (s < 0) {
+			b = b2;
+			s = slot_free(&t->bkts[b2]);
+		}
+	}
+	if (s < 0 || t->n_free == 0) {
+		/* all sixteen pinned by this request: use a scratch state */
+		static __thread uint8_t scratch[sizeof(struct sl_limit_state) +
+						SL_LOG_MAX * sizeof(uint32_t)];
+
+		memset(scratch, 0, sizeof(scratch));
+		return (struct sl_limit_state *)scratch;
+	}
+	i = t->free_ents[--t->n_free];
+	t->ents[i] = (struct entry){.k1 = k->k1, .k2 = k->k2, .full_at = now,
+				    .pin = t->gen, .bucket = b,
+				    .bslot = (uint8_t)s, .in_use = 1};
+	memset(state_of(t, i), 0, t->stride);
+	t->bkts[b].sig[s] = sig;
+	t->bkts[b].idx[s] = i + 1;
+	t->st.active++;
+	t->st.created++;
+	return state_of(t, i);
+}
+
+void
+sl_bucket_touch(struct sl_bucket_table *t, struct sl_limit_state *s,
+		uint64_t full_at)
+{
+	uint8_t *p = (uint8_t *)s;
+	size_t i;
+
+	if (p < t->states || p >= t->states + (size_t)t->capacity * t->stride)
+		return; /* the scratch state */
+	i = (size_t)(p - t->states) / t->stride;
+	t->ents[i].full_at = full_at;
+}
+
+uint32_t
+sl_bucket_expire(struct sl_bucket_table *t, uint64_t now, uint32_t budget)
+{
+	uint32_t n = 0;
+
+	while (budget--) {
+		uint32_t i = t->sweep;
+
+		t->sweep = (t->sweep + 1) % t->capacity;
+		if (t->ents[i].in_use && t->ents[i].pin != t->gen &&
+		    t->ents[i].full_at <= now) {
+			drop(t, i, now);
+			n++;
+		}
+	}
+	return n;
+}
+
+const struct sl_bucket_stats *
+sl_bucket_stats(const struct sl_bucket_table *t)
+{
+	return &t->st;
+}
+
+uint64_t
+sl_bucket_table_bytes(const struct sl_bucket_table *t)
+{
+	return sizeof(*t) + (uint64_t)(t->mask + 1) * sizeof(struct bkt) +
+	       (uint64_t)t->capacity *
+		       (sizeof(struct entry) + t->stride + sizeof(uint32_t));
+}

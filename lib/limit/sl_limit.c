@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <string.h>
+
+#include "sl_limit.h"
+
+#define PPM  1000000ULL
+#define NSMS 1000000ULL
+
+static inline uint64_t
+div_ceil(uint64_t a, uint64_t b)
+{
+	return a / b + (a % b != 0);
+}
+
+int
+sl_limit_params_init(struct sl_limit_params *p, uint8_t algo, uint64_t count,
+		     uint64_t period_ns, uint64_t burst)
+{
+	memset(p, 0, sizeof(*p));
+	if (count == 0 || period_ns == 0)
+		return -1;
+	p->algo = algo;
+	p->count = count;
+	p->period_ns = period_ns;
+	p->burst = burst ? burst : count;
+	switch (algo) {
+	case SL_LIM_TOKEN_BUCKET:
+		/* credit is kept in ns*count units: exact for any rate */
+		if (p->burst > (UINT64_MAX >> 2) / period_ns)
+			return -1;
+		p->cap = p->burst * period_ns;
+		p->fill_ns = div_ceil(p->cap, count);
+		return 0;
+	case SL_LIM_GCRA:
+		if (p->burst > (UINT64_MAX >> 2) / period_ns)
+			return -1;
+		p->t_q = period_ns / count;
+		p->t_r = period_ns % count;
+		return 0;
+	case SL_LIM_FIXED_WINDOW:
+		return 0;
+	case SL_LIM_SLIDING_WINDOW:
+		return count <= UINT32_MAX ? 0 : -1;
+	case SL_LIM_SLIDING_LOG:
+		return count <= SL_LOG_MAX && period_ns % NSMS == 0 &&
+				       period_ns / NSMS < INT32_MAX
+			       ? 0
+			       : -1;
+	}
+	return -1;
+}
+
+/* ---- token bucket: deficit below full, refilled at count per period ---- */
+
+static uint64_t
+tb_deficit(const struct sl_limit_params *p, const struct sl_limit_state *s,
+	   uint64_t now)
+{
+	uint64_t elapsed, refill;
+
+	if (!s->used)
+		return 0;
+	/* a clock that went backwards refills nothing */
+	elapsed = now > s->b ? now - s->b : 0;
+	if (elapsed >= p->fill_ns)
+		return 0; /* also keeps elapsed * count from overflowing */
+	refill = elapsed * p->count;
+	return s->a > refill ? s->a - refill : 0;
+}
+
+static void
+tb_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
+	 uint32_t cost, uint64_t now, struct sl_limit_result *r)
+{
+	uint64_t deficit = tb_deficit(p, s, now);
+	uint64_t credit = p->cap - deficit;
+	uint64_t need = (uint64_t)cost * p->period_ns;
+
+	r->allow = need <= credit;
+	if (r->allow) {
+		r->remaining = (credit - need) / p->period_ns;
+		r->reset_ns = div_ceil(deficit + need, p->count);
+	} else {
+		r->remaining = credit / p->period_ns;
+		r->retry_after_ns = need > p->cap
+					    ? SL_NEVER
+					    : div_ceil(need - credit, p->count);
+		r->reset_ns = div_ceil(deficit, p->count);
+	}
+}
+
+static void
+tb_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
+	  uint32_t cost, uint64_t now)
+{
+	s->a = tb_deficit(p, s, now) + (uint64_t)cost * p->period_ns;
+	if (!s->used || now > s->b)
+		s->b = now;
+	s->used = 1;
+}
+
+/* ---- GCRA: virtual scheduling on a theoretical arrival time ---- */
+
+struct gcra_step {
+	uint64_t tat, new_tat, new_frac, tau, tau_frac;
+};
+
+static void
+gcra_step(const struct sl_limit_params *p, const struct sl_limit_state *s,
+	  uint32_t cost, uint64_t now, struct gcra_step *g)
+{
+	uint64_t frac = 0, f;
+
+	g->tat = now;
+	if (s->used && (s->a > now || (s->a == now && s->b > 0))) {
+		g->tat = s->a;
+		frac = s->b;
+	}
+	/* tat advances by cost * (t_q + t_r / count), kept exact */
+	f = frac + (uint64_t)cost * p->t_r;
+	g->new_tat = g->tat + (uint64_t)cost * p->t_q + f / p->count;
+	g->new_frac = f % p->count;
+	g->tau = p->burst * p->t_q + (p->burst * p->t_r) / p->count;
+	g->tau_frac = (p->burst * p->t_r) % p->count;
+}
+
+/* new_tat <= now + tau, comparing the sub-nanosecond fractions too */
+static int
+gcra_conforms(const struct gcra_step *g, uint64_t limit_at)
+{
+	return g->new_tat < limit_at ||
+	       (g->new_tat == limit_at && g->new_frac <= g->tau_frac);
+}
+
+static uint64_t
+gcra_units(const struct sl_limit_params *p, uint64_t ns)
+{
+	if (ns < UINT64_MAX / p->count)
+		return ns * p->count / p->period_ns;
+	return ns / (p->t_q ? p->t_q : 1);
+}
+
+static void
+gcra_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
+	   uint32_t cost, uint64_t now, struct sl_limit_result *r)
+{
+	struct gcra_step g;
+	uint64_t limit_at;
+
+	gcra_step(p, s, cost, now, &g);
+	limit_at = now + g.tau;
+	r->allow = gcra_conforms(&g, limit_at);
+	if (r->allow) {
+		r->remaining = gcra_units(p, limit_at - g.new_tat);
+		r->reset_ns = g.new_tat - now;
+	} else {
+		r->remaining = gcra_units(p, limit_at > g.tat ? limit_at - g.tat : 0);
+		r->retry_after_ns = g.new_tat - g.tat > g.tau
+					    ? SL_NEVER
+					    : g.new_tat - limit_at +
+						      (g.new_frac > g.tau_frac);
+		r->reset_ns = g.tat - now;
+	}
+}
+
+static void
+gcra_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
+	    uint32_t cost, uint64_t now)
+{
+	struct gcra_step g;
+
+	gcra_step(p, s, cost, now, &g);
+	s->a = g.new_tat;
+	s->b = g.new_frac;
+	s->used = 1;
+}
+
+/* ---- fixed window ---- */
+
+static uint64_t
+fw_window(const struct sl_limit_params *p, const struct sl_limit_state *s,
+	  uint64_t now, uint64_t *n)
+{
+	uint64_t wid = now / p->period_ns;
+
+	*n = 0;
+	if (s->used && s->a - 1 >= wid) {
+		*n = s->b; /* same window, or the clock went back into it */
+		wid = s->a - 1;
+	}
+	return wid;
+}
+
+static void
+fw_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
+	 uint32_t cost, uint64_t now, struct sl_limit_result *r)
+{
+	uint64_t n, wid = fw_window(p, s, now, &n);
+	uint64_t end = (wid + 1) * p->period_ns;
+	uint64_t left = end > now ? end - now : 0;
+
+	r->allow = n + cost <= p->count;
+	r->remaining = r->allow ? p->count - n - cost
+				: (n < p->count ? p->count - n : 0);
+	if (!r->allow)
+		r->retry_after_ns = cost > p->count ? SL_NEVER : left;
+	r->reset_ns = (n + (r->allow ? cost : 0)) ? left : 0;
+}
+
+static void
+fw_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
+	  uint32_t cost, uint64_t now)
+{
+	uint64_t n, wid = fw_window(p, s, now, &n);
+
+	s->a = wid + 1;
+	s->b = n + cost;
+	s->used = 1;
+}
+
+/* ---- sliding window counter: this window plus a weighted previous ---- */
+
+struct sw_view {
+	uint64_t wid, e, prev, cur;
+};
+
+static void
+sw_view(const struct sl_limit_params *p, const struct sl_limit_state *s,
+	uint64_t now, struct sw_view *v)
+{
+	uint64_t wid = now / p->period_ns;
+
+	v->prev = v->cur = 0;
+	if (s->used && s->a - 1 > wid)
+		wid = s->a - 1; /* the clock went back: stay in our window */
+	v->wid = wid;
+	v->e = now > wid * p->period_ns ? now - wid * p->period_ns : 0;
+	if (v->e > p->period_ns)
+		v->e = p->period_ns;
+	if (s->used && s->a - 1 == wid) {
+		v->cur = s->b & 0xffffffffu;
+		v->prev = s->b >> 32;
+	} else if (s->used && s->a == wid) {
+		v->prev = s->b & 0xffffffffu;
+	}
+}
+
+/* ns into the window after which the previous window's weight is <= w */
+static uint64_t
+sw_when_weight(const struct sl_limit_params *p, uint64_t w)
+{
+	return p->period_ns - (w * p->period_ns) / PPM;
+}
+
+static void
+sw_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
+	 uint32_t cost, uint64_t now, struct sl_limit_result *r)
+{
+	struct sw_view v;
+	uint64_t w, est, cap = p->count * PPM;
+
+	sw_view(p, s, now, &v);
+	w = (p->period_ns - v.e) * PPM / p->period_ns;
+	est = v.prev * w + (v.cur + cost) * PPM;
+	r->allow = est <= cap;
+	r->remaining = r->allow ? (cap - est) / PPM : 0;
+	r->reset_ns = (p->period_ns - v.e) +
+		      ((v.cur + (r->allow ? cost : 0)) ? p->period_ns : 0);
+	if (r->allow)
+		return;
+	if (cost > p->count) {
+		r->retry_after_ns = SL_NEVER;
+	} else if (v.cur + cost <= p->count) {
+		uint64_t e2 = sw_when_weight(p, (p->count - v.cur - cost) * PPM /
+							v.prev);
+
+		r->retry_after_ns = e2 > v.e ? e2 - v.e : 1;
+	} else {
+		uint64_t e2 = sw_when_weight(p, (p->count - cost) * PPM / v.cur);
+
+		r->retry_after_ns = (p->period_ns - v.e) + e2;
+	}
+}
+
+static void
+sw_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
+	  uint32_t cost, uint64_t now)
+{
+	struct sw_view v;
+
+	sw_view(p, s, now, &v);
+	s->a = v.wid + 1;
+	s->b = v.prev << 32 | (v.cur + cost);
+	s->used = 1;
+}
+
+/* ---- sliding log: every arrival in the window, at most count of them ---- */
+
+static uint32_t
+log_at(const struct sl_limit_state *s, uint32_t i)
+{
+	return s->log[(s->log_head + i) % SL_LOG_MAX];
+}
+
+/* Entries at the old end that have left the window. */
+static uint32_t
+log_expired(const struct sl_limit_params *p, const struct sl_limit_state *s,
+	    uint32_t now_ms)
+{
+	int32_t win = (int32_t)(p->period_ns / NSMS);
+	uint32_t i;
+
+	for (i = 0; i < s->log_n; i++) {
+		/* a negative age (clock went back) counts as just now */
+		if ((int32_t)(now_ms - log_at(s, i)) < win)
+			break;
+	}
+	return i;
+}
+
+static void
+log_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
+	  uint32_t cost, uint64_t now, struct sl_limit_result *r)
+{
+	uint32_t now_ms = (uint32_t)(now / NSMS);
+	uint32_t gone = log_expired(p, s, now_ms);
+	uint64_t valid = s->log_n - gone, win = p->period_ns / NSMS;
+
+	r->allow = valid + cost <= p->count;
+	r->remaining = r->allow ? p->count - valid - cost
+				: (valid < p->count ? p->count - valid : 0);
+	if (!r->allow) {
+		if (cost > p->count) {
+			r->retry_after_ns = SL_NEVER;
+		} else {
+			/* the entry whose expiry makes room for cost units */
+			uint32_t k = (uint32_t)(valid + cost - p->count) - 1;
+			int32_t age = (int32_t)(now_ms - log_at(s, gone + k));
+
+			r->retry_after_ns = (win - (uint64_t)(age > 0 ? age : 0)) * NSMS;
+		}
+	}
+	if (r->allow)
+		r->reset_ns = win * NSMS;
+	else if (valid > 0) {
+		int32_t age = (int32_t)(now_ms - log_at(s, s->log_n - 1));
+
+		r->reset_ns = (win - (uint64_t)(age > 0 ? age : 0)) * NSMS;
+	}
+}
+
+static void
+log_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
+	   uint32_t cost, uint64_t now)
+{
+	uint32_t now_ms = (uint32_t)(now / NSMS);
+	uint32_t gone = log_expired(p, s, now_ms), i;
+
+	s->log_head = (uint8_t)((s->log_head + gone) % SL_LOG_MAX);
+	s->log_n = (uint8_t)(s->log_n - gone);
+	for (i = 0; i < cost && s->log_n < SL_LOG_MAX; i++) {
+		s->log[(s->log_head + s->log_n) % SL_LOG_MAX] = now_ms;
+		s->log_n++;
+	}
+	s->used = 1;
+}
+
+/* ---- dispatch ---- */
+
+void
+sl_limit_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
+	       uint32_t cost, uint64_t now_ns, struct sl_limit_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	switch (p->algo) {
+	case SL_LIM_TOKEN_BUCKET:
+		tb_check(p, s, cost, now_ns, r);
+		break;
+	case SL_LIM_GCRA:
+		gcra_check(p, s, cost, now_ns, r);
+		break;
+	case SL_LIM_FIXED_WINDOW:
+		fw_check(p, s, cost, now_ns, r);
+		break;
+	case SL_LIM_SLIDING_WINDOW:
+		sw_check(p, s, cost, now_ns, r);
+		break;
+	case SL_LIM_SLIDING_LOG:
+		log_check(p, s, cost, now_ns, r);
+		break;
+	}
+}
+
+void
+sl_limit_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
+		uint32_t cost, uint64_t now_ns)
+{
+	switch (p->algo) {
+	case SL_LIM_TOKEN_BUCKET:
+		tb_commit(p, s, cost, now_ns);
+		break;
+	case SL_LIM_GCRA:
+		gcra_commit(p, s, cost, now_ns);
+		break;
+	case SL_LIM_FIXED_WINDOW:
+		fw_commit(p, s, cost, now_ns);
+		break;
+	case SL_LIM_SLIDING_WINDOW:
+		sw_commit(p, s, cost, now_ns);
+		break;
+	case SL_LIM_SLIDING_LOG:
+		log_commit(p, s, cost, now_ns);
+		break;
+	}
+}

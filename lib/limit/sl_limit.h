@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef SL_LIMIT_H
+#define SL_LIMIT_H
+
+/*
+ * The five limiting algorithms and the per-worker bucket table.
+ *
+ * Pure C: time is passed in as nanoseconds from any monotonic origin,
+ * arithmetic is integer and exact (rates are kept as count per period, never
+ * as a rounded rate), and nothing allocates after the table is created.
+ *
+ * Every algorithm is split in two steps so that a request that matches
+ * several limits can be checked against all of them and charged to none
+ * unless all allow: sl_limit_check() says what would happen and touches
+ * nothing; sl_limit_commit() charges.
+ */
+
+#include <stdint.h>
+
+enum sl_limit_algo {
+	SL_LIM_TOKEN_BUCKET = 0,
+	SL_LIM_GCRA,
+	SL_LIM_FIXED_WINDOW,
+	SL_LIM_SLIDING_WINDOW,
+	SL_LIM_SLIDING_LOG,
+};
+
+#define SL_LOG_MAX 64 /* sliding_log keeps at most this many timestamps */
+#define SL_NEVER   UINT64_MAX
+
+struct sl_limit_params {
+	uint8_t algo;
+	uint64_t count;	    /* units per period (the window quota) */
+	uint64_t period_ns;
+	uint64_t burst;	    /* token_bucket and gcra capacity */
+	/* derived by sl_limit_params_init */
+	uint64_t cap;	    /* token bucket: burst * period_ns credit */
+	uint64_t fill_ns;   /* token bucket: time from empty to full */
+	uint64_t t_q, t_r;  /* gcra: emission interval = t_q + t_r / count */
+};
+
+/*
+ * State of one (rule, identity). All zero means "never seen", which every
+ * algorithm reads as full. The log is present only in log-capable tables.
+ */
+struct sl_limit_state {
+	uint64_t a; /* deficit | tat | window id + 1 */
+	uint64_t b; /* last refill | tat fraction | counts */
+	uint8_t used;
+	uint8_t log_head; /* oldest entry */
+	uint8_t log_n;
+	uint32_t log[]; /* sliding_log: arrival times in ms, modulo 2^32 */
+};
+
+struct sl_limit_result {
+	uint8_t allow;
+	uint64_t remaining;	 /* units left after this request (if allowed) */
+	uint64_t retry_after_ns; /* until cost units would be allowed (if denied) */
+	uint64_t reset_ns;	 /* until the limit is back to full */
+};
+
+/* Returns 0, or -1 when the numbers cannot be represented exactly. */
+int sl_limit_params_init(struct sl_limit_params *p, uint8_t algo,
+			 uint64_t count, uint64_t period_ns, uint64_t burst);
+
+void sl_limit_check(const struct sl_limit_params *p,
+		    const struct sl_limit_state *s, uint32_t cost,
+		    uint64_t now_ns, struct sl_limit_result *r);
+
+void sl_limit_commit(const struct sl_limit_params *p,
+		     struct sl_limit_state *s, uint32_t cost, uint64_t now_ns);
+
+/*
+ * Bucket table: fixed capacity, keyed by a 128-bit fingerprint of
+ * (rule, identity). An absent entry is a full bucket, so the table may
+ * drop any entry at the price of generosity; it drops first the entries
+ * that are already full again (no information lost), then those closest
+ * to full — never the buckets of clients that are being throttled.
+ */
+struct sl_bucket_key {
+	uint64_t k1;
+	uint64_t k2;
+};
+
+struct sl_bucket_stats {
+	uint64_t active;
+	uint64_t created;
+	uint64_t evicted; /* dropped while not yet full: the table was full */
+	uint64_t expired; /* dropped once full again */
+};
+
+struct sl_bucket_table;
+
+/* log_capable: entries carry a timestamp log (larger). */
+struct sl_bucket_table *sl_bucket_table_create(uint32_t capacity,
+					       int log_capable);
+void sl_bucket_table_free(struct sl_bucket_table *t);
+
+/* Starts a request: entries got until the next call are never evicted. */
+void sl_bucket_begin(struct sl_bucket_table *t);
+
+/* The state for key, or a fresh one; never NULL. */
+struct sl_limit_state *sl_bucket_get(struct sl_bucket_table *t,
+				     const struct sl_bucket_key *k,
+				     uint64_t now_ns);
+
+/* Records when the state will be full again (after a commit). */
+void sl_bucket_touch(struct sl_bucket_table *t, struct sl_limit_state *s,
+		     uint64_t full_at_ns);
+
+uint32_t sl_bucket_expire(struct sl_bucket_table *t, uint64_t now_ns,
+			  uint32_t budget);
+
+const struct sl_bucket_stats *sl_bucket_stats(const struct sl_bucket_table *t);
+uint64_t sl_bucket_table_bytes(const struct sl_bucket_table *t);
+
+#endif /* SL_LIMIT_H */

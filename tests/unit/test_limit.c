@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sl_limit.h"
+
+#define MS 1000000ULL
+#define S  1000000000ULL
+
+/* A state with room for the log, zeroed: "never seen". */
+static struct sl_limit_state *
+fresh(void)
+{
+	return calloc(1, sizeof(struct sl_limit_state) + SL_LOG_MAX * 4);
+}
+
+/* check then commit when allowed, like the data path */
+static int
+take(const struct sl_limit_params *p, struct sl_limit_state *s, uint32_t cost,
+     uint64_t now, struct sl_limit_result *r)
+{
+	sl_limit_check(p, s, cost, now, r);
+	if (r->allow)
+		sl_limit_commit(p, s, cost, now);
+	return r->allow;
+}
+
+static void
+token_bucket(void **state)
+{
+	struct sl_limit_params p;
+	struct sl_limit_state *s = fresh();
+	struct sl_limit_result r;
+	uint64_t t0 = 1000 * S;
+	int i;
+
+	(void)state;
+	assert_int_equal(sl_limit_params_init(&p, SL_LIM_TOKEN_BUCKET, 10, S, 5), 0);
+	for (i = 0; i < 5; i++) {
+		assert_true(take(&p, s, 1, t0, &r));
+		assert_int_equal(r.remaining, 4 - i);
+	}
+	assert_int_equal(r.reset_ns, 500 * MS);
+	assert_false(take(&p, s, 1, t0, &r));
+	assert_int_equal(r.retry_after_ns, 100 * MS);
+	assert_int_equal(r.reset_ns, 500 * MS);
+	/* one token back after 100 ms, not before */
+	assert_false(take(&p, s, 1, t0 + 99 * MS, &r));
+	assert_int_equal(r.retry_after_ns, 1 * MS);
+	assert_true(take(&p, s, 1, t0 + 100 * MS, &r));
+	assert_false(take(&p, s, 1, t0 + 100 * MS, &r));
+	/* cost 3 with 2 tokens: 100 ms to the third */
+	assert_false(take(&p, s, 3, t0 + 300 * MS, &r));
+	assert_int_equal(r.remaining, 2);
+	assert_int_equal(r.retry_after_ns, 100 * MS);
+	assert_true(take(&p, s, 3, t0 + 400 * MS, &r));
+	/* cost above the burst never fits */
+	assert_false(take(&p, s, 6, t0 + 100 * S, &r));
+	assert_int_equal(r.retry_after_ns, SL_NEVER);
+	/* a long idle period refills to the burst, never beyond */
+	assert_true(take(&p, s, 5, t0 + 100 * S, &r));
+	assert_int_equal(r.remaining, 0);
+	/* idle for 2^63 ns: no overflow, simply full */
+	assert_true(take(&p, s, 5, UINT64_MAX / 2 + t0, &r));
+	free(s);
+}
+
+static void
+token_bucket_clock_backwards(void **state)
+{
+	struct sl_limit_params p;
+	struct sl_limit_state *s = fresh();
+	struct sl_limit_result r;
+
+	(void)state;
+	sl_limit_params_init(&p, SL_LIM_TOKEN_BUCKET, 1, S, 2);
+	assert_true(take(&p, s, 2, 10 * S, &r));
+	/* going back 5 s must not hand out tokens */
+	assert_false(take(&p, s, 1, 5 * S, &r));
+	assert_false(take(&p, s, 1, 10 * S + 999 * MS, &r));
+	assert_true(take(&p, s, 1, 11 * S, &r));
+	free(s);
+}
+
+static void
+gcra(void **state)
+{
+	struct sl_limit_params p;
+	struct sl_limit_state *s = fresh();
+	struct sl_limit_result r;
+	uint64_t t0 = 50 * S;
+	int i;
+
+	(void)state;
+	/* 10/s with a burst of 5: the same conformance as the token bucket */
+	sl_limit_params_init(&p, SL_LIM_GCRA, 10, S, 5);
+	for (i = 0; i < 5; i++)
+		assert_true(take(&p, s, 1, t0, &r));
+	assert_int_equal(r.remaining, 0);
+	assert_false(take(&p, s, 1, t0, &r));
+	assert_int_equal(r.retry_after_ns, 100 * MS);
+	assert_int_equal(r.reset_ns, 500 * MS);
+	assert_true(take(&p, s, 1, t0 + 100 * MS, &r));
+	/* smooth: one every 100 ms from now on */
+	for (i = 2; i < 10; i++) {
+		assert_false(take(&p, s, 1, t0 + (uint64_t)i * 100 * MS - 1, &r));
+		assert_true(take(&p, s, 1, t0 + (uint64_t)i * 100 * MS, &r));
+	}
+	/* a rate that does not divide the period stays exact: 3/s */
+	sl_limit_params_init(&p, SL_LIM_GCRA, 3, S, 1);
+	memset(s, 0, sizeof(*s));
+	assert_true(take(&p, s, 1, t0, &r));
+	assert_false(take(&p, s, 1, t0 + 333333333, &r));
+	assert_true(take(&p, s, 1, t0 + 333333334, &r));
+	/* the second came 2/3 ns late, so the schedule moved with it */
+	assert_false(take(&p, s, 1, t0 + 666666667, &r));
+	assert_true(take(&p, s, 1, t0 + 666666668, &r));
+	assert_false(take(&p, s, 1, t0 + S, &r));
+	assert_false(take(&p, s, 1, t0 + S + 1, &r));
+	assert_true(take(&p, s, 1, t0 + S + 2, &r));
+	/* cost above the burst never fits */
+	assert_false(take(&p, s, 2, t0 + 100 * S, &r));
+	assert_int_equal(r.retry_after_ns, SL_NEVER);
+	free(s);
+}
+
+/* The boundary burst: fixed window lets 2x through across a boundary. */
+static void
+fixed_vs_sliding_boundary(void **state)
+{
+	struct sl_limit_params fw, sw;
+	struct sl_limit_state *a = fresh(), *b = fresh();
+	struct sl_limit_result r;
+	int i, fixed = 0, sliding = 0;
+
+	(void)state;
+	sl_limit_params_init(&fw, SL_LIM_FIXED_WINDOW, 5, S, 0);
+	sl_limit_params_init(&sw, SL_LIM_SLIDING_WINDOW, 5, S, 0);
+	for (i = 0; i < 10; i++) {
+		fixed += take(&fw, a, 1, 10 * S + 900 * MS, &r);
+		sliding += take(&sw, b, 1, 10 * S + 900 * MS, &r);
+	}
+	assert_int_equal(fixed, 5);
+	assert_int_equal(sliding, 5);
+	assert_false(take(&fw, a, 1, 10 * S + 900 * MS, &r));
+	assert_int_equal(r.retry_after_ns, 100 * MS);
+	for (i = 0; i < 10; i++) {
+		fixed += take(&fw, a, 1, 11 * S, &r);
+		sliding += take(&sw, b, 1, 11 * S, &r);
+	}
+	assert_int_equal(fixed, 10);  /* ten in 100 ms */
+	assert_int_equal(sliding, 5); /* the previous window still weighs 1.0 */
+	/* sliding: the wait is until the previous window weighs 4/5 */
+	assert_false(take(&sw, b, 1, 11 * S, &r));
+	assert_int_equal(r.retry_after_ns, 200 * MS);
+	/* half way: 5 * 0.5 = 2.5 used, two more fit, not three */
+	assert_true(take(&sw, b, 1, 11 * S + 500 * MS, &r));
+	assert_true(take(&sw, b, 1, 11 * S + 500 * MS, &r));
+	assert_false(take(&sw, b, 1, 11 * S + 500 * MS, &r));
+	/* cost above the quota never fits */
+	assert_false(take(&fw, a, 6, 20 * S, &r));
+	assert_int_equal(r.retry_after_ns, SL_NEVER);
+	free(a);
+	free(b);
+}
+
+static void
+sliding_log(void **state)
+{
+	struct sl_limit_params p;
+	struct sl_limit_state *s = fresh();
+	struct sl_limit_result r;
+	uint64_t t0 = 7 * S;
+
+	(void)state;
+	assert_int_equal(sl_limit_params_init(&p, SL_LIM_SLIDING_LOG, 3, 60 * S, 0), 0);
+	assert_true(take(&p, s, 1, t0, &r));
+	assert_true(take(&p, s, 1, t0 + 10 * S, &r));
+	assert_true(take(&p, s, 1, t0 + 20 * S, &r));
+	assert_int_equal(r.remaining, 0);
+	assert_false(take(&p, s, 1, t0 + 30 * S, &r));
+	assert_int_equal(r.retry_after_ns, 30 * S);
+	assert_false(take(&p, s, 2, t0 + 30 * S, &r));
+	assert_int_equal(r.retry_after_ns, 40 * S);
+	assert_true(take(&p, s, 1, t0 + 60 * S, &r));
+	assert_false(take(&p, s, 1, t0 + 60 * S, &r));
+	/* bounded: the log never holds more than the limit */
+	assert_true(s->log_n <= 3);
+	/* clock back by 50 s: nothing expires early */
+	assert_false(take(&p, s, 1, t0 + 10 * S, &r));
+	/* limits beyond the log's capacity are refused */
+	assert_int_equal(sl_limit_params_init(&p, SL_LIM_SLIDING_LOG, 65, S, 0), -1);
+	free(s);
+}
+
+static void
+bad_params(void **state)
+{
+	struct sl_limit_params p;
+
+	(void)state;
+	assert_int_equal(sl_limit_params_init(&p, SL_LIM_TOKEN_BUCKET, 0, S, 1), -1);
+	assert_int_equal(sl_limit_params_init(&p, SL_LIM_TOKEN_BUCKET, 1,
+					      3600 * S, 1000000000), -1);
+	assert_int_equal(sl_limit_params_init(&p, SL_LIM_GCRA, 1000000, 3600 * S,
+					      1000000), 0);
+}
+
+/* A flood of new identities never grows the table nor evicts a throttled one. */
+static void
+bucket_flood(void **state)
+{
+	struct sl_bucket_table *t = sl_bucket_table_create(64, 0);
+	struct sl_limit_params p;
+	struct sl_bucket_key hot = {0xabcdef, 0x12345};
+	struct sl_limit_state *s;
+	struct sl_limit_result r;
+	uint64_t now = S, i;
+
+	(void)state;
+	assert_non_null(t);
+	sl_limit_params_init(&p, SL_LIM_TOKEN_BUCKET, 10, 60 * S, 10);
+	/* the hot client drains its bucket: full again only in a minute */
+	sl_bucket_begin(t);
+	s = sl_bucket_get(t, &hot, now);
+	sl_limit_check(&p, s, 10, now, &r);
+	sl_limit_commit(&p, s, 10, now);
+	sl_bucket_touch(t, s, now + r.reset_ns);
+	for (i = 0; i < 100000; i++) {
+		struct sl_bucket_key k = {i * 0x9e3779b97f4a7c15ULL + 1, i};
+
+		now += 1000;
+		sl_bucket_begin(t);
+		s = sl_bucket_get(t, &k, now);
+		sl_limit_check(&p, s, 1, now, &r);
+		sl_limit_commit(&p, s, 1, now);
+		sl_bucket_touch(t, s, now + r.reset_ns);
+		assert_true(sl_bucket_stats(t)->active <= 64);
+	}
+	/* still throttled: its state survived the flood */
+	sl_bucket_begin(t);
+	s = sl_bucket_get(t, &hot, now);
+	sl_limit_check(&p, s, 1, now, &r);
+	assert_false(r.allow);
+	assert_true(sl_bucket_stats(t)->evicted + sl_bucket_stats(t)->expired >=
+		    100000 - 64);
+	/* everything is full again an hour later: the sweep frees it all */
+	sl_bucket_begin(t);
+	assert_int_equal(sl_bucket_expire(t, now + 3600 * S, 1000), 64);
+	assert_int_equal(sl_bucket_stats(t)->active, 0);
+	sl_bucket_table_free(t);
+}
+
+/* Entries used by one request are never evicted by that same request. */
+static void
+bucket_pins(void **state)
+{
+	struct sl_bucket_table *t = sl_bucket_table_create(2, 1);
+	struct sl_bucket_key k1 = {1, 1}, k2 = {2, 2}, k3 = {3, 3};
+	struct sl_limit_state *a, *b, *c;
+
+	(void)state;
+	sl_bucket_begin(t);
+	a = sl_bucket_get(t, &k1, 1);
+	a->a = 77;
+	b = sl_bucket_get(t, &k2, 1);
+	c = sl_bucket_get(t, &k3, 1); /* table full, both pinned */
+	assert_true(c != a && c != b);
+	assert_int_equal(a->a, 77);
+	sl_bucket_table_free(t);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(token_bucket),
+		cmocka_unit_test(token_bucket_clock_backwards),
+		cmocka_unit_test(gcra),
+		cmocka_unit_test(fixed_vs_sliding_boundary),
+		cmocka_unit_test(sliding_log),
+		cmocka_unit_test(bad_params),
+		cmocka_unit_test(bucket_flood),
+		cmocka_unit_test(bucket_pins),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
