@@ -6,7 +6,9 @@
  *
  *   forward  - the same mbufs handed to tx_burst (net_null) untouched
  *   flow     - classify + checksum + flow table, no HTTP
- *   parse    - classify + checksum + flow + head parse + identity
+ *   parse    - the whole decision on keep-alive flows, every request allowed
+ *   allow    - the whole decision on new (mid-stream) flows, all allowed
+ *   reject   - the same, every request answered 429 (+ RST to the server)
  *   scan     - a plain scan of the same heads for the blank line (floor)
  *
  * usage: sluice-bench [EAL args] -- [--packets N] [--flows N] [--keys N]
@@ -39,6 +41,7 @@ struct bopts {
 
 struct corpus {
 	struct rte_mbuf **m;
+	uint8_t **pristine; /* each frame as built: rejects overwrite them */
 	uint32_t n;
 	uint32_t *flow_of;     /* flow index of each packet */
 	uint32_t *seq0;	       /* sequence number in round 0 */
@@ -159,10 +162,15 @@ set_round(struct corpus *c, uint32_t round)
 	uint32_t i;
 
 	for (i = 0; i < c->n; i++) {
-		uint8_t *f = rte_pktmbuf_mtod(c->m[i], uint8_t *);
+		uint8_t *f;
 		uint32_t seq = c->seq0[i] + round * c->flow_bytes[c->flow_of[i]];
 		struct sl_pkt p;
 
+		rte_pktmbuf_reset(c->m[i]);
+		f = rte_pktmbuf_mtod(c->m[i], uint8_t *);
+		memcpy(f, c->pristine[i] + 2, (size_t)(c->pristine[i][0] << 8 | c->pristine[i][1]));
+		c->m[i]->data_len = c->m[i]->pkt_len =
+			(uint32_t)(c->pristine[i][0] << 8 | c->pristine[i][1]);
 		f[38] = (uint8_t)(seq >> 24);
 		f[39] = (uint8_t)(seq >> 16);
 		f[40] = (uint8_t)(seq >> 8);
@@ -186,16 +194,22 @@ build_corpus(struct corpus *c, const struct bopts *o, struct rte_mempool *mp)
 
 	c->n = o->packets;
 	c->m = calloc(c->n, sizeof(*c->m));
+	c->pristine = calloc(c->n, sizeof(*c->pristine));
 	c->flow_of = calloc(c->n, sizeof(uint32_t));
 	c->seq0 = calloc(c->n, sizeof(uint32_t));
 	c->flow_bytes = calloc(o->flows, sizeof(uint32_t));
 	if (rte_pktmbuf_alloc_bulk(mp, c->m, c->n) != 0)
 		return -1;
 	for (i = 0; i < c->n; i++) {
-		uint32_t f = (uint32_t)(rnd() % o->flows);
+		uint32_t f = i % o->flows; /* with flows == packets: one each */
 		int hl = make_head(head, sizeof(head), zipf_pick(cdf, o->keys));
 
 		write_frame(c->m[i], f, head, hl);
+		c->pristine[i] = malloc(2 + c->m[i]->data_len);
+		c->pristine[i][0] = (uint8_t)(c->m[i]->data_len >> 8);
+		c->pristine[i][1] = (uint8_t)c->m[i]->data_len;
+		memcpy(c->pristine[i] + 2, rte_pktmbuf_mtod(c->m[i], uint8_t *),
+		       c->m[i]->data_len);
 		c->flow_of[i] = f;
 		c->seq0[i] = 1000 + next[f];
 		next[f] += (uint32_t)hl;
@@ -322,107 +336,160 @@ setup_ports(struct sl_app *app)
 		rte_exit(EXIT_FAILURE, "port setup failed\n");
 }
 
-int
-main(int argc, char **argv)
+/* One key rule: generous enough to allow all, or tight enough to refuse. */
+static struct sl_policy *
+bench_policy(struct sl_config *cfg, uint64_t count, uint64_t period_ms)
 {
-	struct bopts o = {.packets = 32768, .flows = 8192, .keys = 100000,
-			  .rounds = 15, .zipf = 0.99};
-	struct sl_config *cfg = calloc(1, sizeof(*cfg));
-	struct sl_app *app = calloc(1, sizeof(*app));
-	struct sl_worker *wf, *wp;
-	struct corpus c = {0};
-	uint64_t *tf, *tl, *tp, *ts, found = 0;
-	double fwd, flow, parse, scan;
-	uint32_t r;
-	int ret = rte_eal_init(argc, argv);
+	struct sl_rule *r = calloc(1, sizeof(*r));
+	struct sl_policy *p;
 
-	if (ret < 0)
-		rte_exit(EXIT_FAILURE, "EAL init failed\n");
-	argv[ret] = argv[0];
-	if (parse_bopts(argc - ret, argv + ret, &o) != 0)
-		rte_exit(EXIT_FAILURE,
-			 "usage: sluice-bench [EAL] -- [--packets N] [--flows N] "
-			 "[--keys N] [--rounds N>=2] [--zipf S] [--json]\n");
-	sl_logtype = rte_log_register_type_and_pick_level("sl.app", RTE_LOG_WARNING);
-	sl_config_defaults(cfg);
-	cfg->dataplane.flows_per_worker = o.flows * 2;
-	cfg->dataplane.head_buffers_per_worker = 1024;
-	cfg->dataplane.flow_idle_ms = 3600000;
-	sl_app_setup(app, cfg);
-	app->pool = rte_pktmbuf_pool_create("bench", o.packets + 4096, 256, 0,
-					    RTE_MBUF_DEFAULT_BUF_SIZE,
-					    rte_socket_id());
-	if (app->pool == NULL)
-		rte_exit(EXIT_FAILURE, "mbuf pool: %s (try -m 1024)\n",
-			 rte_strerror(rte_errno));
-	setup_ports(app);
-	wf = rte_zmalloc(NULL, sizeof(*wf), RTE_CACHE_LINE_SIZE);
-	wp = rte_zmalloc(NULL, sizeof(*wp), RTE_CACHE_LINE_SIZE);
-	if (wf == NULL || wp == NULL || sl_worker_init(wf, app, 0, 0, 1) != 0 ||
-	    sl_worker_init(wp, app, 0, 0, 0) != 0 ||
-	    build_corpus(&c, &o, app->pool) != 0)
+	strcpy(r->name, "bench-key");
+	r->scope = SL_SCOPE_KEY;
+	r->algo = SL_ALGO_TOKEN_BUCKET;
+	r->tier = -1;
+	r->limit.count = count;
+	r->limit.period_ms = period_ms;
+	r->burst = count;
+	r->cost = 1;
+	cfg->rules = r;
+	cfg->n_rules = 1;
+	p = sl_policy_build(cfg);
+	cfg->rules = NULL;
+	cfg->n_rules = 0;
+	free(r);
+	if (p == NULL)
+		rte_exit(EXIT_FAILURE, "cannot build the bench policy\n");
+	return p;
+}
+
+static struct sl_worker *
+bench_worker(const struct sl_app *app, int track_only)
+{
+	struct sl_worker *w = rte_zmalloc(NULL, sizeof(*w), RTE_CACHE_LINE_SIZE);
+
+	if (w == NULL || sl_worker_init(w, app, 0, 0, track_only) != 0)
 		rte_exit(EXIT_FAILURE, "out of memory\n");
-	tf = calloc(o.rounds, 8);
-	tl = calloc(o.rounds, 8);
-	tp = calloc(o.rounds, 8);
-	ts = calloc(o.rounds, 8);
-	/* Round 0 creates the flows; the rest are keep-alive requests. */
-	for (r = 0; r <= o.rounds; r++) {
-		uint64_t a, b, d, e;
+	return w;
+}
 
-		set_round(&c, r);
-		a = pass_forward(app, &c);
-		set_round(&c, r);
-		b = pass_worker(wf, &c);
-		set_round(&c, r);
-		d = pass_worker(wp, &c);
-		e = pass_scan(&c, &found);
-		for (uint32_t i = 0; i < c.n; i++)
-			rte_pktmbuf_free(c.m[i]); /* back to one reference */
-		if (r == 0)
-			continue;
-		tf[r - 1] = a;
-		tl[r - 1] = b;
-		tp[r - 1] = d;
-		ts[r - 1] = e;
-	}
-	if (wp->ctr.allowed != (uint64_t)c.n * (o.rounds + 1) ||
-	    found != (uint64_t)c.n * (o.rounds + 1))
-		rte_exit(EXIT_FAILURE,
-			 "corpus not fully parsed: %lu of %lu requests\n",
-			 wp->ctr.allowed, (uint64_t)c.n * (o.rounds + 1));
-	fwd = median_per(tf, o.rounds, c.n);
-	flow = median_per(tl, o.rounds, c.n);
-	parse = median_per(tp, o.rounds, c.n);
-	scan = median_per(ts, o.rounds, c.n);
-	if (!o.json) {
+enum { M_FWD, M_FLOW, M_PARSE, M_ALLOW, M_REJECT, M_SCAN, M__N };
+
+static void
+report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
+       double *v)
+{
+	static const char *const label[M__N] = {
+		"forward (tx_burst, untouched)",
+		"classify + checksum + flow",
+		"decide, keep-alive flow, allowed",
+		"decide, new flow, allowed",
+		"decide, new flow, rejected (429+RST)",
+		"scan floor (blank line)",
+	};
+	int i;
+
+	if (!o->json) {
 		printf("sluice-bench: %u requests/round, %u flows, %u keys (zipf %.2f), "
 		       "head %.0f bytes avg, %u rounds, TSC %.2f GHz\n",
-		       c.n, o.flows, o.keys, o.zipf,
-		       (double)c.head_bytes / c.n, o.rounds,
+		       c->n, o->flows, o->keys, o->zipf,
+		       (double)c->head_bytes / c->n, o->rounds,
 		       (double)app->tsc_hz / 1e9);
 		printf("%-38s %12s %12s %10s\n", "stage", "cycles/req",
 		       "Mreq/s", "x forward");
-		printf("%-38s %12.1f %12.2f %10.2f\n", "forward (tx_burst, untouched)",
-		       fwd, app->tsc_hz / fwd / 1e6, 1.0);
-		printf("%-38s %12.1f %12.2f %10.2f\n", "classify + checksum + flow",
-		       flow, app->tsc_hz / flow / 1e6, flow / fwd);
-		printf("%-38s %12.1f %12.2f %10.2f\n",
-		       "classify + flow + parse + identity", parse,
-		       app->tsc_hz / parse / 1e6, parse / fwd);
-		printf("%-38s %12.1f %12.2f %10.2f\n", "scan floor (blank line)",
-		       scan, app->tsc_hz / scan / 1e6, scan / fwd);
+		for (i = 0; i < M__N; i++)
+			printf("%-38s %12.1f %12.2f %10.2f\n", label[i], v[i],
+			       app->tsc_hz / v[i] / 1e6, v[i] / v[M_FWD]);
+		printf("reject / allow: %.2f\n", v[M_REJECT] / v[M_ALLOW]);
 	}
 	printf("{\"packets\": %u, \"flows\": %u, \"keys\": %u, \"zipf\": %.2f, "
 	       "\"head_bytes_avg\": %.1f, \"rounds\": %u, \"tsc_hz\": %lu, "
 	       "\"cycles_per_request_forward\": %.1f, "
 	       "\"cycles_per_request_flow\": %.1f, "
 	       "\"cycles_per_request_parse\": %.1f, "
+	       "\"cycles_per_request_allow\": %.1f, "
+	       "\"cycles_per_request_reject\": %.1f, "
 	       "\"scan_floor_cycles\": %.1f, "
 	       "\"decisions_per_sec_per_core\": %.0f}\n",
-	       c.n, o.flows, o.keys, o.zipf, (double)c.head_bytes / c.n,
-	       o.rounds, app->tsc_hz, fwd, flow, parse, scan,
-	       app->tsc_hz / parse);
+	       c->n, o->flows, o->keys, o->zipf, (double)c->head_bytes / c->n,
+	       o->rounds, app->tsc_hz, v[M_FWD], v[M_FLOW], v[M_PARSE],
+	       v[M_ALLOW], v[M_REJECT], v[M_SCAN], app->tsc_hz / v[M_PARSE]);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct bopts o = {.packets = 32768, .flows = 32768, .keys = 100000,
+			  .rounds = 15, .zipf = 0.99};
+	struct sl_config *cfg = calloc(1, sizeof(*cfg));
+	struct sl_app *app = calloc(1, sizeof(*app));
+	struct sl_app *tight = calloc(1, sizeof(*tight));
+	struct sl_worker *w[M__N];
+	struct corpus c = {0};
+	uint64_t *t[M__N], found = 0;
+	double v[M__N];
+	uint32_t r, i;
+	int m, ret = rte_eal_init(argc, argv);
+
+	if (ret < 0)
+		rte_exit(EXIT_FAILURE, "EAL init failed\n");
+	argv[ret] = argv[0];
+	if (parse_bopts(argc - ret, argv + ret, &o) != 0 || o.flows < o.packets)
+		rte_exit(EXIT_FAILURE,
+			 "usage: sluice-bench [EAL] -- [--packets N] [--flows N>=packets] "
+			 "[--keys N] [--rounds N>=2] [--zipf S] [--json]\n"
+			 "(one request per connection per round, so that every "
+			 "request of the reject pass is decided)\n");
+	sl_logtype = rte_log_register_type_and_pick_level("sl.app", RTE_LOG_WARNING);
+	sl_config_defaults(cfg);
+	cfg->dataplane.flows_per_worker = o.flows * 2;
+	cfg->dataplane.buckets_per_worker = o.keys * 2;
+	cfg->dataplane.head_buffers_per_worker = 1024;
+	cfg->dataplane.flow_idle_ms = 3600000;
+	sl_app_setup(app, cfg);
+	app->pool = rte_pktmbuf_pool_create("bench", o.packets * 2 + 4096, 256,
+					    0, RTE_MBUF_DEFAULT_BUF_SIZE,
+					    rte_socket_id());
+	if (app->pool == NULL)
+		rte_exit(EXIT_FAILURE, "mbuf pool: %s (try -m 1024)\n",
+			 rte_strerror(rte_errno));
+	setup_ports(app);
+	*tight = *app;
+	app->policy = bench_policy(cfg, 1000000000, 1000);
+	tight->policy = bench_policy(cfg, 1, 3600000);
+	w[M_FLOW] = bench_worker(app, 1);
+	w[M_PARSE] = bench_worker(app, 0);
+	w[M_ALLOW] = bench_worker(app, 0);
+	w[M_REJECT] = bench_worker(tight, 0);
+	if (build_corpus(&c, &o, app->pool) != 0)
+		rte_exit(EXIT_FAILURE, "out of memory\n");
+	for (m = 0; m < M__N; m++)
+		t[m] = calloc(o.rounds, sizeof(uint64_t));
+	/* Round 0 creates flows and drains the tight buckets: not counted. */
+	for (r = 0; r <= o.rounds; r++) {
+		uint64_t d[M__N];
+
+		set_round(&c, r);
+		d[M_FWD] = pass_forward(app, &c);
+		for (m = M_FLOW; m <= M_REJECT; m++) {
+			if (m >= M_ALLOW && sl_worker_reset_flows(w[m]) != 0)
+				rte_exit(EXIT_FAILURE, "out of memory\n");
+			set_round(&c, r);
+			d[m] = pass_worker(w[m], &c);
+		}
+		d[M_SCAN] = pass_scan(&c, &found);
+		for (i = 0; i < c.n; i++)
+			rte_pktmbuf_free(c.m[i]); /* back to one reference */
+		for (m = 0; r > 0 && m < M__N; m++)
+			t[m][r - 1] = d[m];
+	}
+	if (w[M_PARSE]->ctr.allowed != (uint64_t)c.n * (o.rounds + 1) ||
+	    w[M_REJECT]->ctr.rejected < (uint64_t)c.n * o.rounds)
+		rte_exit(EXIT_FAILURE,
+			 "corpus not decided as planned: allowed %lu, rejected %lu\n",
+			 w[M_PARSE]->ctr.allowed, w[M_REJECT]->ctr.rejected);
+	for (m = 0; m < M__N; m++)
+		v[m] = median_per(t[m], o.rounds, c.n);
+	report(&o, &c, app, v);
 	rte_eal_cleanup();
 	return 0;
 }

@@ -145,7 +145,8 @@ start_workers(struct sl_app *app, unsigned int *n_out)
 				 "(flows_per_worker too large?)\n",
 				 lcore);
 		src[n] = (struct sl_telemetry_src){lcore, &ws[n].ctr,
-						   ws[n].flows};
+						   ws[n].flows, ws[n].buckets,
+						   ws[n].rules};
 		n++;
 	}
 	if (sl_telemetry_register(src, n) != 0)
@@ -196,6 +197,10 @@ main(int argc, char **argv)
 		rte_exit(EXIT_FAILURE, "invalid configuration\n");
 	}
 	sl_app_setup(&app, cfg);
+	app.policy = sl_policy_build(cfg);
+	if (app.policy == NULL)
+		rte_exit(EXIT_FAILURE, "cannot compile the rules\n");
+	sl_telemetry_set_rules(app.policy->rs);
 	if (rte_lcore_count() < 2)
 		rte_exit(EXIT_FAILURE, "need at least 2 lcores (main + worker)\n");
 	app.pool = rte_pktmbuf_pool_create("sl_mbufs", cfg->dataplane.mbufs,
@@ -223,7 +228,8 @@ main(int argc, char **argv)
 	print_final();
 	sl_ports_close(&app);
 	for (i = 0; i < n_workers; i++)
-		sl_flow_table_free(ws[i].flows);
+		sl_worker_free(&ws[i]);
+	sl_policy_free(app.policy);
 	rte_free(ws);
 	sl_config_free(cfg);
 	rte_eal_cleanup();

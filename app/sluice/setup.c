@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <string.h>
+#include <time.h>
 
 #include <rte_cycles.h>
 
@@ -34,4 +35,6 @@ sl_app_setup(struct sl_app *app, struct sl_config *cfg)
 	app->ident.use_xff = cfg->identity.use_xff;
 	app->ident.trusted_hops = cfg->identity.trusted_hops;
 	app->ident.ipv6_prefix = cfg->identity.ipv6_prefix;
+	app->wall0_s = (int64_t)time(NULL) -
+		       (int64_t)(rte_rdtsc() / app->tsc_hz);
 }

@@ -14,6 +14,7 @@
 #include "sl_flow.h"
 #include "sl_http.h"
 #include "sl_ident.h"
+#include "sl_limit.h"
 #include "sl_net.h"
 #include "sl_rules.h"
 #include "sl_telemetry.h"
@@ -27,6 +28,22 @@ extern int sl_logtype;
 	rte_log(RTE_LOG_##level, sl_logtype, "sluice: " fmt "\n",            \
 		##__VA_ARGS__)
 
+#define SL_MAX_MATCH 32 /* limits checked per request */
+
+/* A compiled rule set plus what the limiter derives from it. Immutable. */
+struct sl_policy {
+	struct sl_ruleset *rs;
+	uint32_t n_rules;
+	uint8_t headers;     /* SL_RH_* */
+	uint8_t expose_rule;
+	uint32_t jitter_ppm;
+	struct sl_limit_params params[SL_MAX_RULES];
+	uint32_t name_len[SL_MAX_RULES];
+	struct sl_reply_tpl tpl429[SL_MAX_RULES];
+	struct sl_reply_tpl tpl403, tpl431;
+	struct sl_reply_tpl tpl400[SL_HTTP_E__COUNT];
+};
+
 /* Read-only after start-up: shared by every worker. */
 struct sl_app {
 	struct sl_config *cfg;
@@ -38,6 +55,8 @@ struct sl_app {
 	uint64_t idle_tsc;
 	struct sl_http_cfg http;
 	struct sl_ident_cfg ident;
+	struct sl_policy *policy;
+	int64_t wall0_s; /* Unix time at TSC 0, for override expiry */
 	uint8_t service[65536 / 8]; /* bitmap of inspected destination ports */
 };
 
@@ -46,17 +65,30 @@ struct sl_txbuf {
 	struct rte_mbuf *m[SL_BURST];
 };
 
+/* The answer decided for the segment being inspected, if any. */
+struct sl_pending {
+	const struct sl_reply_tpl *tpl; /* NULL: none */
+	struct sl_reply_nums nums;
+};
+
 /* Everything one worker writes; nothing here is shared. */
 struct sl_worker {
 	struct sl_counters ctr;
+	struct sl_rule_ctr rules[SL_MAX_RULES];
 	const struct sl_app *app;
 	struct sl_flow_table *flows;
+	struct sl_bucket_table *buckets;
+	struct sl_bucket_table *logs; /* sliding_log state */
+	uint64_t now_ns;
+	uint64_t rng;
+	struct sl_pending pending;
 	unsigned int lcore;
 	uint16_t queue;
 	uint64_t now;
 	uint64_t next_drain;
 	struct sl_txbuf tx[2]; /* [1] towards upstream, [0] towards downstream */
 	const struct sl_pkt *cur; /* the segment being inspected */
+	struct sl_flow *cur_flow; /* its flow, once an event named it */
 } __rte_cache_aligned;
 
 extern volatile sig_atomic_t sl_quit;
@@ -67,6 +99,8 @@ void sl_ports_close(const struct sl_app *app);
 int sl_worker_init(struct sl_worker *w, const struct sl_app *app,
 		   unsigned int lcore, uint16_t queue, int track_only);
 int sl_worker_main(void *arg);
+void sl_worker_free(struct sl_worker *w);
+int sl_worker_reset_flows(struct sl_worker *w);
 
 /* One received burst from port index from (0 down, 1 up), then TX queued. */
 void sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
@@ -75,6 +109,22 @@ void sl_worker_flush(struct sl_worker *w);
 
 /* Shared by sluice and sluice-bench. */
 void sl_app_setup(struct sl_app *app, struct sl_config *cfg);
+struct sl_policy *sl_policy_build(const struct sl_config *cfg);
+void sl_policy_free(struct sl_policy *p);
+
+/* Decides one parsed request; fills w->pending when it is answered. */
+enum sl_req_action sl_decide(struct sl_worker *w, const struct sl_http_req *req,
+			     const struct sl_pkt *p);
+/* Sets w->pending for a head the parser refused (400) or too large (431). */
+void sl_decide_invalid(struct sl_worker *w, const struct sl_flow_event *ev);
+
+/* Turns the request segment m into the answer and resets the server. */
+void sl_reply_send(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
+		   const struct sl_pkt *p);
+/* Acknowledges an absorbed segment (m becomes the ACK). */
+void sl_reply_ack(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
+		  const struct sl_pkt *p);
+void sl_worker_send(struct sl_worker *w, int dir, struct rte_mbuf *m);
 
 static inline int
 sl_is_service_port(const struct sl_app *app, uint16_t port)

@@ -26,12 +26,51 @@ sl_worker_init(struct sl_worker *w, const struct sl_app *app,
 		.track_only = (uint8_t)track_only,
 	};
 
+	uint32_t nlog = c->dataplane.buckets_per_worker / 16;
+
 	memset(w, 0, sizeof(*w));
 	w->app = app;
 	w->lcore = lcore;
 	w->queue = queue;
+	w->rng = 0x2545f4914f6cdd1dULL ^ ((uint64_t)lcore << 32) ^ rte_rdtsc();
+	w->flows = sl_flow_table_create(&fp);
+	w->buckets = sl_bucket_table_create(c->dataplane.buckets_per_worker, 0);
+	w->logs = sl_bucket_table_create(nlog < 1024 ? 1024 : nlog, 1);
+	return w->flows && w->buckets && w->logs ? 0 : -ENOMEM;
+}
+
+/* Forgets every connection (benchmarks: each round starts afresh). */
+int
+sl_worker_reset_flows(struct sl_worker *w)
+{
+	struct sl_flow_params fp = {
+		.capacity = w->app->cfg->dataplane.flows_per_worker,
+		.head_slots = w->app->cfg->dataplane.head_buffers_per_worker,
+		.max_head_bytes = w->app->cfg->dataplane.max_head_bytes,
+		.idle_timeout = w->app->idle_tsc,
+		.closed_timeout = w->app->tsc_hz,
+		.http = &w->app->http,
+	};
+
+	sl_flow_table_free(w->flows);
 	w->flows = sl_flow_table_create(&fp);
 	return w->flows != NULL ? 0 : -ENOMEM;
+}
+
+void
+sl_worker_free(struct sl_worker *w)
+{
+	sl_flow_table_free(w->flows);
+	sl_bucket_table_free(w->buckets);
+	sl_bucket_table_free(w->logs);
+}
+
+/* TSC to nanoseconds, exact, once per burst. */
+static inline uint64_t
+tsc_ns(const struct sl_app *app, uint64_t tsc)
+{
+	return tsc / app->tsc_hz * 1000000000ULL +
+	       tsc % app->tsc_hz * 1000000000ULL / app->tsc_hz;
 }
 
 static void
@@ -51,8 +90,8 @@ flush(struct sl_worker *w, int dir)
 	b->n = 0;
 }
 
-static inline void
-send_to(struct sl_worker *w, int dir, struct rte_mbuf *m)
+void
+sl_worker_send(struct sl_worker *w, int dir, struct rte_mbuf *m)
 {
 	struct sl_txbuf *b = &w->tx[dir];
 
@@ -61,50 +100,22 @@ send_to(struct sl_worker *w, int dir, struct rte_mbuf *m)
 		flush(w, dir);
 }
 
-static void
-count_identity(struct sl_worker *w, const struct sl_http_req *req)
-{
-	struct sl_identity id;
-	const struct sl_pkt *p = w->cur;
-
-	if (sl_ident_extract(&w->app->ident, req, p->af, p->src, &id) != 0)
-		w->ctr.xff_fallback++;
-	if (id.kind == SL_ID_KEY)
-		w->ctr.ident_key++;
-	else if (id.kind == SL_ID_USER)
-		w->ctr.ident_user++;
-	else
-		w->ctr.ident_ip++;
-}
-
 /*
- * Every request head found on a connection. Until enforcement lands each
- * parsed request is allowed; heads that fail the strict parser or exceed
- * max_head_bytes are counted as invalid (to be answered 400/431), and the
- * flow stops being read as HTTP.
+ * Every request head found on a connection: decided against the rules;
+ * heads the strict parser refuses, or that exceed max_head_bytes, are
+ * answered 400 / 431. Answering stops the flow: the rest is absorbed.
  */
 static enum sl_req_action
 on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 {
 	struct sl_worker *w = arg;
 
-	RTE_SET_USED(f);
+	w->cur_flow = f;
 	w->ctr.requests++;
-	switch (ev->kind) {
-	case SL_EV_REQUEST:
-		count_identity(w, ev->req);
-		w->ctr.allowed++;
-		break;
-	case SL_EV_HEAD_TOO_LARGE:
-		w->ctr.head_too_large++;
-		w->ctr.invalid++;
-		break;
-	default:
-		w->ctr.parse_error[ev->req->error]++;
-		w->ctr.invalid++;
-		break;
-	}
-	return SL_REQ_CONTINUE;
+	if (ev->kind == SL_EV_REQUEST)
+		return sl_decide(w, ev->req, w->cur);
+	sl_decide_invalid(w, ev);
+	return SL_REQ_STOP;
 }
 
 static inline struct sl_flow_key
@@ -160,10 +171,19 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 	v = sl_flow_client_segment(w->flows, &k, p->seq, p->tcp_flags,
 				   frame + p->payload_off, p->payload_len,
 				   w->now, on_event, w);
-	if (v == SL_SEG_FORWARD)
-		send_to(w, UP, m);
-	else
+	switch (v) {
+	case SL_SEG_FORWARD:
+		sl_worker_send(w, UP, m);
+		break;
+	case SL_SEG_STOPPED:
+		sl_reply_send(w, m, w->cur_flow, p);
+		break;
+	case SL_SEG_ABSORBED:
+		sl_reply_ack(w, m, sl_flow_lookup(w->flows, &k), p);
+		break;
+	default:
 		rte_pktmbuf_free(m);
+	}
 }
 
 static void
@@ -187,7 +207,7 @@ handle(struct sl_worker *w, struct rte_mbuf *m, int from)
 			sl_flow_server_segment(w->flows, &k, p.seq, p.ack,
 					       p.tcp_flags, p.payload_len,
 					       w->now);
-			send_to(w, to, m);
+			sl_worker_send(w, to, m);
 			return;
 		}
 	} else if (cls == SL_PKT_MALFORMED) {
@@ -206,7 +226,7 @@ handle(struct sl_worker *w, struct rte_mbuf *m, int from)
 		return;
 	}
 	w->ctr.passthrough++;
-	send_to(w, to, m);
+	sl_worker_send(w, to, m);
 }
 
 void
@@ -215,6 +235,7 @@ sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
 {
 	uint16_t i;
 
+	w->now_ns = tsc_ns(w->app, w->now);
 	w->ctr.rx += n;
 	for (i = 0; i < n && i < 3; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
@@ -253,6 +274,7 @@ sl_worker_main(void *arg)
 	w->next_drain = rte_rdtsc() + app->drain_tsc;
 	while (!sl_quit) {
 		w->now = rte_rdtsc();
+		w->now_ns = tsc_ns(app, w->now);
 		poll_port(w, DOWN);
 		poll_port(w, UP);
 		if (w->now >= w->next_drain) {
@@ -261,6 +283,8 @@ sl_worker_main(void *arg)
 			w->next_drain = w->now + app->drain_tsc;
 		}
 		sl_flow_expire(w->flows, w->now, SL_EXPIRE_BUDGET);
+		sl_bucket_expire(w->buckets, w->now_ns, SL_EXPIRE_BUDGET);
+		sl_bucket_expire(w->logs, w->now_ns, SL_EXPIRE_BUDGET);
 	}
 	flush(w, UP);
 	flush(w, DOWN);

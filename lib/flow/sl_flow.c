@@ -278,10 +278,30 @@ data(struct seg_ctx *c, uint32_t seq, const uint8_t *payload, uint32_t len)
 	skip = (uint32_t)-d;
 	if (skip)
 		c->t->st.retransmits++;
+	f->seg_new = f->c_next;
 	v = process(c, payload + skip, len - skip, skip);
 	if (v != SL_SEG_DROP || f->state == SL_FLOW_ABSORB)
 		f->c_next += len - skip;
 	return v;
+}
+
+/*
+ * After we answered the client ourselves: whatever it still sends is
+ * swallowed, and data or FIN is acknowledged so that its stack closes
+ * cleanly instead of retransmitting into the void.
+ */
+static enum sl_seg_verdict
+absorb(struct sl_flow *f, uint32_t seq, uint8_t flags, uint32_t len)
+{
+	uint32_t end = seq + len + (flags & 0x01);
+
+	if (len == 0 && !(flags & 0x01))
+		return SL_SEG_DROP;
+	if ((int32_t)(end - f->c_next) > 0)
+		f->c_next = end;
+	if (flags & 0x01)
+		f->c_fin = f->s_fin = 1; /* both ends done: expires soon */
+	return SL_SEG_ABSORBED;
 }
 
 enum sl_seg_verdict
@@ -316,6 +336,8 @@ sl_flow_client_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 								: SL_FLOW_RESYNC;
 	}
 	c.f->last_seen = now;
+	if (c.f->state == SL_FLOW_ABSORB)
+		return absorb(c.f, seq, tcp_flags, len);
 	if (len > 0)
 		v = data(&c, seq, payload, len);
 	if ((tcp_flags & 0x01) && v != SL_SEG_DROP &&

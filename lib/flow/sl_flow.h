@@ -45,6 +45,8 @@ struct sl_flow {
 	uint32_t s_next;   /* next server sequence number seen */
 	uint32_t s_ack;	   /* highest ack the server sent */
 	uint32_t requests; /* request heads completed on this flow */
+	uint32_t seg_new;  /* sequence of the first new byte of the last segment */
+	uint32_t r_next;   /* our next sequence towards the client, once answered */
 	int32_t slot;	   /* head buffer index, -1 when none */
 	uint16_t head_used;
 	uint16_t scan_from;
@@ -94,6 +96,7 @@ enum sl_seg_verdict {
 	SL_SEG_FORWARD = 0,
 	SL_SEG_DROP,	/* ahead of a gap, or absorbed: the client retransmits */
 	SL_SEG_STOPPED, /* a callback returned SL_REQ_STOP */
+	SL_SEG_ABSORBED, /* data or FIN after our answer: acknowledge, drop */
 };
 
 struct sl_flow_stats {

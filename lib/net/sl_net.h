@@ -80,11 +80,119 @@ uint16_t sl_cksum_fold(uint32_t sum);
  */
 int sl_tcp_cksum_ok(const uint8_t *frame, const struct sl_pkt *p);
 
+/*
+ * Checksum over the pseudo-header (TCP length l4len) and the TCP header
+ * only, plus extra: the payload's sum when it is known in advance.
+ */
+uint16_t sl_tcp_cksum_partial(const uint8_t *frame, const struct sl_pkt *p,
+			      uint32_t l4len, uint32_t extra);
+
 /* Recomputes and writes the TCP checksum of a classified segment. */
 void sl_tcp_cksum_set(uint8_t *frame, const struct sl_pkt *p);
 /* Recomputes and writes the IPv4 header checksum. */
 void sl_ipv4_cksum_set(uint8_t *frame, const struct sl_pkt *p);
 
 const char *sl_malformed_name(enum sl_malformed r);
+
+/* ---- replies built on the data path (sl_reply.c) ---- */
+
+#define SL_RH_DRAFT  0x1 /* RateLimit-Policy + RateLimit */
+#define SL_RH_LEGACY 0x2 /* RateLimit-Limit / -Remaining / -Reset */
+
+struct sl_reply_info {
+	uint16_t status; /* 429, 403, 400 or 431 */
+	uint8_t headers; /* SL_RH_* (429 only) */
+	uint8_t expose_rule;
+	const char *rule; /* the deciding rule (429, 403) */
+	uint32_t rule_len;
+	const char *reason; /* 400: what the parser refused */
+	uint64_t retry_after_s;
+	uint64_t limit;	   /* quota of the deciding rule */
+	uint64_t window_s; /* its window */
+	uint64_t remaining;
+	uint64_t reset_s;
+};
+
+/*
+ * A reply as constant segments and numeric slots: built once per rule,
+ * filled per rejection with a copy per segment and a few digits, its
+ * checksum summed from the segments' precomputed sums.
+ */
+enum sl_reply_slot {
+	SL_SLOT_NONE = 0,
+	SL_SLOT_RETRY,
+	SL_SLOT_LIMIT,
+	SL_SLOT_WINDOW,
+	SL_SLOT_REMAINING,
+	SL_SLOT_RESET,
+	SL_SLOT_CLEN,
+};
+
+#define SL_TPL_SEGS 16
+
+struct sl_reply_tpl_seg {
+	uint16_t off, len;
+	uint16_t sum; /* ones' complement sum as if at an even offset */
+	uint8_t slot; /* the number that follows it */
+};
+
+struct sl_reply_tpl {
+	uint8_t n;
+	uint16_t body_fixed; /* body length without the retry digits */
+	uint8_t body_has_retry;
+	struct sl_reply_tpl_seg seg[SL_TPL_SEGS];
+	char text[768];
+};
+
+struct sl_reply_nums {
+	uint64_t retry_after_s, limit, window_s, remaining, reset_s;
+};
+
+/* Builds the template for ri's status, rule and header style. */
+int sl_reply_tpl_build(struct sl_reply_tpl *t, const struct sl_reply_info *ri);
+
+/*
+ * Writes the reply into dst; *sum receives its ones' complement sum for
+ * sl_reply_segment_sum(). Returns the length, 0 if room is too small.
+ */
+uint32_t sl_reply_tpl_fill(const struct sl_reply_tpl *t,
+			   const struct sl_reply_nums *v, uint8_t *dst,
+			   uint32_t room, uint32_t *sum);
+
+/*
+ * Writes the HTTP response for ri into buf: constant pieces copied and a
+ * few numbers converted by hand, no formatting library. Returns its length,
+ * or 0 if size is too small.
+ */
+uint32_t sl_reply_http(char *buf, uint32_t size, const struct sl_reply_info *ri);
+
+/*
+ * Writes into out one TCP segment answering (to_client = 1) or following
+ * (to_client = 0) the classified frame req: the same Ethernet header and
+ * VLAN tags (MACs swapped towards the client), a fresh IPv4 or IPv6 header
+ * without options, and a 20-byte TCP header, checksums computed. out may
+ * be req itself. Returns the frame length, or 0 if room is too small.
+ */
+uint32_t sl_reply_segment(uint8_t *out, uint32_t room, const uint8_t *req,
+			  const struct sl_pkt *p, int to_client, uint32_t seq,
+			  uint32_t ack, uint8_t flags, const void *payload,
+			  uint32_t plen);
+
+/* sl_reply_segment with the payload's sum known (UINT32_MAX: compute). */
+uint32_t sl_reply_segment_sum(uint8_t *out, uint32_t room, const uint8_t *req,
+			      const struct sl_pkt *p, int to_client,
+			      uint32_t seq, uint32_t ack, uint8_t flags,
+			      const void *payload, uint32_t plen,
+			      uint32_t payload_sum);
+
+/*
+ * Where sl_reply_segment puts the payload for a reply to p: the HTTP text
+ * can be written there directly (it never overlaps what the builder still
+ * reads: the Ethernet header, and the addresses and ports already in p).
+ */
+uint32_t sl_reply_payload_off(const struct sl_pkt *p);
+
+/* Decimal digits of v into buf (at least 20 bytes); returns the count. */
+uint32_t sl_utoa(uint64_t v, char *buf);
 
 #endif /* SL_NET_H */

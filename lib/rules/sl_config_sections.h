@@ -368,6 +368,33 @@ static const struct field rule_fields[] = {
 	{NULL, NULL},
 };
 
+/* What the limiter can represent exactly, said at load time. */
+static void
+check_rule_numbers(struct loader *L, yaml_node_t *it, const struct sl_rule *r)
+{
+	uint64_t period_ns = r->limit.period_ms * 1000000ULL;
+
+	if (r->limit.count == 0)
+		return;
+	if (r->algo == SL_ALGO_SLIDING_LOG && r->limit.count > 64)
+		error_at(L, it, "rule '%s': sliding_log keeps every arrival; its limit is at most 64 per window",
+			 r->name);
+	if ((r->algo == SL_ALGO_TOKEN_BUCKET || r->algo == SL_ALGO_GCRA) &&
+	    r->burst > (UINT64_MAX >> 2) / period_ns)
+		error_at(L, it, "rule '%s': burst too large for the period",
+			 r->name);
+	if ((r->algo == SL_ALGO_TOKEN_BUCKET || r->algo == SL_ALGO_GCRA) &&
+	    r->cost > r->burst)
+		error_at(L, it, "rule '%s': cost %u exceeds burst %llu: every request would be rejected",
+			 r->name, r->cost, (unsigned long long)r->burst);
+	else if (r->algo != SL_ALGO_TOKEN_BUCKET && r->algo != SL_ALGO_GCRA &&
+		 r->cost > r->limit.count)
+		error_at(L, it, "rule '%s': cost %u exceeds the limit: every request would be rejected",
+			 r->name, r->cost);
+	if (r->algo == SL_ALGO_SLIDING_WINDOW && r->limit.count > UINT32_MAX)
+		error_at(L, it, "rule '%s': sliding_window limit too large", r->name);
+}
+
 static int
 find_rule(const struct sl_config *c, const char *name)
 {
@@ -415,6 +442,9 @@ f_rules(struct loader *L, yaml_node_t *v, void *o)
 				 r->name);
 		if (r->burst == 0)
 			r->burst = r->limit.count;
+		check_rule_numbers(L, it, r);
+		if (c->n_rules >= SL_MAX_RULES)
+			error_at(L, it, "rules: at most %d rules", SL_MAX_RULES);
 		if (L->nerr == before)
 			c->n_rules++;
 	}

@@ -64,6 +64,8 @@ struct sl_key_tier {
 struct sl_override {
 	uint32_t rule; /* index into rules */
 	uint8_t kind; /* SL_SCOPE_KEY, SL_SCOPE_USER or SL_SCOPE_IP */
+	uint8_t id_len; /* id: the identity's bytes (an address for ip) */
+	uint8_t id[16];
 	char key[SL_KEY_MAX];
 	struct sl_rate limit;
 	uint64_t burst;
@@ -157,5 +159,61 @@ int sl_cidr_parse(const char *s, struct sl_cidr *out);
 
 /* Method name to its sl_method bit, 0 if not one we know. */
 uint32_t sl_method_bit(const char *m, size_t len);
+
+/* ---- the compiled rule set: what the data path reads ---- */
+
+#define SL_MAX_RULES 256
+
+/* The parts of a request that rules look at. */
+struct sl_match_req {
+	uint32_t method;   /* sl_method bit, 0 for a method no rule names */
+	const char *target;
+	uint32_t target_len;
+	const char *host;
+	uint32_t host_len;
+	int16_t tier;	   /* -1: the request carries no API key */
+	uint8_t has_key;
+	uint8_t has_user;
+};
+
+struct sl_ruleset;
+
+/*
+ * Compiles a validated config into an immutable rule set. Returns NULL
+ * only when out of memory. The config may be freed afterwards.
+ */
+struct sl_ruleset *sl_ruleset_build(const struct sl_config *c);
+void sl_ruleset_free(struct sl_ruleset *rs);
+
+const char *sl_ruleset_version(const struct sl_ruleset *rs);
+uint32_t sl_ruleset_count(const struct sl_ruleset *rs);
+const struct sl_rule *sl_ruleset_rule(const struct sl_ruleset *rs, uint32_t i);
+/* Stable per rule name: buckets are keyed by it, so they survive reloads. */
+uint64_t sl_ruleset_rule_id(const struct sl_ruleset *rs, uint32_t i);
+
+/* Tier of an API key: the static map, else default_tier. */
+int sl_ruleset_tier(const struct sl_ruleset *rs, const char *key,
+		    uint32_t len);
+
+int sl_ruleset_key_blocked(const struct sl_ruleset *rs, const char *key,
+			   uint32_t len);
+/* af 4 or 6, addr in network order. */
+int sl_ruleset_ip_blocked(const struct sl_ruleset *rs, uint8_t af,
+			  const uint8_t *addr);
+
+/* Indexes of the rules that apply, in file order; returns how many. */
+uint32_t sl_ruleset_match(const struct sl_ruleset *rs,
+			  const struct sl_match_req *m, uint16_t *out,
+			  uint32_t max);
+
+/*
+ * The override of rule i for an identity (kind SL_SCOPE_KEY/USER/IP, id
+ * bytes as the identity module writes them), if one is active at now_s
+ * (Unix seconds); NULL otherwise. Expired overrides stop by themselves.
+ */
+const struct sl_override *sl_ruleset_override(const struct sl_ruleset *rs,
+					      uint32_t i, uint8_t kind,
+					      const uint8_t *id, uint32_t len,
+					      int64_t now_s);
 
 #endif /* SL_RULES_H */

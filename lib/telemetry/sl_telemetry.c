@@ -12,6 +12,33 @@
 
 static struct sl_telemetry_src srcs[MAX_SRC];
 static unsigned int n_srcs;
+static const struct sl_ruleset *rules;
+
+void
+sl_telemetry_set_rules(const struct sl_ruleset *rs)
+{
+	rules = rs;
+}
+
+static void
+bucket_sums(struct sl_bucket_stats *o, const struct sl_telemetry_src *s,
+	    unsigned int n)
+{
+	unsigned int i;
+
+	memset(o, 0, sizeof(*o));
+	for (i = 0; i < n; i++) {
+		const struct sl_bucket_stats *b;
+
+		if (s[i].buckets == NULL)
+			continue;
+		b = sl_bucket_stats(s[i].buckets);
+		o->active += b->active;
+		o->created += b->created;
+		o->evicted += b->evicted;
+		o->expired += b->expired;
+	}
+}
 
 static void
 add_counters(struct sl_counters *o, const struct sl_counters *c)
@@ -58,7 +85,7 @@ sl_telemetry_sum(struct sl_counters *out, struct sl_flow_stats *fs)
 
 static void
 fill(struct rte_tel_data *d, const struct sl_counters *c,
-     const struct sl_flow_stats *f)
+     const struct sl_flow_stats *f, const struct sl_bucket_stats *b)
 {
 	U64(d, "rx", c->rx);
 	U64(d, "tx", c->tx);
@@ -81,6 +108,13 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "ident_user", c->ident_user);
 	U64(d, "ident_ip", c->ident_ip);
 	U64(d, "xff_fallback", c->xff_fallback);
+	U64(d, "replies", c->replies);
+	U64(d, "absorbed", c->absorbed);
+	U64(d, "reply_alloc_failed", c->reply_alloc_failed);
+	U64(d, "buckets_active", b->active);
+	U64(d, "buckets_created", b->created);
+	U64(d, "buckets_evicted", b->evicted);
+	U64(d, "buckets_expired", b->expired);
 	U64(d, "flows_active", f->active);
 	U64(d, "flows_created", f->created);
 	U64(d, "flows_midstream", f->midstream);
@@ -123,12 +157,14 @@ cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	struct sl_counters c;
 	struct sl_flow_stats f;
+	struct sl_bucket_stats b;
 
 	RTE_SET_USED(cmd);
 	RTE_SET_USED(params);
 	sl_telemetry_sum(&c, &f);
+	bucket_sums(&b, srcs, n_srcs);
 	rte_tel_data_start_dict(d);
-	fill(d, &c, &f);
+	fill(d, &c, &f, &b);
 	fill_reasons(d, &c);
 	return 0;
 }
@@ -144,16 +180,62 @@ cmd_workers(const char *cmd, const char *params, struct rte_tel_data *d)
 	for (i = 0; i < n_srcs; i++) {
 		struct rte_tel_data *w = rte_tel_data_alloc();
 		struct sl_flow_stats none = {0};
+		struct sl_bucket_stats b;
 		char name[16];
 
 		if (w == NULL)
 			return -ENOMEM;
+		bucket_sums(&b, &srcs[i], 1);
 		rte_tel_data_start_dict(w);
 		fill(w, srcs[i].ctr,
-		     srcs[i].flows ? sl_flow_stats(srcs[i].flows) : &none);
+		     srcs[i].flows ? sl_flow_stats(srcs[i].flows) : &none, &b);
 		snprintf(name, sizeof(name), "lcore%u", srcs[i].lcore);
 		rte_tel_data_add_dict_container(d, name, w, 0);
 	}
+	return 0;
+}
+
+/* Rule names are the keys: operators script against them, not indexes. */
+static int
+cmd_rules(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct rte_tel_data *list;
+	uint32_t r, n;
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	rte_tel_data_start_dict(d);
+	if (rules == NULL)
+		return 0;
+	rte_tel_data_add_dict_string(d, "version", sl_ruleset_version(rules));
+	list = rte_tel_data_alloc();
+	if (list == NULL)
+		return -ENOMEM;
+	rte_tel_data_start_dict(list);
+	n = sl_ruleset_count(rules);
+	for (r = 0; r < n; r++) {
+		struct rte_tel_data *one = rte_tel_data_alloc();
+		const struct sl_rule *rule = sl_ruleset_rule(rules, r);
+		uint64_t a = 0, j = 0, s = 0;
+		unsigned int i;
+
+		if (one == NULL)
+			break;
+		for (i = 0; i < n_srcs; i++) {
+			a += srcs[i].rules[r].allowed;
+			j += srcs[i].rules[r].rejected;
+			s += srcs[i].rules[r].shadow_rejected;
+		}
+		rte_tel_data_start_dict(one);
+		U64(one, "allowed", a);
+		U64(one, "rejected", j);
+		U64(one, "shadow_rejected", s);
+		U64(one, "limit", rule->limit.count);
+		U64(one, "period_s", rule->limit.period_ms / 1000);
+		rte_tel_data_add_dict_int(one, "shadow", rule->shadow);
+		rte_tel_data_add_dict_container(list, rule->name, one, 0);
+	}
+	rte_tel_data_add_dict_container(d, "rules", list, 0);
 	return 0;
 }
 
@@ -172,5 +254,9 @@ sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n)
 		rc = rte_telemetry_register_cmd(
 			"/sluice/workers", cmd_workers,
 			"Counters per worker lcore. No parameters");
+	if (rc == 0)
+		rc = rte_telemetry_register_cmd(
+			"/sluice/rules", cmd_rules,
+			"Rules version and counters per rule. No parameters");
 	return rc;
 }

@@ -15,7 +15,9 @@
 
 #include "sl_flow.h"
 #include "sl_http.h"
+#include "sl_limit.h"
 #include "sl_net.h"
+#include "sl_rules.h"
 
 struct sl_counters {
 	uint64_t rx;
@@ -39,18 +41,33 @@ struct sl_counters {
 	uint64_t ident_user;
 	uint64_t ident_ip;
 	uint64_t xff_fallback;
+	uint64_t replies;	      /* answers built: 429, 403, 400, 431 */
+	uint64_t absorbed;	      /* client segments acknowledged after one */
+	uint64_t reply_alloc_failed;  /* no mbuf for the RST to the backend */
 	uint64_t parse_error[SL_HTTP_E__COUNT];
 	uint64_t malformed_reason[SL_BAD__COUNT];
 } __attribute__((aligned(64)));
+
+/* Per rule and worker; the rule's index in the running rule set. */
+struct sl_rule_ctr {
+	uint64_t allowed;
+	uint64_t rejected;
+	uint64_t shadow_rejected;
+};
 
 struct sl_telemetry_src {
 	unsigned int lcore;
 	const struct sl_counters *ctr;
 	const struct sl_flow_table *flows;
+	const struct sl_bucket_table *buckets;
+	const struct sl_rule_ctr *rules; /* SL_MAX_RULES entries */
 };
 
 /* Registers the /sluice commands over n workers; returns 0 or -errno. */
 int sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n);
+
+/* The rule set whose names and version /sluice/rules reports. */
+void sl_telemetry_set_rules(const struct sl_ruleset *rs);
 
 /* Sums every worker's counters into out (flow stats into fs). */
 void sl_telemetry_sum(struct sl_counters *out, struct sl_flow_stats *fs);

@@ -12,6 +12,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sltest  # noqa: E402
+import pktcheck  # noqa: E402
 
 from scapy.all import (ARP, ICMP, IP, UDP, TCP, Ether, Dot1Q, Dot1AD, IPv6,  # noqa: E402
                        ICMPv6ND_NS, IPv6ExtHdrHopByHop, Raw, rdpcap, wrpcap)
@@ -66,6 +67,9 @@ def build():
 
     def drop(p):
         down.append((p, False))
+
+    def answered(p, status, rst_seq):
+        down.append((p, (status, rst_seq)))
 
     # A. Everything that is not inspected crosses untouched.
     fwd(Ether(src=CM, dst="ff:ff:ff:ff:ff:ff") / ARP(psrc=C4, pdst=S4))
@@ -138,18 +142,21 @@ def build():
     bad[24] ^= 0xff  # header checksum
     drop(Ether(bytes(bad)))
 
-    # H. A smuggling shape is flagged (and, until enforcement, forwarded).
+    # H. A smuggling shape: answered 400, the backend reset.
     f = Flow(40006)
     fwd(f.syn())
-    fwd(f.data(b"POST /h HTTP/1.1\r\nHost: api\r\nContent-Length: 6\r\n"
-               b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nX"))
+    s0 = f.seq
+    answered(f.data(b"POST /h HTTP/1.1\r\nHost: api\r\nContent-Length: 6\r\n"
+                    b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nX"), 400, s0)
 
-    # I. A head over max_head_bytes (1024 here).
+    # I. A head over max_head_bytes (1024 here): the first part passes (a
+    #    backend cannot act on half a head), then 431 and a reset.
     f = Flow(40007)
     fwd(f.syn())
     big = req("/i", "X-Pad: " + "p" * 1100)
     fwd(f.data(big[:700]))
-    fwd(f.data(big[700:]))
+    s0 = f.seq
+    answered(f.data(big[700:]), 431, s0)
 
     # Server to client: forwarded untouched, whatever it is.
     up.append(Ether(src=SM, dst=CM) / IP(src=S4, dst=C4) /
@@ -187,20 +194,37 @@ def main():
         out1 = [bytes(x) for x in rdpcap(p("out1.pcap"))]
         out0 = [bytes(x) for x in rdpcap(p("out0.pcap"))]
 
-    want1 = [bytes(x) for x, keep in down if keep]
+    # Upstream: what was forwarded, with an RST where a request was answered.
+    want1 = []
+    for x, fate in down:
+        if fate is True:
+            want1.append(bytes(x))
+        elif isinstance(fate, tuple):
+            want1.append(pktcheck.expected_rst(x, fate[1]))
     res.eq(len(out1), len(want1), "frames out of the upstream port")
-    res.check(out1 == want1, "upstream frames byte-for-byte, in order")
+    res.check(out1 == want1, "upstream frames byte-for-byte, in order (RSTs included)")
     for i, (a, b) in enumerate(zip(out1, want1)):
         if a != b:
             print("  first difference at frame %d:\n  got  %s\n  want %s" % (i, a.hex(), b.hex()))
             break
-    res.check(out0 == [bytes(x) for x in up], "downstream frames byte-for-byte, in order")
+    fwd0, built = pktcheck.split_out0(out0, up)
+    res.check(fwd0 == [bytes(x) for x in up], "downstream frames byte-for-byte, in order")
+    answers = [(x, fate[0]) for x, fate in down if isinstance(fate, tuple)]
+    res.eq(len(built), len(answers), "one reply per answered request")
+    for frame, (reqpkt, status) in zip(built, answers):
+        hdrs, body = pktcheck.check_answer(res, frame, reqpkt, status, "%d reply" % status)
+    if len(built) == 2:
+        res.eq(pktcheck.http_reply(built[0])[2],
+               b'{"error":"bad_request","reason":"cl_and_te"}\n', "400 body names the reason")
+        res.eq(pktcheck.http_reply(built[1])[2],
+               b'{"error":"request_header_fields_too_large"}\n', "431 body")
 
     res.eq(st["rx"], total, "rx")
-    res.eq(st["tx"], len(want1) + len(up), "tx")
+    res.eq(st["tx"], len(want1) + len(up) + len(answers), "tx")
+    res.eq(st["replies"], 2, "replies")
     res.eq(st["requests"], 12, "requests")
     res.eq(st["allowed"], 10, "allowed")
-    res.eq(st["invalid"], 2, "invalid (smuggling shape, oversized head)")
+    res.eq(st["invalid"], 2, "invalid (smuggling shape answered 400, oversized head 431)")
     res.eq(st["requests"], st["allowed"] + st["rejected"] + st["blocked"] + st["invalid"],
            "requests = allowed + rejected + blocked + invalid")
     res.eq(st["parse_errors"].get("cl_and_te"), 1, "parse_errors.cl_and_te")

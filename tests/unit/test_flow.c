@@ -262,9 +262,16 @@ stop_absorbs_the_rest(void **state)
 	assert_int_equal(seg(t, &k, 1000, ACK, two, l1 + l4, &s),
 			 SL_SEG_STOPPED);
 	assert_int_equal(s.n, 1);
+	/* what follows is acknowledged and swallowed, never parsed */
 	assert_int_equal(seg(t, &k, 1000 + (uint32_t)(l1 + l4), ACK, R1, l1, &s),
-			 SL_SEG_DROP);
+			 SL_SEG_ABSORBED);
 	assert_int_equal(s.n, 1);
+	assert_int_equal(sl_flow_lookup(t, &k)->c_next, 1000 + 2 * l1 + l4);
+	assert_int_equal(seg(t, &k, 1000 + (uint32_t)(2 * l1 + l4), ACK, NULL, 0, &s),
+			 SL_SEG_DROP);
+	assert_int_equal(seg(t, &k, 1000 + (uint32_t)(2 * l1 + l4), FIN | ACK, NULL, 0, &s),
+			 SL_SEG_ABSORBED);
+	assert_int_equal(sl_flow_lookup(t, &k)->c_next, 1001 + 2 * l1 + l4);
 	sl_flow_table_free(t);
 }
 

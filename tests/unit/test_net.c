@@ -161,6 +161,143 @@ checksums(void **state)
 	assert_int_equal(sl_pkt_parse(b, sizeof(b), &p), SL_PKT_TCP);
 }
 
+static const char WANT429[] =
+	"HTTP/1.1 429 Too Many Requests\r\n"
+	"Content-Type: application/json\r\n"
+	"Cache-Control: no-store\r\n"
+	"Retry-After: 3\r\n"
+	"RateLimit-Policy: \"key-free\";q=100;w=60\r\n"
+	"RateLimit: \"key-free\";r=0;t=42\r\n"
+	"RateLimit-Limit: 100\r\n"
+	"RateLimit-Remaining: 0\r\n"
+	"RateLimit-Reset: 42\r\n"
+	"X-RateLimit-Rule: key-free\r\n"
+	"Connection: close\r\n"
+	"Content-Length: 59\r\n"
+	"\r\n"
+	"{\"error\":\"rate_limited\",\"rule\":\"key-free\",\"retry_after\":3}\n";
+
+static void
+reply_text(void **state)
+{
+	struct sl_reply_info ri = {.status = 429,
+				   .headers = SL_RH_DRAFT | SL_RH_LEGACY,
+				   .expose_rule = 1, .rule = "key-free",
+				   .rule_len = 8, .retry_after_s = 3,
+				   .limit = 100, .window_s = 60, .remaining = 0,
+				   .reset_s = 42};
+	char buf[1024];
+	uint32_t n;
+
+	(void)state;
+	n = sl_reply_http(buf, sizeof(buf), &ri);
+	assert_int_equal(n, strlen(WANT429));
+	assert_memory_equal(buf, WANT429, n);
+	/* too small a buffer: nothing half-written is reported */
+	assert_int_equal(sl_reply_http(buf, 100, &ri), 0);
+	ri.expose_rule = 0;
+	ri.headers = SL_RH_DRAFT;
+	n = sl_reply_http(buf, sizeof(buf), &ri);
+	buf[n] = '\0';
+	assert_null(strstr(buf, "X-RateLimit-Rule"));
+	assert_null(strstr(buf, "RateLimit-Limit"));
+	assert_non_null(strstr(buf, "{\"error\":\"rate_limited\",\"retry_after\":3}\n"));
+}
+
+/* The template, filled, is the same text, and its sum is right. */
+static void
+reply_template(void **state)
+{
+	static const uint64_t nums[][5] = {
+		{1, 5, 1, 0, 1},   {3, 100, 60, 0, 42}, {27, 7, 3600, 2, 3599},
+		{123456, 1000000, 86400, 999, 12},    {9, 10, 11, 12, 13},
+	};
+	struct sl_reply_info ri = {.status = 429,
+				   .headers = SL_RH_DRAFT | SL_RH_LEGACY,
+				   .expose_rule = 1, .rule = "r-odd",
+				   .rule_len = 5};
+	struct sl_reply_tpl t;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(sl_reply_tpl_build(&t, &ri), 0);
+	for (i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		struct sl_reply_nums v = {nums[i][0], nums[i][1], nums[i][2],
+					  nums[i][3], nums[i][4]};
+		char want[1024];
+		uint8_t got[1024], frame[2048];
+		uint32_t wn, gn, sum, fl;
+		struct sl_pkt p, q;
+
+		ri.retry_after_s = v.retry_after_s;
+		ri.limit = v.limit;
+		ri.window_s = v.window_s;
+		ri.remaining = v.remaining;
+		ri.reset_s = v.reset_s;
+		wn = sl_reply_http(want, sizeof(want), &ri);
+		gn = sl_reply_tpl_fill(&t, &v, got, sizeof(got), &sum);
+		assert_int_equal(gn, wn);
+		assert_memory_equal(got, want, wn);
+		/* a segment carrying it, checksummed from the template's sums */
+		assert_int_equal(sl_pkt_parse(FRAME_V6, sizeof(FRAME_V6), &p),
+				 SL_PKT_TCP);
+		fl = sl_reply_segment_sum(frame, sizeof(frame), FRAME_V6, &p, 1,
+					  77, 88, 0x19, got, gn, sum);
+		assert_int_equal(sl_pkt_parse(frame, fl, &q), SL_PKT_TCP);
+		assert_true(sl_tcp_cksum_ok(frame, &q));
+		assert_int_equal(q.payload_len, gn);
+	}
+}
+
+static void
+reply_segment(void **state)
+{
+	uint8_t out[256];
+	struct sl_pkt p, q;
+	uint32_t n;
+
+	(void)state;
+	/* IPv6 in a VLAN, towards the client: tag kept, everything swapped */
+	sl_pkt_parse(FRAME_V6, sizeof(FRAME_V6), &p);
+	n = sl_reply_segment(out, sizeof(out), FRAME_V6, &p, 1, 1000, 2000,
+			     0x19, "hi", 2);
+	assert_int_equal(sl_pkt_parse(out, n, &q), SL_PKT_TCP);
+	assert_memory_equal(out, FRAME_V6 + 6, 6);
+	assert_memory_equal(out + 6, FRAME_V6, 6);
+	assert_int_equal(q.n_vlan, 1);
+	assert_int_equal(q.vlan_tci, p.vlan_tci);
+	assert_memory_equal(q.src, p.dst, 16);
+	assert_memory_equal(q.dst, p.src, 16);
+	assert_int_equal(q.sport, p.dport);
+	assert_int_equal(q.dport, p.sport);
+	assert_int_equal(q.seq, 1000);
+	assert_int_equal(q.ack, 2000);
+	assert_int_equal(q.tcp_flags, 0x19);
+	assert_int_equal(q.payload_len, 2);
+	assert_true(sl_tcp_cksum_ok(out, &q));
+	/* IPv4 with options, towards the server (an RST): no options left */
+	sl_pkt_parse(FRAME_V4, sizeof(FRAME_V4), &p);
+	n = sl_reply_segment(out, sizeof(out), FRAME_V4, &p, 0, 5, 6, 0x14,
+			     NULL, 0);
+	assert_int_equal(n, 14 + 20 + 20);
+	assert_int_equal(sl_pkt_parse(out, n, &q), SL_PKT_TCP);
+	assert_memory_equal(out, FRAME_V4, 12);
+	assert_memory_equal(q.src, p.src, 4);
+	assert_int_equal(q.sport, p.sport);
+	assert_int_equal(q.tcp_flags, 0x14);
+	assert_true(sl_tcp_cksum_ok(out, &q));
+	/* in place, over the request itself */
+	memcpy(out, FRAME_V4, sizeof(FRAME_V4));
+	n = sl_reply_segment(out, sizeof(out), out, &p, 1, 9, 10, 0x19, "x", 1);
+	assert_int_equal(sl_pkt_parse(out, n, &q), SL_PKT_TCP);
+	assert_memory_equal(q.dst, p.src, 4);
+	assert_true(sl_tcp_cksum_ok(out, &q));
+	/* no room */
+	assert_int_equal(sl_reply_segment(out, 40, FRAME_V4, &p, 1, 0, 0, 0,
+					  NULL, 0),
+			 0);
+}
+
 int
 main(void)
 {
@@ -172,6 +309,9 @@ main(void)
 		cmocka_unit_test(inconsistent_lengths),
 		cmocka_unit_test(padding_is_not_payload),
 		cmocka_unit_test(checksums),
+		cmocka_unit_test(reply_text),
+		cmocka_unit_test(reply_template),
+		cmocka_unit_test(reply_segment),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The decision for one request: blocklist, then every matching limit
+ * checked, all charged or none, the strictest denial answered.
+ */
+#include <string.h>
+
+#include <rte_malloc.h>
+
+#include "sluice.h"
+
+#define NS 1000000000ULL
+
+static const uint8_t algo_of[] = {
+	[SL_ALGO_TOKEN_BUCKET] = SL_LIM_TOKEN_BUCKET,
+	[SL_ALGO_GCRA] = SL_LIM_GCRA,
+	[SL_ALGO_FIXED_WINDOW] = SL_LIM_FIXED_WINDOW,
+	[SL_ALGO_SLIDING_WINDOW] = SL_LIM_SLIDING_WINDOW,
+	[SL_ALGO_SLIDING_LOG] = SL_LIM_SLIDING_LOG,
+};
+
+static int
+rule_params(const struct sl_rule *r, const struct sl_rate *rate,
+	    uint64_t burst, struct sl_limit_params *out)
+{
+	return sl_limit_params_init(out, algo_of[r->algo], rate->count,
+				    rate->period_ms * 1000000ULL, burst);
+}
+
+/* 403, 431 and one 400 per parser error: nothing in them varies. */
+static int
+build_fixed_replies(struct sl_policy *p)
+{
+	struct sl_reply_info ri = {.status = 403};
+	int e;
+
+	if (sl_reply_tpl_build(&p->tpl403, &ri) != 0)
+		return -1;
+	ri.status = 431;
+	if (sl_reply_tpl_build(&p->tpl431, &ri) != 0)
+		return -1;
+	ri.status = 400;
+	for (e = 0; e < SL_HTTP_E__COUNT; e++) {
+		ri.reason = sl_http_err_name(e);
+		if (sl_reply_tpl_build(&p->tpl400[e], &ri) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+struct sl_policy *
+sl_policy_build(const struct sl_config *cfg)
+{
+	struct sl_policy *p = rte_zmalloc("sl_policy", sizeof(*p), 64);
+	uint32_t i;
+
+	if (p == NULL)
+		return NULL;
+	p->rs = sl_ruleset_build(cfg);
+	if (p->rs == NULL) {
+		rte_free(p);
+		return NULL;
+	}
+	p->n_rules = sl_ruleset_count(p->rs);
+	p->headers = cfg->response.headers == SL_HDR_DRAFT    ? SL_RH_DRAFT
+		     : cfg->response.headers == SL_HDR_LEGACY ? SL_RH_LEGACY
+							      : SL_RH_DRAFT | SL_RH_LEGACY;
+	p->expose_rule = cfg->response.expose_rule;
+	p->jitter_ppm = cfg->response.retry_jitter_ppm;
+	for (i = 0; i < p->n_rules; i++) {
+		const struct sl_rule *r = sl_ruleset_rule(p->rs, i);
+		struct sl_reply_info ri = {.status = 429, .headers = p->headers,
+					   .expose_rule = p->expose_rule,
+					   .rule = r->name};
+
+		/* the loader already refused what cannot be represented */
+		rule_params(r, &r->limit, r->burst, &p->params[i]);
+		p->name_len[i] = (uint32_t)strlen(r->name);
+		ri.rule_len = p->name_len[i];
+		if (sl_reply_tpl_build(&p->tpl429[i], &ri) != 0)
+			goto fail;
+	}
+	if (build_fixed_replies(p) != 0)
+		goto fail;
+	return p;
+fail:
+	sl_policy_free(p);
+	return NULL;
+}
+
+void
+sl_policy_free(struct sl_policy *p)
+{
+	if (p == NULL)
+		return;
+	sl_ruleset_free(p->rs);
+	rte_free(p);
+}
+
+/* The bytes a rule's scope counts by, hashed once per scope per request. */
+struct scope_id {
+	const uint8_t *b;
+	uint32_t len;
+	uint8_t kind; /* override kind, 0xff: none */
+	uint8_t done;
+	uint64_t h1, h2;
+	uint8_t ep[SL_TEXT_MAX + SL_TEXT_MAX];
+};
+
+static void
+scope_bytes(struct scope_id *s, uint8_t scope, const struct sl_http_req *req,
+	    const struct sl_identity *id)
+{
+	uint32_t n, q;
+
+	s->kind = 0xff;
+	switch (scope) {
+	case SL_SCOPE_KEY:
+		s->b = (const uint8_t *)req->api_key.p;
+		s->len = req->api_key.len;
+		s->kind = SL_SCOPE_KEY;
+		break;
+	case SL_SCOPE_USER:
+		s->b = (const uint8_t *)req->user.p;
+		s->len = req->user.len;
+		s->kind = SL_SCOPE_USER;
+		break;
+	case SL_SCOPE_IP:
+		s->b = id->client_ip;
+		s->len = id->ip_af == SL_AF_INET6 ? 16 : 4;
+		s->kind = SL_SCOPE_IP;
+		break;
+	case SL_SCOPE_ENDPOINT:
+		/* one bucket per host and path, the query left out */
+		n = req->host.len < SL_TEXT_MAX ? req->host.len : SL_TEXT_MAX;
+		memcpy(s->ep, req->host.p, n);
+		s->ep[n++] = ' ';
+		for (q = 0; q < req->target.len && req->target.p[q] != '?' &&
+			    q < SL_TEXT_MAX - 1;
+		     q++)
+			s->ep[n++] = (uint8_t)req->target.p[q];
+		s->b = s->ep;
+		s->len = n;
+		break;
+	default:
+		s->b = NULL;
+		s->len = 0;
+	}
+	s->h1 = sl_hash64(s->b, s->len, 0x5c09e + scope);
+	s->h2 = sl_hash64(s->b, s->len, 0x7e57 ^ ((uint64_t)scope << 40));
+	s->done = 1;
+}
+
+struct check {
+	uint16_t rule;
+	uint8_t denied;
+	struct sl_limit_state *st;
+	struct sl_limit_params params;
+	struct sl_limit_result res;
+};
+
+static void
+check_one(struct sl_worker *w, const struct sl_policy *pol, struct check *c,
+	  struct scope_id *s)
+{
+	const struct sl_rule *r = sl_ruleset_rule(pol->rs, c->rule);
+	uint64_t rid = sl_ruleset_rule_id(pol->rs, c->rule);
+	struct sl_bucket_key k = {rid ^ s->h1, (rid * 0x9e3779b97f4a7c15ULL) + s->h2};
+	const struct sl_override *o = NULL;
+	struct sl_bucket_table *t =
+		r->algo == SL_ALGO_SLIDING_LOG ? w->logs : w->buckets;
+
+	c->params = pol->params[c->rule];
+	if (s->kind != 0xff)
+		o = sl_ruleset_override(pol->rs, c->rule, s->kind, s->b, s->len,
+					w->app->wall0_s +
+						(int64_t)(w->now_ns / NS));
+	if (o != NULL)
+		rule_params(r, &o->limit, o->burst, &c->params);
+	c->st = sl_bucket_get(t, &k, w->now_ns);
+	sl_limit_check(&c->params, c->st, r->cost, w->now_ns, &c->res);
+}
+
+static uint64_t
+secs_up(uint64_t ns)
+{
+	return ns / NS + (ns % NS != 0);
+}
+
+static uint64_t
+rnd(struct sl_worker *w)
+{
+	w->rng ^= w->rng << 13;
+	w->rng ^= w->rng >> 7;
+	w->rng ^= w->rng << 17;
+	return w->rng;
+}
+
+/* Retry-After: never earlier than true, spread by up to the jitter. */
+static uint64_t
+retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
+	      uint64_t period_ns)
+{
+	uint64_t s = ns == SL_NEVER ? secs_up(period_ns) : secs_up(ns);
+	uint64_t spread;
+
+	if (s == 0)
+		s = 1;
+	spread = (s * jitter_ppm + 999999) / 1000000;
+	return s + (spread ? rnd(w) % (spread + 1) : 0);
+}
+
+static void
+pend_429(struct sl_worker *w, const struct sl_policy *pol,
+	 const struct check *c)
+{
+	struct sl_reply_nums *v = &w->pending.nums;
+
+	w->pending.tpl = &pol->tpl429[c->rule];
+	v->retry_after_s = retry_seconds(w, c->res.retry_after_ns,
+					 pol->jitter_ppm, c->params.period_ns);
+	v->limit = c->params.count;
+	v->window_s = secs_up(c->params.period_ns);
+	v->remaining = c->res.remaining;
+	v->reset_s = secs_up(c->res.reset_ns);
+}
+
+static enum sl_req_action
+block(struct sl_worker *w)
+{
+	w->pending.tpl = &w->app->policy->tpl403;
+	w->ctr.blocked++;
+	return SL_REQ_STOP;
+}
+
+static void
+count_identity(struct sl_worker *w, const struct sl_identity *id, int rc)
+{
+	if (rc != 0)
+		w->ctr.xff_fallback++;
+	if (id->kind == SL_ID_KEY)
+		w->ctr.ident_key++;
+	else if (id->kind == SL_ID_USER)
+		w->ctr.ident_user++;
+	else
+		w->ctr.ident_ip++;
+}
+
+/* Charges every limit that allowed; counts per rule. */
+static void
+commit_all(struct sl_worker *w, const struct sl_policy *pol, struct check *cs,
+	   uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct sl_rule *r = sl_ruleset_rule(pol->rs, cs[i].rule);
+		struct sl_bucket_table *t =
+			r->algo == SL_ALGO_SLIDING_LOG ? w->logs : w->buckets;
+		struct sl_limit_result after;
+
+		if (cs[i].denied) { /* a shadow rule that would have said no */
+			w->rules[cs[i].rule].shadow_rejected++;
+			continue;
+		}
+		sl_limit_commit(&cs[i].params, cs[i].st, r->cost, w->now_ns);
+		/* full again once what it holds has drained */
+		sl_limit_check(&cs[i].params, cs[i].st, 0, w->now_ns, &after);
+		sl_bucket_touch(t, cs[i].st, w->now_ns + after.reset_ns);
+		w->rules[cs[i].rule].allowed++;
+	}
+}
+
+enum sl_req_action
+sl_decide(struct sl_worker *w, const struct sl_http_req *req,
+	  const struct sl_pkt *p)
+{
+	const struct sl_policy *pol = w->app->policy;
+	const struct sl_ruleset *rs = pol->rs;
+	struct sl_identity id;
+	struct sl_match_req m;
+	struct scope_id scopes[5];
+	struct check cs[SL_MAX_MATCH];
+	uint16_t idx[SL_MAX_MATCH];
+	uint32_t n, i, shadow_denied = 0;
+	int strict = -1;
+
+	count_identity(w, &id, sl_ident_extract(&w->app->ident, req, p->af,
+						 p->src, &id));
+	if ((req->api_key.len &&
+	     sl_ruleset_key_blocked(rs, req->api_key.p, req->api_key.len)) ||
+	    sl_ruleset_ip_blocked(rs, id.ip_af, id.client_ip))
+		return block(w);
+	m.method = sl_method_bit(req->method.p, req->method.len);
+	m.target = req->target.p;
+	m.target_len = req->target.len;
+	m.host = req->host.p;
+	m.host_len = req->host.len;
+	m.has_key = req->api_key.len > 0;
+	m.has_user = req->user.len > 0;
+	m.tier = m.has_key ? (int16_t)sl_ruleset_tier(rs, req->api_key.p,
+						      req->api_key.len)
+			   : -1;
+	n = sl_ruleset_match(rs, &m, idx, SL_MAX_MATCH);
+	memset(scopes, 0, sizeof(scopes[0]) * 5);
+	sl_bucket_begin(w->buckets);
+	sl_bucket_begin(w->logs);
+	for (i = 0; i < n; i++) {
+		const struct sl_rule *r = sl_ruleset_rule(rs, idx[i]);
+		struct scope_id *s = &scopes[r->scope];
+
+		if (!s->done)
+			scope_bytes(s, r->scope, req, &id);
+		cs[i].rule = idx[i];
+		check_one(w, pol, &cs[i], s);
+		cs[i].denied = !cs[i].res.allow;
+		if (!cs[i].denied)
+			continue;
+		if (r->shadow) {
+			shadow_denied++;
+			continue;
+		}
+		/* the strictest limit is the one that makes the client wait longest */
+		if (strict < 0 ||
+		    cs[i].res.retry_after_ns > cs[strict].res.retry_after_ns)
+			strict = (int)i;
+	}
+	if (strict < 0) {
+		commit_all(w, pol, cs, n);
+		w->ctr.allowed++;
+		w->ctr.shadow_rejected += shadow_denied > 0;
+		return SL_REQ_CONTINUE;
+	}
+	w->ctr.rejected++;
+	w->rules[cs[strict].rule].rejected++;
+	pend_429(w, pol, &cs[strict]);
+	return SL_REQ_STOP;
+}
+
+void
+sl_decide_invalid(struct sl_worker *w, const struct sl_flow_event *ev)
+{
+	const struct sl_policy *pol = w->app->policy;
+
+	w->ctr.invalid++;
+	if (ev->kind == SL_EV_HEAD_TOO_LARGE) {
+		w->ctr.head_too_large++;
+		w->pending.tpl = &pol->tpl431;
+		return;
+	}
+	w->ctr.parse_error[ev->req->error]++;
+	w->pending.tpl = &pol->tpl400[ev->req->error];
+}

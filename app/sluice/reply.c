@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Answers built on the data path: the client's own segment becomes the
+ * reply (no copy of the frame, no allocation for it), and one mbuf is
+ * taken for the RST that frees the backend's side of the connection.
+ */
+#include <rte_mbuf.h>
+
+#include "sluice.h"
+
+#define DOWN 0
+#define UP   1
+
+#define FIN 0x01
+#define RST 0x04
+#define PSH 0x08
+#define ACK 0x10
+
+/* Our sequence towards the client: after anything the server sent. */
+static uint32_t
+server_seq(const struct sl_flow *f, const struct sl_pkt *p)
+{
+	if (f != NULL && f->s_seen && (int32_t)(f->s_next - p->ack) > 0)
+		return f->s_next;
+	return p->ack;
+}
+
+/* The RST carries the sequence the server expects next from the client. */
+static void
+reset_server(struct sl_worker *w, const uint8_t *frame, const struct sl_pkt *p,
+	     uint32_t seq)
+{
+	struct rte_mbuf *r = rte_pktmbuf_alloc(w->app->pool);
+	uint32_t len;
+
+	if (unlikely(r == NULL)) {
+		w->ctr.reply_alloc_failed++;
+		return;
+	}
+	len = sl_reply_segment(rte_pktmbuf_mtod(r, uint8_t *),
+			       rte_pktmbuf_tailroom(r), frame, p, 0, seq, p->ack,
+			       RST | ACK, NULL, 0);
+	if (unlikely(len == 0)) {
+		rte_pktmbuf_free(r);
+		return;
+	}
+	r->data_len = r->pkt_len = len;
+	sl_worker_send(w, UP, r);
+}
+
+void
+sl_reply_send(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
+	      const struct sl_pkt *p)
+{
+	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
+	uint32_t tlen, len, sum, seq = server_seq(f, p);
+	uint32_t ack = p->seq + p->payload_len + (p->tcp_flags & FIN);
+	uint32_t rst_seq = f != NULL ? f->seg_new : p->seq;
+	uint32_t poff = sl_reply_payload_off(p);
+	uint32_t room = m->buf_len - m->data_off;
+	const struct sl_reply_tpl *tpl = w->pending.tpl;
+
+	w->pending.tpl = NULL;
+	if (unlikely(tpl == NULL)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	/* the RST is built first: it still needs the request's headers */
+	reset_server(w, frame, p, rst_seq);
+	/* a chained mbuf is rare here (jumbo frames); answer from the first */
+	if (m->nb_segs > 1) {
+		rte_pktmbuf_free(m->next);
+		m->next = NULL;
+		m->nb_segs = 1;
+	}
+	/* the text goes straight where the reply's payload belongs */
+	tlen = room > poff ? sl_reply_tpl_fill(tpl, &w->pending.nums,
+					       frame + poff, room - poff, &sum)
+			   : 0;
+	len = tlen ? sl_reply_segment_sum(frame, room, frame, p, 1, seq, ack,
+					  FIN | PSH | ACK, frame + poff, tlen,
+					  sum)
+		   : 0;
+	if (unlikely(len == 0)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	m->data_len = m->pkt_len = len;
+	m->ol_flags = 0;
+	if (f != NULL)
+		f->r_next = seq + tlen + 1;
+	w->ctr.replies++;
+	sl_worker_send(w, DOWN, m);
+}
+
+void
+sl_reply_ack(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
+	     const struct sl_pkt *p)
+{
+	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
+	uint32_t len;
+
+	if (m->nb_segs > 1) {
+		rte_pktmbuf_free(m->next);
+		m->next = NULL;
+		m->nb_segs = 1;
+	}
+	len = sl_reply_segment(frame, m->buf_len - m->data_off, frame, p, 1,
+			       f->r_next, f->c_next, ACK, NULL, 0);
+	if (unlikely(len == 0)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	m->data_len = m->pkt_len = len;
+	m->ol_flags = 0;
+	w->ctr.absorbed++;
+	sl_worker_send(w, DOWN, m);
+}

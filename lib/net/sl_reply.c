@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <stddef.h>
+#include <string.h>
+
+#include "sl_net.h"
+
+uint32_t
+sl_utoa(uint64_t v, char *buf)
+{
+	char tmp[20];
+	uint32_t n = 0, i;
+
+	/* the numbers in replies are mostly one or two digits */
+	if (v < 10) {
+		buf[0] = (char)('0' + v);
+		return 1;
+	}
+	if (v < 100) {
+		buf[0] = (char)('0' + v / 10);
+		buf[1] = (char)('0' + v % 10);
+		return 2;
+	}
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	return n;
+}
+
+/*
+ * One writer serves two modes. Direct: numbers are written as digits.
+ * Template: each number closes a constant segment and leaves a slot, so
+ * that a reply is later one copy per segment plus a few digits, with the
+ * segments' checksums summed in advance.
+ */
+struct w {
+	char *b;
+	uint32_t n, size;
+	int overflow;
+	struct sl_reply_tpl *tpl; /* template mode when not NULL */
+	uint32_t seg_start;
+};
+
+static void
+put(struct w *w, const char *s, uint32_t len)
+{
+	if (w->n + len > w->size) {
+		w->overflow = 1;
+		return;
+	}
+	memcpy(w->b + w->n, s, len);
+	w->n += len;
+}
+
+#define PUTS(w, lit) put(w, lit, sizeof(lit) - 1)
+
+static void
+close_seg(struct w *w, uint8_t slot)
+{
+	struct sl_reply_tpl *t = w->tpl;
+
+	if (t->n >= SL_TPL_SEGS) {
+		w->overflow = 1;
+		return;
+	}
+	t->seg[t->n].off = (uint16_t)w->seg_start;
+	t->seg[t->n].len = (uint16_t)(w->n - w->seg_start);
+	t->seg[t->n].sum = (uint16_t)sl_cksum_partial(w->b + w->seg_start,
+						      w->n - w->seg_start, 0);
+	t->seg[t->n].slot = slot;
+	t->n++;
+	w->seg_start = w->n;
+}
+
+static void
+put_num(struct w *w, uint8_t slot, uint64_t v)
+{
+	char d[20];
+
+	if (w->tpl != NULL)
+		close_seg(w, slot);
+	else
+		put(w, d, sl_utoa(v, d));
+}
+
+static const char *
+status_line(uint16_t st, uint32_t *len)
+{
+	static const char s429[] = "HTTP/1.1 429 Too Many Requests\r\n";
+	static const char s403[] = "HTTP/1.1 403 Forbidden\r\n";
+	static const char s431[] =
+		"HTTP/1.1 431 Request Header Fields Too Large\r\n";
+	static const char s400[] = "HTTP/1.1 400 Bad Request\r\n";
+
+	switch (st) {
+	case 429:
+		*len = sizeof(s429) - 1;
+		return s429;
+	case 403:
+		*len = sizeof(s403) - 1;
+		return s403;
+	case 431:
+		*len = sizeof(s431) - 1;
+		return s431;
+	default:
+		*len = sizeof(s400) - 1;
+		return s400;
+	}
+}
+
+static void
+ratelimit_headers(struct w *w, const struct sl_reply_info *ri)
+{
+	if (ri->headers & SL_RH_DRAFT) {
+		PUTS(w, "RateLimit-Policy: \"");
+		put(w, ri->rule, ri->rule_len);
+		PUTS(w, "\";q=");
+		put_num(w, SL_SLOT_LIMIT, ri->limit);
+		PUTS(w, ";w=");
+		put_num(w, SL_SLOT_WINDOW, ri->window_s);
+		PUTS(w, "\r\nRateLimit: \"");
+		put(w, ri->rule, ri->rule_len);
+		PUTS(w, "\";r=");
+		put_num(w, SL_SLOT_REMAINING, ri->remaining);
+		PUTS(w, ";t=");
+		put_num(w, SL_SLOT_RESET, ri->reset_s);
+		PUTS(w, "\r\n");
+	}
+	if (ri->headers & SL_RH_LEGACY) {
+		PUTS(w, "RateLimit-Limit: ");
+		put_num(w, SL_SLOT_LIMIT, ri->limit);
+		PUTS(w, "\r\nRateLimit-Remaining: ");
+		put_num(w, SL_SLOT_REMAINING, ri->remaining);
+		PUTS(w, "\r\nRateLimit-Reset: ");
+		put_num(w, SL_SLOT_RESET, ri->reset_s);
+		PUTS(w, "\r\n");
+	}
+}
+
+/* The JSON body. Returns the length of its constant part. */
+static uint32_t
+body(struct w *w, const struct sl_reply_info *ri)
+{
+	uint32_t start = w->n, fixed;
+
+	switch (ri->status) {
+	case 429:
+		PUTS(w, "{\"error\":\"rate_limited\"");
+		if (ri->expose_rule) {
+			PUTS(w, ",\"rule\":\"");
+			put(w, ri->rule, ri->rule_len);
+			PUTS(w, "\"");
+		}
+		PUTS(w, ",\"retry_after\":");
+		fixed = w->n - start;
+		put_num(w, SL_SLOT_RETRY, ri->retry_after_s);
+		PUTS(w, "}\n");
+		return fixed + 2;
+	case 403:
+		PUTS(w, "{\"error\":\"forbidden\",\"rule\":\"blocklist\"}\n");
+		break;
+	case 431:
+		PUTS(w, "{\"error\":\"request_header_fields_too_large\"}\n");
+		break;
+	default:
+		PUTS(w, "{\"error\":\"bad_request\",\"reason\":\"");
+		if (ri->reason != NULL)
+			put(w, ri->reason, (uint32_t)strlen(ri->reason));
+		PUTS(w, "\"}\n");
+	}
+	return w->n - start;
+}
+
+static void
+emit(struct w *w, const struct sl_reply_info *ri, uint32_t body_len)
+{
+	uint32_t sl;
+	const char *s = status_line(ri->status, &sl);
+
+	put(w, s, sl);
+	PUTS(w, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
+	if (ri->status == 429) {
+		PUTS(w, "Retry-After: ");
+		put_num(w, SL_SLOT_RETRY, ri->retry_after_s);
+		PUTS(w, "\r\n");
+		ratelimit_headers(w, ri);
+		if (ri->expose_rule) {
+			PUTS(w, "X-RateLimit-Rule: ");
+			put(w, ri->rule, ri->rule_len);
+			PUTS(w, "\r\n");
+		}
+	}
+	PUTS(w, "Connection: close\r\nContent-Length: ");
+	put_num(w, SL_SLOT_CLEN, body_len);
+	PUTS(w, "\r\n\r\n");
+}
+
+uint32_t
+sl_reply_http(char *buf, uint32_t size, const struct sl_reply_info *ri)
+{
+	struct w w = {.b = buf, .size = size};
+	char bbuf[256];
+	struct w bw = {.b = bbuf, .size = sizeof(bbuf)};
+
+	body(&bw, ri);
+	emit(&w, ri, bw.n);
+	put(&w, bbuf, bw.n);
+	return w.overflow || bw.overflow ? 0 : w.n;
+}
+
+int
+sl_reply_tpl_build(struct sl_reply_tpl *t, const struct sl_reply_info *ri)
+{
+	struct w w = {.b = t->text, .size = sizeof(t->text), .tpl = t};
+
+	memset(t, 0, offsetof(struct sl_reply_tpl, text));
+	emit(&w, ri, 0);
+	t->body_fixed = (uint16_t)body(&w, ri);
+	t->body_has_retry = ri->status == 429;
+	close_seg(&w, SL_SLOT_NONE);
+	return w.overflow ? -1 : 0;
+}
+
+/* Adds a few digits written at payload offset pos to a big-endian sum. */
+static inline uint32_t
+sum_at(const uint8_t *b, uint32_t len, uint32_t pos, uint32_t acc)
+{
+	uint32_t i;
+
+	for (i = 0; i < len; i++, pos++)
+		acc += (pos & 1) ? b[i] : (uint32_t)b[i] << 8;
+	return acc;
+}
+
+uint32_t
+sl_reply_tpl_fill(const struct sl_reply_tpl *t, const struct sl_reply_nums *v,
+		  uint8_t *dst, uint32_t room, uint32_t *sum)
+{
+	uint32_t pos = 0, acc = 0, i;
+	char d[20];
+	uint32_t nd_retry = sl_utoa(v->retry_after_s, d);
+
+	for (i = 0; i < t->n; i++) {
+		const struct sl_reply_tpl_seg *s = &t->seg[i];
+		uint64_t x = 0;
+		uint32_t nd;
+
+		if (pos + s->len + 20 > room)
+			return 0;
+		memcpy(dst + pos, t->text + s->off, s->len);
+		acc += (pos & 1) ? __builtin_bswap16(s->sum) : s->sum;
+		pos += s->len;
+		switch (s->slot) {
+		case SL_SLOT_NONE:
+			continue;
+		case SL_SLOT_RETRY: x = v->retry_after_s; break;
+		case SL_SLOT_LIMIT: x = v->limit; break;
+		case SL_SLOT_WINDOW: x = v->window_s; break;
+		case SL_SLOT_REMAINING: x = v->remaining; break;
+		case SL_SLOT_RESET: x = v->reset_s; break;
+		case SL_SLOT_CLEN:
+			x = t->body_fixed + (t->body_has_retry ? nd_retry : 0);
+			break;
+		}
+		nd = sl_utoa(x, (char *)dst + pos);
+		acc = sum_at(dst + pos, nd, pos, acc);
+		pos += nd;
+	}
+	*sum = acc;
+	return pos;
+}
+
+static inline void
+wr16(uint8_t *b, uint16_t v)
+{
+	b[0] = (uint8_t)(v >> 8);
+	b[1] = (uint8_t)v;
+}
+
+static inline void
+wr32(uint8_t *b, uint32_t v)
+{
+	b[0] = (uint8_t)(v >> 24);
+	b[1] = (uint8_t)(v >> 16);
+	b[2] = (uint8_t)(v >> 8);
+	b[3] = (uint8_t)v;
+}
+
+uint32_t
+sl_reply_segment(uint8_t *out, uint32_t room, const uint8_t *req,
+		 const struct sl_pkt *p, int to_client, uint32_t seq,
+		 uint32_t ack, uint8_t flags, const void *payload,
+		 uint32_t plen)
+{
+	return sl_reply_segment_sum(out, room, req, p, to_client, seq, ack,
+				    flags, payload, plen, UINT32_MAX);
+}
+
+uint32_t
+sl_reply_segment_sum(uint8_t *out, uint32_t room, const uint8_t *req,
+		     const struct sl_pkt *p, int to_client, uint32_t seq,
+		     uint32_t ack, uint8_t flags, const void *payload,
+		     uint32_t plen, uint32_t payload_sum)
+{
+	uint8_t l2[22], src[16], dst[16];
+	uint32_t alen = p->af == SL_AF_INET6 ? 16 : 4;
+	uint32_t l3h = p->af == SL_AF_INET6 ? 40 : 20;
+	uint32_t off = p->l3_off, total = off + l3h + 20 + plen;
+	uint16_t sport = to_client ? p->dport : p->sport;
+	uint16_t dport = to_client ? p->sport : p->dport;
+	uint8_t *ip, *t;
+	struct sl_pkt q;
+
+	if (total > room || off > sizeof(l2) || total - off > 0xffff)
+		return 0;
+	/* everything read from req first: out may overwrite it */
+	memcpy(l2, req, off);
+	memcpy(src, to_client ? p->dst : p->src, alen);
+	memcpy(dst, to_client ? p->src : p->dst, alen);
+	/* callers may write the payload in place first (sl_reply_payload_off) */
+	if (payload != NULL && plen && payload != out + off + l3h + 20)
+		memmove(out + off + l3h + 20, payload, plen);
+	memcpy(out, l2, off);
+	if (to_client) {
+		memcpy(out, l2 + 6, 6);
+		memcpy(out + 6, l2, 6);
+	}
+	ip = out + off;
+	if (p->af == SL_AF_INET6) {
+		wr32(ip, 0x60000000u);
+		wr16(ip + 4, (uint16_t)(20 + plen));
+		ip[6] = 6;
+		ip[7] = 64;
+		memcpy(ip + 8, src, 16);
+		memcpy(ip + 24, dst, 16);
+	} else {
+		ip[0] = 0x45;
+		ip[1] = 0;
+		wr16(ip + 2, (uint16_t)(20 + 20 + plen));
+		wr16(ip + 4, 0);
+		wr16(ip + 6, 0x4000); /* DF */
+		ip[8] = 64;
+		ip[9] = 6;
+		memcpy(ip + 12, src, 4);
+		memcpy(ip + 16, dst, 4);
+	}
+	t = ip + l3h;
+	wr16(t, sport);
+	wr16(t + 2, dport);
+	wr32(t + 4, seq);
+	wr32(t + 8, ack);
+	t[12] = 0x50;
+	t[13] = flags;
+	wr16(t + 14, 1024);
+	wr16(t + 16, 0);
+	wr16(t + 18, 0);
+	memset(&q, 0, sizeof(q));
+	q.af = p->af;
+	q.l3_off = (uint16_t)off;
+	q.l4_off = (uint16_t)(off + l3h);
+	q.tcp_hlen = 20;
+	q.payload_len = plen;
+	if (p->af == SL_AF_INET)
+		sl_ipv4_cksum_set(out, &q);
+	if (payload_sum == UINT32_MAX) {
+		sl_tcp_cksum_set(out, &q);
+	} else {
+		/* header and pseudo-header only: the payload was summed ahead */
+		uint16_t ck;
+
+		q.payload_len = 0;
+		ck = sl_tcp_cksum_partial(out, &q, 20 + plen, payload_sum);
+		t[16] = (uint8_t)(ck >> 8);
+		t[17] = (uint8_t)ck;
+	}
+	return total;
+}
+
+uint32_t
+sl_reply_payload_off(const struct sl_pkt *p)
+{
+	return p->l3_off + (p->af == SL_AF_INET6 ? 40u : 20u) + 20u;
+}

@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sl_ident.h"
+#include "sl_rules.h"
+
+/*
+ * Lookups the data path makes per request (key tier, blocklist, override)
+ * go through small open-addressing tables of 64-bit hashes with the bytes
+ * kept beside them for the final comparison: one or two cache lines per
+ * lookup, no allocation, no locks (the set is immutable once built).
+ */
+struct hent {
+	uint64_t h;
+	uint32_t len; /* 0: empty */
+	uint32_t val;
+	const void *bytes;
+};
+
+struct htab {
+	struct hent *e;
+	uint32_t mask;
+};
+
+struct sl_ruleset {
+	char version[32];
+	struct sl_config cfg; /* arrays owned */
+	uint64_t *rule_id;
+	struct htab keys;     /* key -> tier */
+	struct htab blocked;  /* key -> 1 */
+	struct htab prefixes; /* (af, len, masked address) -> 1 */
+	uint8_t lens4[33];    /* prefix lengths present, longest first */
+	uint8_t n_lens4;
+	uint8_t lens6[129];
+	uint8_t n_lens6;
+	struct htab ovr;      /* (rule, kind, id) -> override index */
+	uint8_t (*prefix_keys)[18];
+};
+
+static int
+ht_init(struct htab *t, uint32_t n)
+{
+	uint32_t sz = 8;
+
+	while (sz < n * 2)
+		sz <<= 1;
+	t->e = calloc(sz, sizeof(*t->e));
+	t->mask = sz - 1;
+	return t->e ? 0 : -1;
+}
+
+static void
+ht_put(struct htab *t, uint64_t h, const void *b, uint32_t len, uint32_t val)
+{
+	uint32_t i = (uint32_t)h & t->mask;
+
+	while (t->e[i].len != 0) {
+		if (t->e[i].h == h && t->e[i].len == len &&
+		    memcmp(t->e[i].bytes, b, len) == 0)
+			break; /* a repeat: the later entry wins */
+		i = (i + 1) & t->mask;
+	}
+	t->e[i] = (struct hent){h, len, val, b};
+}
+
+static const struct hent *
+ht_get(const struct htab *t, uint64_t h, const void *b, uint32_t len)
+{
+	uint32_t i = (uint32_t)h & t->mask;
+
+	while (t->e[i].len != 0) {
+		if (t->e[i].h == h && t->e[i].len == len &&
+		    memcmp(t->e[i].bytes, b, len) == 0)
+			return &t->e[i];
+		i = (i + 1) & t->mask;
+	}
+	return NULL;
+}
+
+/* ---- blocklisted CIDRs: one probe per prefix length present ---- */
+
+static void
+mask_addr(uint8_t *dst, const uint8_t *a, uint8_t af, uint8_t len)
+{
+	uint32_t n = af == 4 ? 4 : 16, i;
+
+	memset(dst, 0, 18);
+	dst[0] = af;
+	dst[1] = len;
+	for (i = 0; i < n; i++) {
+		uint32_t bit = i * 8;
+
+		if (bit + 8 <= len)
+			dst[2 + i] = a[i];
+		else if (bit < len)
+			dst[2 + i] = a[i] & (uint8_t)(0xff00 >> (len - bit));
+	}
+}
+
+static void
+add_len(uint8_t *lens, uint8_t *n, uint8_t len)
+{
+	uint8_t i, j;
+
+	for (i = 0; i < *n; i++)
+		if (lens[i] == len)
+			return;
+	for (i = 0; i < *n && lens[i] > len; i++)
+		;
+	for (j = *n; j > i; j--)
+		lens[j] = lens[j - 1];
+	lens[i] = len;
+	(*n)++;
+}
+
+static int
+build_cidrs(struct sl_ruleset *rs)
+{
+	const struct sl_config *c = &rs->cfg;
+	uint32_t i;
+
+	if (ht_init(&rs->prefixes, c->n_block_cidrs) != 0)
+		return -1;
+	rs->prefix_keys = calloc(c->n_block_cidrs + 1, 18);
+	if (rs->prefix_keys == NULL)
+		return -1;
+	for (i = 0; i < c->n_block_cidrs; i++) {
+		const struct sl_cidr *b = &c->block_cidrs[i];
+
+		mask_addr(rs->prefix_keys[i], b->addr, b->af, b->prefix);
+		ht_put(&rs->prefixes, sl_hash64(rs->prefix_keys[i], 18, 0),
+		       rs->prefix_keys[i], 18, 1);
+		if (b->af == 4)
+			add_len(rs->lens4, &rs->n_lens4, b->prefix);
+		else
+			add_len(rs->lens6, &rs->n_lens6, b->prefix);
+	}
+	return 0;
+}
+
+int
+sl_ruleset_ip_blocked(const struct sl_ruleset *rs, uint8_t af,
+		      const uint8_t *addr)
+{
+	const uint8_t *lens = af == 4 ? rs->lens4 : rs->lens6;
+	uint8_t n = af == 4 ? rs->n_lens4 : rs->n_lens6, i;
+	uint8_t k[18];
+
+	for (i = 0; i < n; i++) {
+		mask_addr(k, addr, af, lens[i]);
+		if (ht_get(&rs->prefixes, sl_hash64(k, 18, 0), k, 18) != NULL)
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- overrides ---- */
+
+static uint64_t
+ovr_hash(uint64_t rule_id, uint8_t kind, const uint8_t *id, uint32_t len)
+{
+	return sl_hash64(id, len, rule_id ^ ((uint64_t)kind << 56));
+}
+
+static int
+build_overrides(struct sl_ruleset *rs)
+{
+	struct sl_config *c = &rs->cfg;
+	uint32_t i;
+
+	if (ht_init(&rs->ovr, c->n_overrides) != 0)
+		return -1;
+	for (i = 0; i < c->n_overrides; i++) {
+		struct sl_override *o = &c->overrides[i];
+		struct sl_cidr a;
+
+		if (o->kind == SL_SCOPE_IP && sl_cidr_parse(o->key, &a) == 0) {
+			o->id_len = a.af == 4 ? 4 : 16;
+			memcpy(o->id, a.addr, o->id_len);
+			ht_put(&rs->ovr,
+			       ovr_hash(rs->rule_id[o->rule], o->kind, o->id,
+					o->id_len),
+			       o->id, o->id_len, i);
+		} else {
+			uint32_t l = (uint32_t)strlen(o->key);
+
+			ht_put(&rs->ovr,
+			       ovr_hash(rs->rule_id[o->rule], o->kind,
+					(const uint8_t *)o->key, l),
+			       o->key, l, i);
+		}
+	}
+	return 0;
+}
+
+const struct sl_override *
+sl_ruleset_override(const struct sl_ruleset *rs, uint32_t i, uint8_t kind,
+		    const uint8_t *id, uint32_t len, int64_t now_s)
+{
+	const struct hent *e;
+	const struct sl_override *o;
+
+	if (rs->cfg.n_overrides == 0)
+		return NULL;
+	e = ht_get(&rs->ovr, ovr_hash(rs->rule_id[i], kind, id, len), id, len);
+	if (e == NULL)
+		return NULL;
+	o = &rs->cfg.overrides[e->val];
+	if (o->rule != i || o->kind != kind || now_s >= o->expires)
+		return NULL;
+	return o;
+}
+
+/* ---- build ---- */
+
+static void *
+dup_array(const void *src, size_t n, size_t size)
+{
+	void *d = malloc(n * size + 1);
+
+	if (d != NULL && n)
+		memcpy(d, src, n * size);
+	return d;
+}
+
+struct sl_ruleset *
+sl_ruleset_build(const struct sl_config *src)
+{
+	struct sl_ruleset *rs = calloc(1, sizeof(*rs));
+	struct sl_config *c;
+	uint32_t i;
+
+	if (rs == NULL)
+		return NULL;
+	c = &rs->cfg;
+	*c = *src;
+	c->keys = dup_array(src->keys, src->n_keys, sizeof(*src->keys));
+	c->rules = dup_array(src->rules, src->n_rules, sizeof(*src->rules));
+	c->overrides = dup_array(src->overrides, src->n_overrides,
+				 sizeof(*src->overrides));
+	c->block_keys = dup_array(src->block_keys, src->n_block_keys,
+				  sizeof(*src->block_keys));
+	c->block_cidrs = dup_array(src->block_cidrs, src->n_block_cidrs,
+				   sizeof(*src->block_cidrs));
+	rs->rule_id = calloc(src->n_rules + 1, sizeof(uint64_t));
+	memcpy(rs->version, src->version, sizeof(rs->version));
+	if (c->keys == NULL || c->rules == NULL || c->overrides == NULL ||
+	    c->block_keys == NULL || c->block_cidrs == NULL ||
+	    rs->rule_id == NULL || ht_init(&rs->keys, c->n_keys) != 0 ||
+	    ht_init(&rs->blocked, c->n_block_keys) != 0) {
+		sl_ruleset_free(rs);
+		return NULL;
+	}
+	for (i = 0; i < c->n_rules; i++)
+		rs->rule_id[i] = sl_hash64(c->rules[i].name,
+					   (uint32_t)strlen(c->rules[i].name),
+					   0x52554c45u);
+	for (i = 0; i < c->n_keys; i++)
+		ht_put(&rs->keys,
+		       sl_hash64(c->keys[i].key, (uint32_t)strlen(c->keys[i].key), 1),
+		       c->keys[i].key, (uint32_t)strlen(c->keys[i].key),
+		       c->keys[i].tier);
+	for (i = 0; i < c->n_block_keys; i++)
+		ht_put(&rs->blocked,
+		       sl_hash64(c->block_keys[i], (uint32_t)strlen(c->block_keys[i]), 1),
+		       c->block_keys[i], (uint32_t)strlen(c->block_keys[i]), 1);
+	if (build_cidrs(rs) != 0 || build_overrides(rs) != 0) {
+		sl_ruleset_free(rs);
+		return NULL;
+	}
+	return rs;
+}
+
+void
+sl_ruleset_free(struct sl_ruleset *rs)
+{
+	if (rs == NULL)
+		return;
+	free(rs->cfg.keys);
+	free(rs->cfg.rules);
+	free(rs->cfg.overrides);
+	free(rs->cfg.block_keys);
+	free(rs->cfg.block_cidrs);
+	free(rs->rule_id);
+	free(rs->keys.e);
+	free(rs->blocked.e);
+	free(rs->prefixes.e);
+	free(rs->ovr.e);
+	free(rs->prefix_keys);
+	free(rs);
+}
+
+/* ---- queries ---- */
+
+const char *
+sl_ruleset_version(const struct sl_ruleset *rs)
+{
+	return rs->version;
+}
+
+uint32_t
+sl_ruleset_count(const struct sl_ruleset *rs)
+{
+	return rs->cfg.n_rules;
+}
+
+const struct sl_rule *
+sl_ruleset_rule(const struct sl_ruleset *rs, uint32_t i)
+{
+	return &rs->cfg.rules[i];
+}
+
+uint64_t
+sl_ruleset_rule_id(const struct sl_ruleset *rs, uint32_t i)
+{
+	return rs->rule_id[i];
+}
+
+int
+sl_ruleset_tier(const struct sl_ruleset *rs, const char *key, uint32_t len)
+{
+	const struct hent *e;
+
+	if (rs->cfg.n_keys == 0)
+		return rs->cfg.default_tier;
+	e = ht_get(&rs->keys, sl_hash64(key, len, 1), key, len);
+	return e ? (int)e->val : rs->cfg.default_tier;
+}
+
+int
+sl_ruleset_key_blocked(const struct sl_ruleset *rs, const char *key,
+		       uint32_t len)
+{
+	if (rs->cfg.n_block_keys == 0)
+		return 0;
+	return ht_get(&rs->blocked, sl_hash64(key, len, 1), key, len) != NULL;
+}
+
+/* Host equality ignoring case and a ":port" on the request side. */
+static int
+host_matches(const char *want, const char *h, uint32_t hl)
+{
+	size_t wl = strlen(want), i;
+
+	if (hl < wl || (hl > wl && h[wl] != ':'))
+		return 0;
+	for (i = 0; i < wl; i++)
+		if ((want[i] | 0x20) != (h[i] | 0x20))
+			return 0;
+	return 1;
+}
+
+static int
+applies(const struct sl_rule *r, const struct sl_match_req *m)
+{
+	size_t pl;
+
+	if (r->scope == SL_SCOPE_KEY && !m->has_key)
+		return 0;
+	if (r->scope == SL_SCOPE_USER && !m->has_user)
+		return 0;
+	if (r->tier >= 0 && r->tier != m->tier)
+		return 0;
+	if (r->methods && !(r->methods & m->method))
+		return 0;
+	if (r->path_prefix[0]) {
+		pl = strlen(r->path_prefix);
+		if (m->target_len < pl || memcmp(m->target, r->path_prefix, pl))
+			return 0;
+	}
+	if (r->host[0] && !host_matches(r->host, m->host, m->host_len))
+		return 0;
+	return 1;
+}
+
+uint32_t
+sl_ruleset_match(const struct sl_ruleset *rs, const struct sl_match_req *m,
+		 uint16_t *out, uint32_t max)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < rs->cfg.n_rules && n < max; i++)
+		if (applies(&rs->cfg.rules[i], m))
+			out[n++] = (uint16_t)i;
+	return n;
+}
