@@ -422,6 +422,8 @@ f_rules(struct loader *L, yaml_node_t *v, void *o)
 		struct sl_rule *r = &c->rules[c->n_rules];
 		int before = L->nerr;
 
+		/* a refused rule leaves its slot to the next: start clean */
+		memset(r, 0, sizeof(*r));
 		r->tier = -1;
 		r->cost = 1;
 		r->accuracy_ppm = 20000;
@@ -556,6 +558,7 @@ f_overrides(struct loader *L, yaml_node_t *v, void *o)
 		struct ovr_ctx x = {.o = &c->overrides[c->n_overrides]};
 		int before = L->nerr;
 
+		memset(x.o, 0, sizeof(*x.o));
 		x.o->rule = UINT32_MAX;
 		walk_map(L, it, "override", override_fields, &x);
 		if (x.o->rule == UINT32_MAX && L->nerr == before)

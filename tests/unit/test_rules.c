@@ -205,6 +205,155 @@ shipped_configs_are_valid(void **state)
 	assert_non_null(strstr(err, "/nonexistent.yaml:1:1: cannot open"));
 }
 
+static const char RS_YAML[] =
+	"version: 1\n"
+	"tiers: [free, pro]\n"
+	"default_tier: free\n"
+	"keys: {k-pro: pro}\n"
+	"rules:\n"
+	"  - {name: free-key, scope: key, tier: free, limit: 10/min}\n"
+	"  - {name: pro-key, scope: key, tier: pro, limit: 100/min}\n"
+	"  - {name: login, scope: ip, limit: 5/min, algorithm: sliding_log,\n"
+	"     match: {methods: [POST], path_prefix: /v1/login}}\n"
+	"  - {name: api-host, scope: global, limit: 1000/s,\n"
+	"     match: {host: api.example.com}}\n"
+	"  - {name: users, scope: user, limit: 50/min}\n"
+	"overrides:\n"
+	"  - {rule: free-key, key: k-big, limit: 1000/min, expires: 2030-01-01T00:00:00Z}\n"
+	"  - {rule: login, ip: 198.18.0.9, limit: 50/min, expires: 2020-01-01T00:00:00Z}\n"
+	"blocklist:\n"
+	"  keys: [k-revoked]\n"
+	"  cidrs: [203.0.113.0/24, 198.18.128.0/17, \"2001:db8:bad::/48\", 10.1.2.3/32]\n";
+
+static struct sl_ruleset *
+ruleset(void)
+{
+	char err[2048];
+	struct sl_config *c = load(RS_YAML, err, sizeof(err));
+	struct sl_ruleset *rs;
+
+	if (c == NULL)
+		fail_msg("%s", err);
+	rs = sl_ruleset_build(c);
+	sl_config_free(c); /* the rule set keeps its own copy */
+	assert_non_null(rs);
+	return rs;
+}
+
+static uint32_t
+match(const struct sl_ruleset *rs, const char *method, const char *target,
+      const char *host, const char *key, const char *user, uint16_t *out)
+{
+	struct sl_match_req m = {
+		.method = sl_method_bit(method, strlen(method)),
+		.target = target, .target_len = (uint32_t)strlen(target),
+		.host = host, .host_len = (uint32_t)strlen(host),
+		.has_key = key != NULL, .has_user = user != NULL,
+		.tier = key ? (int16_t)sl_ruleset_tier(rs, key, (uint32_t)strlen(key))
+			    : -1};
+
+	return sl_ruleset_match(rs, &m, out, 32);
+}
+
+static void
+ruleset_matching(void **state)
+{
+	struct sl_ruleset *rs = ruleset();
+	uint16_t r[32];
+
+	(void)state;
+	assert_int_equal(sl_ruleset_count(rs), 5);
+	/* an unknown key is in default_tier; a mapped one in its tier */
+	assert_int_equal(match(rs, "GET", "/v1/x", "h", "k-any", NULL, r), 1);
+	assert_string_equal(sl_ruleset_rule(rs, r[0])->name, "free-key");
+	assert_int_equal(match(rs, "GET", "/v1/x", "h", "k-pro", NULL, r), 1);
+	assert_string_equal(sl_ruleset_rule(rs, r[0])->name, "pro-key");
+	/* no key: key rules do not apply; method and prefix must both match */
+	assert_int_equal(match(rs, "GET", "/v1/login", "h", NULL, NULL, r), 0);
+	assert_int_equal(match(rs, "POST", "/v1/login?next=/", "h", NULL, NULL, r), 1);
+	assert_string_equal(sl_ruleset_rule(rs, r[0])->name, "login");
+	assert_int_equal(match(rs, "POST", "/v1/logout", "h", NULL, NULL, r), 0);
+	/* host ignores case and a port */
+	assert_int_equal(match(rs, "GET", "/", "API.Example.com:8080", NULL, NULL, r), 1);
+	assert_int_equal(match(rs, "GET", "/", "api.example.com.evil", NULL, NULL, r), 0);
+	/* several at once, in file order */
+	assert_int_equal(match(rs, "POST", "/v1/login", "api.example.com", "k-1", "u", r), 4);
+	assert_string_equal(sl_ruleset_rule(rs, r[3])->name, "users");
+	/* rule ids follow names, not positions */
+	assert_true(sl_ruleset_rule_id(rs, 0) != sl_ruleset_rule_id(rs, 1));
+	sl_ruleset_free(rs);
+}
+
+static void
+ruleset_blocklist(void **state)
+{
+	struct sl_ruleset *rs = ruleset();
+	uint8_t a[16] = {203, 0, 113, 77};
+	uint8_t b[16] = {198, 18, 200, 1};
+	uint8_t c[16] = {198, 18, 127, 255};
+	uint8_t d[16] = {10, 1, 2, 3};
+	uint8_t e[16] = {10, 1, 2, 4};
+	uint8_t v6[16] = {0x20, 0x01, 0x0d, 0xb8, 0x0b, 0xad, 0, 1};
+	uint8_t v6ok[16] = {0x20, 0x01, 0x0d, 0xb8, 0x0b, 0xae};
+
+	(void)state;
+	assert_true(sl_ruleset_key_blocked(rs, "k-revoked", 9));
+	assert_false(sl_ruleset_key_blocked(rs, "k-revoke", 8));
+	assert_true(sl_ruleset_ip_blocked(rs, 4, a));
+	assert_true(sl_ruleset_ip_blocked(rs, 4, b));
+	assert_false(sl_ruleset_ip_blocked(rs, 4, c));
+	assert_true(sl_ruleset_ip_blocked(rs, 4, d));
+	assert_false(sl_ruleset_ip_blocked(rs, 4, e));
+	assert_true(sl_ruleset_ip_blocked(rs, 6, v6));
+	assert_false(sl_ruleset_ip_blocked(rs, 6, v6ok));
+	sl_ruleset_free(rs);
+}
+
+static void
+ruleset_overrides_expire(void **state)
+{
+	struct sl_ruleset *rs = ruleset();
+	const struct sl_override *o;
+	uint8_t ip[4] = {198, 18, 0, 9};
+	int64_t t2029 = 1861920000, t2031 = 1924992000;
+
+	(void)state;
+	o = sl_ruleset_override(rs, 0, SL_SCOPE_KEY, (const uint8_t *)"k-big", 5,
+				t2029);
+	assert_non_null(o);
+	assert_int_equal(o->limit.count, 1000);
+	/* gone by itself after its expiry */
+	assert_null(sl_ruleset_override(rs, 0, SL_SCOPE_KEY,
+					(const uint8_t *)"k-big", 5, t2031));
+	/* other keys, other rules and other kinds do not match */
+	assert_null(sl_ruleset_override(rs, 0, SL_SCOPE_KEY,
+					(const uint8_t *)"k-bi", 4, t2029));
+	assert_null(sl_ruleset_override(rs, 1, SL_SCOPE_KEY,
+					(const uint8_t *)"k-big", 5, t2029));
+	assert_null(sl_ruleset_override(rs, 0, SL_SCOPE_USER,
+					(const uint8_t *)"k-big", 5, t2029));
+	/* an expired one is never active */
+	assert_null(sl_ruleset_override(rs, 2, SL_SCOPE_IP, ip, 4, 1600000000));
+	assert_non_null(sl_ruleset_override(rs, 2, SL_SCOPE_IP, ip, 4, 1500000000));
+	sl_ruleset_free(rs);
+}
+
+static void
+rule_number_errors(void **state)
+{
+	char err[2048];
+
+	(void)state;
+	assert_null(load("version: 1\nrules:\n"
+			 "  - {name: a, scope: ip, limit: 100/s, algorithm: sliding_log}\n"
+			 "  - {name: b, scope: ip, limit: 10/s, burst: 5, cost: 6}\n"
+			 "  - {name: c, scope: ip, limit: 10/s, algorithm: fixed_window, cost: 11}\n",
+			 err, sizeof(err)));
+	assert_non_null(strstr(err, "t.yaml:3:5: rule 'a': sliding_log keeps every arrival"));
+	assert_non_null(strstr(err, "t.yaml:4:5: rule 'b': cost 6 exceeds burst 5"));
+	assert_non_null(strstr(err, "t.yaml:5:5: rule 'c': cost 11 exceeds the limit"));
+}
+
 int
 main(void)
 {
@@ -214,6 +363,10 @@ main(void)
 		cmocka_unit_test(yaml_syntax_error),
 		cmocka_unit_test(values),
 		cmocka_unit_test(shipped_configs_are_valid),
+		cmocka_unit_test(ruleset_matching),
+		cmocka_unit_test(ruleset_blocklist),
+		cmocka_unit_test(ruleset_overrides_expire),
+		cmocka_unit_test(rule_number_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
