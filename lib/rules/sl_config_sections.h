@@ -297,10 +297,13 @@ f_rname(struct loader *L, yaml_node_t *v, void *o)
 {
 	struct sl_rule *r = o;
 
-	if (get_str(L, v, "name", r->name, sizeof(r->name)) == 0 &&
-	    !is_token(r->name, 1))
+	if (get_str(L, v, "name", r->name, sizeof(r->name)) != 0)
+		return;
+	if (!is_token(r->name, 1))
 		error_at(L, v, "name: '%s' may use only letters, digits, '-', '_' and '.'",
 			 r->name);
+	else if (strcmp(r->name, "version") == 0)
+		error_at(L, v, "name: 'version' is reserved (telemetry reports it)");
 }
 
 static void

@@ -195,11 +195,26 @@ cmd_workers(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
-/* Rule names are the keys: operators script against them, not indexes. */
+/*
+ * Rule names are the keys: operators script against them, not indexes.
+ * DPDK's telemetry nests one level deep, so the rules sit beside
+ * "version" at the top (the loader reserves that name), and it accepts
+ * only [A-Za-z0-9_./] in keys, so '-' is written '_' there; each entry
+ * carries the real name in "name".
+ */
+static void
+tel_key(char *dst, const char *name, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < size && name[i]; i++)
+		dst[i] = name[i] == '-' ? '_' : name[i];
+	dst[i] = '\0';
+}
+
 static int
 cmd_rules(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	struct rte_tel_data *list;
 	uint32_t r, n;
 
 	RTE_SET_USED(cmd);
@@ -208,34 +223,32 @@ cmd_rules(const char *cmd, const char *params, struct rte_tel_data *d)
 	if (rules == NULL)
 		return 0;
 	rte_tel_data_add_dict_string(d, "version", sl_ruleset_version(rules));
-	list = rte_tel_data_alloc();
-	if (list == NULL)
-		return -ENOMEM;
-	rte_tel_data_start_dict(list);
 	n = sl_ruleset_count(rules);
 	for (r = 0; r < n; r++) {
 		struct rte_tel_data *one = rte_tel_data_alloc();
 		const struct sl_rule *rule = sl_ruleset_rule(rules, r);
+		char key[RTE_TEL_MAX_STRING_LEN];
 		uint64_t a = 0, j = 0, s = 0;
 		unsigned int i;
 
 		if (one == NULL)
-			break;
+			return -ENOMEM;
 		for (i = 0; i < n_srcs; i++) {
 			a += srcs[i].rules[r].allowed;
 			j += srcs[i].rules[r].rejected;
 			s += srcs[i].rules[r].shadow_rejected;
 		}
 		rte_tel_data_start_dict(one);
+		rte_tel_data_add_dict_string(one, "name", rule->name);
 		U64(one, "allowed", a);
 		U64(one, "rejected", j);
 		U64(one, "shadow_rejected", s);
 		U64(one, "limit", rule->limit.count);
 		U64(one, "period_s", rule->limit.period_ms / 1000);
 		rte_tel_data_add_dict_int(one, "shadow", rule->shadow);
-		rte_tel_data_add_dict_container(list, rule->name, one, 0);
+		tel_key(key, rule->name, sizeof(key));
+		rte_tel_data_add_dict_container(d, key, one, 0);
 	}
-	rte_tel_data_add_dict_container(d, "rules", list, 0);
 	return 0;
 }
 
