@@ -118,3 +118,81 @@ class Results:
     def finish(self):
         print("%s: %d passed, %d failed" % (self.name, self.passed, self.failed))
         return 0 if self.failed == 0 and self.passed > 0 else 1
+
+
+NETNS = os.path.join(ROOT, "scripts", "netns.sh")
+BACKEND = os.path.join(ROOT, "scripts", "backend.py")
+
+
+class Topology:
+    """Client and server namespaces joined through sluice on net_af_packet,
+    with scripts/backend.py serving ports 80, 8080 and 9000. Everything is
+    torn down on exit, whatever happened."""
+
+    def __init__(self, binary, config, tmp, workers=1, prefix=None):
+        self.binary, self.config, self.workers = binary, config, workers
+        self.prefix = prefix or "t%d" % (os.getpid() % 100000)
+        self.cns, self.sns = self.prefix + "-c", self.prefix + "-s"
+        self.log = os.path.join(tmp, "backend-%s.jsonl" % self.prefix)
+        self.backend = self.sluice = None
+
+    def __enter__(self):
+        subprocess.run([NETNS, "up", self.prefix], check=True, capture_output=True)
+        try:
+            self.backend = subprocess.Popen(
+                ["ip", "netns", "exec", self.sns, "/usr/bin/python3", BACKEND,
+                 "--port", "80", "--port", "8080", "--port", "9000", "--log", self.log],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            self.backend.stdout.readline()  # listening
+            if self.workers == 1:
+                vdevs = ["net_af_packet0,iface=%s-c1" % self.prefix,
+                         "net_af_packet1,iface=%s-s1" % self.prefix]
+                lcores = "0,1"
+            else:
+                q = ",qpairs=%d" % self.workers
+                vdevs = ["net_af_packet0,iface=%s-c1%s" % (self.prefix, q),
+                         "net_af_packet1,iface=%s-s1%s" % (self.prefix, q)]
+                lcores = "--lcores 0@0," + ",".join(
+                    "%d@%d" % (i, 1 if i % 2 else 0) for i in range(1, self.workers + 1))
+            self.sluice = Sluice(self.binary, self.config, vdevs, lcores=lcores)
+            self.sluice.wait_ready()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        if self.sluice is not None and self.sluice.proc.poll() is None:
+            self.sluice.proc.kill()
+            self.sluice.proc.wait()
+        if self.backend is not None:
+            self.backend.kill()
+            self.backend.wait()
+        subprocess.run([NETNS, "down", self.prefix], capture_output=True)
+
+    def client(self, *cmd, timeout=30):
+        """A command in the client namespace, bounded in time."""
+        return subprocess.run(["ip", "netns", "exec", self.cns] + list(cmd),
+                              capture_output=True, text=True, timeout=timeout)
+
+    def curl(self, *args):
+        """One bounded curl from the client; returns (status, headers, body)."""
+        r = self.client("curl", "-sS", "--max-time", "10", "-D", "-", *args)
+        head, _, body = r.stdout.replace("\r\n", "\n").partition("\n\n")
+        lines = head.split("\n")
+        try:
+            status = int(lines[0].split()[1])
+        except (IndexError, ValueError):
+            return 0, {}, r.stderr
+        hdrs = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(": ")
+            hdrs[k.lower()] = v
+        return status, hdrs, body
+
+    def backend_log(self):
+        try:
+            with open(self.log) as f:
+                return [json.loads(line) for line in f]
+        except FileNotFoundError:
+            return []
