@@ -57,6 +57,10 @@ for i in $(seq 12); do
 	printf ' %s' "$(run -H 'X-API-Key: k-demo-free' "http://198.18.0.2/v1/items/$i")"
 done
 echo
+echo "== the next one in full (curl -i): built by sluice, the backend never saw it"
+ip netns exec "$P-c" curl -si --max-time 5 -H 'X-API-Key: k-demo-free' \
+	http://198.18.0.2/v1/items/13 | sed 's/^/   /' || true
+echo
 echo "== 12 requests, pro-tier key k-demo-pro (50/s):"
 for i in $(seq 12); do
 	printf ' %s' "$(run -H 'X-API-Key: k-demo-pro' "http://198.18.0.2/v1/items/$i")"
@@ -73,10 +77,22 @@ printf ' %s' "$(run -g 'http://[2001:2::2]/v1/six')"
 printf ' %s\n' "$(run -H 'Transfer-Encoding: chunked' --data-binary 'hello' http://198.18.0.2/v1/up)"
 echo "== a request smuggling shape (Content-Length with Transfer-Encoding)"
 ip netns exec "$P-c" bash -c 'exec 3<>/dev/tcp/198.18.0.2/80; printf "POST /x HTTP/1.1\r\nHost: d\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" >&3; timeout 2 head -c 12 <&3; echo' || true
+echo "== a revoked key, and a blocked client address (198.18.0.66): 403"
+printf ' %s' "$(run -H 'X-API-Key: k-demo-revoked' http://198.18.0.2/v1/x)"
+ip netns exec "$P-c" ip addr add 198.18.0.66/24 dev eth0
+printf ' %s\n' "$(run --interface 198.18.0.66 http://198.18.0.2/v1/x)"
 echo "== ping across the bridge"
 ip netns exec "$P-c" ping -c 2 -W 1 198.18.0.2 | grep -E 'packets transmitted' || true
 
 echo "== the backend received $(wc -l <"$TMP/backend.log") requests"
+echo "== /sluice/rules:"
+telemetry /sluice/rules | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)["/sluice/rules"]
+print("   version %s" % d.pop("version"))
+for r in d.values():
+    print("   %-12s allowed %-4d rejected %-4d shadow_rejected %d" % (
+        r["name"], r["allowed"], r["rejected"], r["shadow_rejected"]))'
 echo "== /sluice/stats (dpdk-telemetry.py -f $P):"
 telemetry /sluice/stats | /usr/bin/python3 -c '
 import json, sys
