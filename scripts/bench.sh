@@ -29,13 +29,18 @@ print("%s: %d runs, %d requests, %d flows, %d keys, head %.0f B avg" % (
     name, len(rows), rows[0]["packets"], rows[0]["flows"], rows[0]["keys"], rows[0]["head_bytes_avg"]))
 for k, label in (("cycles_per_request_forward", "forward"),
                  ("cycles_per_request_flow", "classify+checksum+flow"),
-                 ("cycles_per_request_parse", "classify+flow+parse+identity"),
+                 ("cycles_per_request_parse", "decide, keep-alive, allowed"),
+                 ("cycles_per_request_allow", "decide, new flow, allowed"),
+                 ("cycles_per_request_reject", "decide, new flow, 429+RST"),
                  ("scan_floor_cycles", "scan floor")):
     v = med(k)
     print("  %-30s %8.1f cycles/req  %6.2f x forward  (min %.1f, max %.1f)" % (
         label, v, v / f, min(r[k] for r in rows), max(r[k] for r in rows)))
 print("  %-30s %8.2f Mreq/s per core (median)" % ("decisions", med("decisions_per_sec_per_core") / 1e6))
+ratios = sorted(r["cycles_per_request_reject"] / r["cycles_per_request_allow"] for r in rows)
+print("  %-30s %8.2f (median of per-run ratios; min %.2f, max %.2f)" % (
+    "reject / allow", statistics.median(ratios), ratios[0], ratios[-1]))
 ' "$name"
 }
-bench "dram-sized corpus" --packets 32768 --flows 8192 --keys 100000
-bench "cache-resident corpus" --packets 2048 --flows 512 --keys 10000 --rounds 50
+bench "dram-sized corpus" --packets 32768 --flows 32768 --keys 100000
+bench "cache-resident corpus" --packets 2048 --flows 2048 --keys 10000 --rounds 50

@@ -427,7 +427,7 @@ main(int argc, char **argv)
 	struct corpus c = {0};
 	uint64_t *t[M__N], found = 0;
 	double v[M__N];
-	uint32_t r, i;
+	uint32_t r;
 	int m, ret = rte_eal_init(argc, argv);
 
 	if (ret < 0)
@@ -477,16 +477,20 @@ main(int argc, char **argv)
 			d[m] = pass_worker(w[m], &c);
 		}
 		d[M_SCAN] = pass_scan(&c, &found);
-		for (i = 0; i < c.n; i++)
-			rte_pktmbuf_free(c.m[i]); /* back to one reference */
+		/* each pass dropped the extra reference set_round() took */
 		for (m = 0; r > 0 && m < M__N; m++)
 			t[m][r - 1] = d[m];
 	}
 	if (w[M_PARSE]->ctr.allowed != (uint64_t)c.n * (o.rounds + 1) ||
 	    w[M_REJECT]->ctr.rejected < (uint64_t)c.n * o.rounds)
 		rte_exit(EXIT_FAILURE,
-			 "corpus not decided as planned: allowed %lu, rejected %lu\n",
-			 w[M_PARSE]->ctr.allowed, w[M_REJECT]->ctr.rejected);
+			 "corpus not decided as planned: allowed %lu, rejected %lu "
+			 "(of %lu requests: %lu allowed, %lu invalid, %lu bad checksums, "
+			 "%lu ooo, rx %lu inspected %lu passthrough %lu malformed %lu)\n",
+			 w[M_PARSE]->ctr.allowed, w[M_REJECT]->ctr.rejected,
+			 w[M_REJECT]->ctr.requests, w[M_REJECT]->ctr.allowed,
+			 w[M_REJECT]->ctr.invalid, w[M_REJECT]->ctr.bad_checksum,
+			 sl_flow_stats(w[M_REJECT]->flows)->ooo_dropped, w[M_REJECT]->ctr.rx, w[M_REJECT]->ctr.inspected, w[M_REJECT]->ctr.passthrough, w[M_REJECT]->ctr.malformed);
 	for (m = 0; m < M__N; m++)
 		v[m] = median_per(t[m], o.rounds, c.n);
 	report(&o, &c, app, v);
