@@ -15,6 +15,16 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sltest  # noqa: E402
 
+URLLIB = """
+import sys, urllib.request, urllib.error
+req = urllib.request.Request(sys.argv[1], headers={"X-API-Key": "k-retry"})
+for _ in range(2):
+    try:
+        urllib.request.urlopen(req, timeout=5).read()
+    except urllib.error.HTTPError as e:
+        print(e.code, e.headers["Retry-After"], e.headers["X-RateLimit-Rule"])
+        break
+"""
 CONF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "enforce.yaml")
 S4, S6 = "198.18.0.2", "2001:2::2"
 
@@ -53,6 +63,12 @@ def main():
         time.sleep(wait + 0.05)
         st, _, _ = get("/v1/retry/4", "-H", "X-API-Key: k-retry")
         res.eq(st, 200, "retrying after Retry-After succeeds")
+
+        # a second, independent HTTP client reads the 429 the same way
+        r = t.client("/usr/bin/python3", "-c", URLLIB, "http://%s/v1/retry/5" % S4)
+        res.eq(r.stdout.strip(), "429 1 per-second",
+               "Python's http.client/urllib reads status, Retry-After and the rule")
+        denied_paths.append("/v1/retry/5")
 
         # two limits: the strictest is the one reported
         st, _, _ = get("/v1/expensive/a", "-H", "X-API-Key: k-two")
