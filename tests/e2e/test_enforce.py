@@ -21,6 +21,7 @@ req = urllib.request.Request(sys.argv[1], headers={"X-API-Key": "k-retry"})
 for _ in range(2):
     try:
         urllib.request.urlopen(req, timeout=5).read()
+        print("200")
     except urllib.error.HTTPError as e:
         print(e.code, e.headers["Retry-After"], e.headers["X-RateLimit-Rule"])
         break
@@ -66,9 +67,11 @@ def main():
 
         # a second, independent HTTP client reads the 429 the same way
         r = t.client("/usr/bin/python3", "-c", URLLIB, "http://%s/v1/retry/5" % S4)
-        res.eq(r.stdout.strip(), "429 1 per-second",
-               "Python's http.client/urllib reads status, Retry-After and the rule")
+        lines = r.stdout.split("\n")
+        allowed_paths.extend(["/v1/retry/5"] * lines.count("200"))
         denied_paths.append("/v1/retry/5")
+        res.check("429 1 per-second" in lines,
+                  "Python's http.client/urllib reads status, Retry-After and the rule")
 
         # two limits: the strictest is the one reported
         st, _, _ = get("/v1/expensive/a", "-H", "X-API-Key: k-two")
