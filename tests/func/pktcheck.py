@@ -79,3 +79,14 @@ def split_out0(out0, up_frames):
     for f in out0:
         (fwd if f in want else built).append(f)
     return fwd, built
+
+
+def same_frames(res, got, want, what):
+    """Byte-for-byte equality of two frame lists, showing the first difference."""
+    res.eq(len(got), len(want), what + ": frame count")
+    ok = res.check(got == want, what + ": byte for byte, in order")
+    for i, (a, b) in enumerate(zip(got, want)):
+        if a != b:
+            print("  first difference at frame %d:\n  got  %s\n  want %s" % (i, a.hex(), b.hex()))
+            break
+    return ok

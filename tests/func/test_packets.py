@@ -201,12 +201,7 @@ def main():
             want1.append(bytes(x))
         elif isinstance(fate, tuple):
             want1.append(pktcheck.expected_rst(x, fate[1]))
-    res.eq(len(out1), len(want1), "frames out of the upstream port")
-    res.check(out1 == want1, "upstream frames byte-for-byte, in order (RSTs included)")
-    for i, (a, b) in enumerate(zip(out1, want1)):
-        if a != b:
-            print("  first difference at frame %d:\n  got  %s\n  want %s" % (i, a.hex(), b.hex()))
-            break
+    pktcheck.same_frames(res, out1, want1, "upstream, RSTs included")
     fwd0, built = pktcheck.split_out0(out0, up)
     res.check(fwd0 == [bytes(x) for x in up], "downstream frames byte-for-byte, in order")
     answers = [(x, fate[0]) for x, fate in down if isinstance(fate, tuple)]

@@ -126,12 +126,7 @@ def main():
             want1.append(bytes(x))
         elif isinstance(fate, Case):
             want1.append(pktcheck.expected_rst(x, fate.rst_seq))
-    res.eq(len(out1), len(want1), "upstream frame count")
-    res.check(out1 == want1, "upstream: forwarded frames and RSTs, byte for byte")
-    for i, (a, b) in enumerate(zip(out1, want1)):
-        if a != b:
-            print("  first difference at frame %d:\n  got  %s\n  want %s" % (i, a.hex(), b.hex()))
-            break
+    pktcheck.same_frames(res, out1, want1, "upstream: forwarded frames and RSTs")
 
     # Downstream: replies and ACKs in order.
     expect = [fate for _, fate in down if fate != "fwd"]

@@ -126,6 +126,23 @@ struct bad_case {
 	enum sl_http_err err;
 };
 
+/* Each request must fail with exactly its error. */
+static void
+expect_errors(const struct bad_case *cases, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct sl_http_req r;
+		int rc = parse(cases[i].req, strlen(cases[i].req), &r);
+
+		if (rc != SL_HTTP_ERROR || r.error != cases[i].err)
+			fail_msg("case %zu: rc %d error %s, want %s", i, rc,
+				 sl_http_err_name(r.error),
+				 sl_http_err_name(cases[i].err));
+	}
+}
+
 static void
 strictness(void **state)
 {
@@ -164,18 +181,9 @@ strictness(void **state)
 		 SL_HTTP_E_CL_BAD},
 		{"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", SL_HTTP_E_TE_HTTP10},
 	};
-	size_t i;
 
 	(void)state;
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct sl_http_req r;
-		int rc = parse(cases[i].req, strlen(cases[i].req), &r);
-
-		if (rc != SL_HTTP_ERROR || r.error != cases[i].err)
-			fail_msg("case %zu: rc %d error %s, want %s", i, rc,
-				 sl_http_err_name(r.error),
-				 sl_http_err_name(cases[i].err));
-	}
+	expect_errors(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 /* The classic request smuggling shapes (Linhart et al., Kettle). */
@@ -211,18 +219,9 @@ smuggling_shapes(void **state)
 		{"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4, 5\r\n\r\n",
 		 SL_HTTP_E_CL_DIFF},
 	};
-	size_t i;
 
 	(void)state;
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct sl_http_req r;
-		int rc = parse(cases[i].req, strlen(cases[i].req), &r);
-
-		if (rc != SL_HTTP_ERROR || r.error != cases[i].err)
-			fail_msg("case %zu: rc %d error %s, want %s", i, rc,
-				 sl_http_err_name(r.error),
-				 sl_http_err_name(cases[i].err));
-	}
+	expect_errors(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static void
