@@ -9,7 +9,7 @@ secs=${1:-60}
 shift || true
 out=build-fuzz
 mkdir -p "$out"
-CFLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+CFLAGS=(-g -O1 -march=corei7 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 	-D_GNU_SOURCE -Ilib/net -Ilib/http -Ilib/ident -Ilib/flow -Ilib/rules)
 declare -A SRC=(
 	[http]="lib/http/sl_http.c lib/http/sl_chunked.c"

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <string.h>
+#ifdef __SSE4_2__
+#include <nmmintrin.h>
+#endif
 
 #include "sl_http.h"
 
@@ -36,6 +39,45 @@ struct pstate {
 	uint8_t conn_upgrade;
 	uint8_t upgrade_hdr;
 };
+
+/*
+ * Skips bytes outside the given ranges, 16 at a time (SSE4.2 PCMPESTRI,
+ * as picohttpparser does). Returns how many were skipped; the caller's
+ * scalar loop checks the byte it stopped at and the tail under 16 bytes,
+ * so the ranges may be a superset of the bytes that must stop a scan.
+ */
+static inline size_t
+skip_outside(const char *p, size_t n, const char *ranges, int rlen)
+{
+	size_t i = 0;
+#ifdef __SSE4_2__
+	__m128i r = _mm_loadu_si128((const __m128i *)ranges);
+
+	while (n - i >= 16) {
+		__m128i b = _mm_loadu_si128((const __m128i *)(p + i));
+		int k = _mm_cmpestri(r, rlen, b, 16,
+				     _SIDD_UBYTE_OPS | _SIDD_CMP_RANGES |
+					     _SIDD_LEAST_SIGNIFICANT);
+
+		if (k != 16)
+			return i + (size_t)k;
+		i += 16;
+	}
+#else
+	(void)p;
+	(void)n;
+	(void)ranges;
+	(void)rlen;
+#endif
+	return i;
+}
+
+/* Bytes that end a field value: controls but HTAB, and DEL. */
+static const char value_stop[16] = "\x00\x08\x0a\x1f\x7f\x7f";
+/* Bytes that end a token, as ranges ('|' '~' '`' are rechecked). */
+static const char token_stop[16] = "\x00 \"\"(),,//:@[]{\xff";
+/* Bytes that end a request target. */
+static const char target_stop[16] = "\x00 \x7f\xff";
 
 static inline int
 is_ctl(unsigned char c)
@@ -137,6 +179,7 @@ parse_target(struct pstate *s)
 	size_t start = s->pos;
 	unsigned char c = 0;
 
+	s->pos += skip_outside(s->buf + s->pos, s->len - s->pos, target_stop, 4);
 	while (s->pos < s->len) {
 		c = (unsigned char)s->buf[s->pos];
 		if (c <= 0x20 || c >= 0x7f)
@@ -352,6 +395,7 @@ parse_value(struct pstate *s, struct sl_str *v)
 	       (s->buf[s->pos] == ' ' || s->buf[s->pos] == '\t'))
 		s->pos++;
 	start = s->pos;
+	s->pos += skip_outside(s->buf + s->pos, s->len - s->pos, value_stop, 6);
 	for (;;) {
 		unsigned char c;
 
@@ -386,6 +430,7 @@ parse_header_line(struct pstate *s)
 	c = (unsigned char)s->buf[s->pos];
 	if (c == ' ' || c == '\t')
 		return fail(s, SL_HTTP_E_OBS_FOLD);
+	s->pos += skip_outside(s->buf + s->pos, s->len - s->pos, token_stop, 16);
 	while (s->pos < s->len && tchar[(unsigned char)s->buf[s->pos]])
 		s->pos++;
 	if (s->pos >= s->len)
