@@ -33,6 +33,7 @@ PY
 }
 
 rc=0
+scripts/format.sh --check || rc=1
 build build
 meson test -C build --print-errorlogs --num-processes 1 || rc=1
 build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined \

@@ -43,9 +43,9 @@ struct corpus {
 	struct rte_mbuf **m;
 	uint8_t **pristine; /* each frame as built: rejects overwrite them */
 	uint32_t n;
-	uint32_t *flow_of;     /* flow index of each packet */
-	uint32_t *seq0;	       /* sequence number in round 0 */
-	uint32_t *flow_bytes;  /* payload bytes per flow per round */
+	uint32_t *flow_of;    /* flow index of each packet */
+	uint32_t *seq0;       /* sequence number in round 0 */
+	uint32_t *flow_bytes; /* payload bytes per flow per round */
 	uint64_t head_bytes;
 };
 
@@ -99,28 +99,29 @@ make_head(char *b, size_t size, uint32_t key)
 					    "/v1/search", "/v2/items",
 					    "/v1/payments/intent"};
 	uint32_t target = 300 + (uint32_t)(rnd() % 401);
-	int n = snprintf(b, size,
-			 "GET %s/%u?limit=50&cursor=%016llx HTTP/1.1\r\n"
-			 "Host: api.example.com\r\n"
-			 "User-Agent: Mozilla/5.0 (X11; Linux x86_64) sdk/4.2.1\r\n"
-			 "Accept: application/json\r\n"
-			 "Accept-Encoding: gzip, deflate, br\r\n"
-			 "X-API-Key: key-%08u\r\n"
-			 "X-Request-Id: %016llx\r\n",
-			 paths[rnd() % 5], (unsigned)(rnd() % 100000),
-			 (unsigned long long)rnd(), key,
-			 (unsigned long long)rnd());
+	int n = snprintf(
+		b, size,
+		"GET %s/%u?limit=50&cursor=%016llx HTTP/1.1\r\n"
+		"Host: api.example.com\r\n"
+		"User-Agent: Mozilla/5.0 (X11; Linux x86_64) sdk/4.2.1\r\n"
+		"Accept: application/json\r\n"
+		"Accept-Encoding: gzip, deflate, br\r\n"
+		"X-API-Key: key-%08u\r\n"
+		"X-Request-Id: %016llx\r\n",
+		paths[rnd() % 5], (unsigned)(rnd() % 100000),
+		(unsigned long long)rnd(), key, (unsigned long long)rnd());
 	int pad = (int)target - n - 2 - 10;
 
 	if (pad > 0)
-		n += snprintf(b + n, size - (size_t)n, "Cookie: s=%.*s\r\n",
-			      pad, "0123456789abcdef0123456789abcdef0123456789abcdef"
-				   "0123456789abcdef0123456789abcdef0123456789abcdef"
-				   "0123456789abcdef0123456789abcdef0123456789abcdef"
-				   "0123456789abcdef0123456789abcdef0123456789abcdef"
-				   "0123456789abcdef0123456789abcdef0123456789abcdef"
-				   "0123456789abcdef0123456789abcdef0123456789abcdef"
-				   "0123456789abcdef0123456789abcdef0123456789abcdef");
+		n += snprintf(
+			b + n, size - (size_t)n, "Cookie: s=%.*s\r\n", pad,
+			"0123456789abcdef0123456789abcdef0123456789abcdef"
+			"0123456789abcdef0123456789abcdef0123456789abcdef"
+			"0123456789abcdef0123456789abcdef0123456789abcdef"
+			"0123456789abcdef0123456789abcdef0123456789abcdef"
+			"0123456789abcdef0123456789abcdef0123456789abcdef"
+			"0123456789abcdef0123456789abcdef0123456789abcdef"
+			"0123456789abcdef0123456789abcdef0123456789abcdef");
 	n += snprintf(b + n, size - (size_t)n, "\r\n");
 	return n;
 }
@@ -132,7 +133,8 @@ write_frame(struct rte_mbuf *m, uint32_t flow, const char *head, int hlen)
 	uint16_t iplen = (uint16_t)(20 + 20 + hlen);
 
 	memset(f, 0, 54);
-	memcpy(f, "\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00", 14);
+	memcpy(f, "\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00",
+	       14);
 	f[14] = 0x45;
 	f[16] = (uint8_t)(iplen >> 8);
 	f[17] = (uint8_t)iplen;
@@ -163,12 +165,14 @@ set_round(struct corpus *c, uint32_t round)
 
 	for (i = 0; i < c->n; i++) {
 		uint8_t *f;
-		uint32_t seq = c->seq0[i] + round * c->flow_bytes[c->flow_of[i]];
+		uint32_t seq =
+			c->seq0[i] + round * c->flow_bytes[c->flow_of[i]];
 		struct sl_pkt p;
 
 		rte_pktmbuf_reset(c->m[i]);
 		f = rte_pktmbuf_mtod(c->m[i], uint8_t *);
-		memcpy(f, c->pristine[i] + 2, (size_t)(c->pristine[i][0] << 8 | c->pristine[i][1]));
+		memcpy(f, c->pristine[i] + 2,
+		       (size_t)(c->pristine[i][0] << 8 | c->pristine[i][1]));
 		c->m[i]->data_len = c->m[i]->pkt_len =
 			(uint32_t)(c->pristine[i][0] << 8 | c->pristine[i][1]);
 		f[38] = (uint8_t)(seq >> 24);
@@ -246,7 +250,8 @@ pass_worker(struct sl_worker *w, struct corpus *c)
 	for (i = 0; i < c->n; i += SL_BURST) {
 		w->now = rte_rdtsc();
 		sl_worker_burst(w, &c->m[i],
-				(uint16_t)RTE_MIN((uint32_t)SL_BURST, c->n - i), 0);
+				(uint16_t)RTE_MIN((uint32_t)SL_BURST, c->n - i),
+				0);
 	}
 	sl_worker_flush(w);
 	return rte_rdtsc_precise() - t0;
@@ -260,7 +265,8 @@ pass_scan(struct corpus *c, uint64_t *found)
 	uint32_t i;
 
 	for (i = 0; i < c->n; i++) {
-		const char *h = rte_pktmbuf_mtod_offset(c->m[i], const char *, 54);
+		const char *h =
+			rte_pktmbuf_mtod_offset(c->m[i], const char *, 54);
 		const char *end = h + c->m[i]->data_len - 54;
 		const char *p = h;
 
@@ -308,13 +314,26 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (ch) {
-		case 'p': o->packets = (uint32_t)atoi(optarg); break;
-		case 'f': o->flows = (uint32_t)atoi(optarg); break;
-		case 'k': o->keys = (uint32_t)atoi(optarg); break;
-		case 'r': o->rounds = (uint32_t)atoi(optarg); break;
-		case 'z': o->zipf = atof(optarg); break;
-		case 'j': o->json = 1; break;
-		default: return -1;
+		case 'p':
+			o->packets = (uint32_t)atoi(optarg);
+			break;
+		case 'f':
+			o->flows = (uint32_t)atoi(optarg);
+			break;
+		case 'k':
+			o->keys = (uint32_t)atoi(optarg);
+			break;
+		case 'r':
+			o->rounds = (uint32_t)atoi(optarg);
+			break;
+		case 'z':
+			o->zipf = atof(optarg);
+			break;
+		case 'j':
+			o->json = 1;
+			break;
+		default:
+			return -1;
 		}
 	}
 	if (o->packets < SL_BURST || o->flows == 0 || o->keys == 0 ||
@@ -330,7 +349,8 @@ setup_ports(struct sl_app *app)
 		/* No ports given: two null ports, whose TX frees the mbuf. */
 		if (rte_vdev_init("net_null0", "copy=0") != 0 ||
 		    rte_vdev_init("net_null1", "copy=0") != 0)
-			rte_exit(EXIT_FAILURE, "cannot create net_null ports\n");
+			rte_exit(EXIT_FAILURE,
+				 "cannot create net_null ports\n");
 	}
 	if (sl_ports_init(app, 1) != 0)
 		rte_exit(EXIT_FAILURE, "port setup failed\n");
@@ -365,7 +385,8 @@ bench_policy(struct sl_config *cfg, uint64_t count, uint64_t period_ms)
 static struct sl_worker *
 bench_worker(const struct sl_app *app, int track_only)
 {
-	struct sl_worker *w = rte_zmalloc(NULL, sizeof(*w), RTE_CACHE_LINE_SIZE);
+	struct sl_worker *w =
+		rte_zmalloc(NULL, sizeof(*w), RTE_CACHE_LINE_SIZE);
 
 	if (w == NULL || sl_worker_init(w, app, 0, 0, track_only) != 0)
 		rte_exit(EXIT_FAILURE, "out of memory\n");
@@ -389,7 +410,8 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 	int i;
 
 	if (!o->json) {
-		printf("sluice-bench: %u requests/round, %u flows, %u keys (zipf %.2f), "
+		printf("sluice-bench: %u requests/round, %u flows, %u keys "
+		       "(zipf %.2f), "
 		       "head %.0f bytes avg, %u rounds, TSC %.2f GHz\n",
 		       c->n, o->flows, o->keys, o->zipf,
 		       (double)c->head_bytes / c->n, o->rounds,
@@ -418,8 +440,11 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 int
 main(int argc, char **argv)
 {
-	struct bopts o = {.packets = 32768, .flows = 32768, .keys = 100000,
-			  .rounds = 15, .zipf = 0.99};
+	struct bopts o = {.packets = 32768,
+			  .flows = 32768,
+			  .keys = 100000,
+			  .rounds = 15,
+			  .zipf = 0.99};
 	struct sl_config *cfg = calloc(1, sizeof(*cfg));
 	struct sl_app *app = calloc(1, sizeof(*app));
 	struct sl_app *tight = calloc(1, sizeof(*tight));
@@ -435,11 +460,13 @@ main(int argc, char **argv)
 	argv[ret] = argv[0];
 	if (parse_bopts(argc - ret, argv + ret, &o) != 0 || o.flows < o.packets)
 		rte_exit(EXIT_FAILURE,
-			 "usage: sluice-bench [EAL] -- [--packets N] [--flows N>=packets] "
+			 "usage: sluice-bench [EAL] -- [--packets N] [--flows "
+			 "N>=packets] "
 			 "[--keys N] [--rounds N>=2] [--zipf S] [--json]\n"
 			 "(one request per connection per round, so that every "
 			 "request of the reject pass is decided)\n");
-	sl_logtype = rte_log_register_type_and_pick_level("sl.app", RTE_LOG_WARNING);
+	sl_logtype =
+		rte_log_register_type_and_pick_level("sl.app", RTE_LOG_WARNING);
 	sl_config_defaults(cfg);
 	cfg->dataplane.flows_per_worker = o.flows * 2;
 	cfg->dataplane.buckets_per_worker = o.keys * 2;
@@ -484,13 +511,20 @@ main(int argc, char **argv)
 	if (w[M_PARSE]->ctr.allowed != (uint64_t)c.n * (o.rounds + 1) ||
 	    w[M_REJECT]->ctr.rejected < (uint64_t)c.n * o.rounds)
 		rte_exit(EXIT_FAILURE,
-			 "corpus not decided as planned: allowed %lu, rejected %lu "
-			 "(of %lu requests: %lu allowed, %lu invalid, %lu bad checksums, "
-			 "%lu ooo, rx %lu inspected %lu passthrough %lu malformed %lu)\n",
+			 "corpus not decided as planned: allowed %lu, rejected "
+			 "%lu "
+			 "(of %lu requests: %lu allowed, %lu invalid, %lu bad "
+			 "checksums, "
+			 "%lu ooo, rx %lu inspected %lu passthrough %lu "
+			 "malformed %lu)\n",
 			 w[M_PARSE]->ctr.allowed, w[M_REJECT]->ctr.rejected,
 			 w[M_REJECT]->ctr.requests, w[M_REJECT]->ctr.allowed,
-			 w[M_REJECT]->ctr.invalid, w[M_REJECT]->ctr.bad_checksum,
-			 sl_flow_stats(w[M_REJECT]->flows)->ooo_dropped, w[M_REJECT]->ctr.rx, w[M_REJECT]->ctr.inspected, w[M_REJECT]->ctr.passthrough, w[M_REJECT]->ctr.malformed);
+			 w[M_REJECT]->ctr.invalid,
+			 w[M_REJECT]->ctr.bad_checksum,
+			 sl_flow_stats(w[M_REJECT]->flows)->ooo_dropped,
+			 w[M_REJECT]->ctr.rx, w[M_REJECT]->ctr.inspected,
+			 w[M_REJECT]->ctr.passthrough,
+			 w[M_REJECT]->ctr.malformed);
 	for (m = 0; m < M__N; m++)
 		v[m] = median_per(t[m], o.rounds, c.n);
 	report(&o, &c, app, v);

@@ -20,8 +20,8 @@ static const uint8_t algo_of[] = {
 };
 
 static int
-rule_params(const struct sl_rule *r, const struct sl_rate *rate,
-	    uint64_t burst, struct sl_limit_params *out)
+rule_params(const struct sl_rule *r, const struct sl_rate *rate, uint64_t burst,
+	    struct sl_limit_params *out)
 {
 	return sl_limit_params_init(out, algo_of[r->algo], rate->count,
 				    rate->period_ms * 1000000ULL, burst);
@@ -62,14 +62,16 @@ sl_policy_build(const struct sl_config *cfg)
 		return NULL;
 	}
 	p->n_rules = sl_ruleset_count(p->rs);
-	p->headers = cfg->response.headers == SL_HDR_DRAFT    ? SL_RH_DRAFT
-		     : cfg->response.headers == SL_HDR_LEGACY ? SL_RH_LEGACY
-							      : SL_RH_DRAFT | SL_RH_LEGACY;
+	p->headers = cfg->response.headers == SL_HDR_DRAFT ? SL_RH_DRAFT
+		     : cfg->response.headers == SL_HDR_LEGACY
+			     ? SL_RH_LEGACY
+			     : SL_RH_DRAFT | SL_RH_LEGACY;
 	p->expose_rule = cfg->response.expose_rule;
 	p->jitter_ppm = cfg->response.retry_jitter_ppm;
 	for (i = 0; i < p->n_rules; i++) {
 		const struct sl_rule *r = sl_ruleset_rule(p->rs, i);
-		struct sl_reply_info ri = {.status = 429, .headers = p->headers,
+		struct sl_reply_info ri = {.status = 429,
+					   .headers = p->headers,
 					   .expose_rule = p->expose_rule,
 					   .rule = r->name};
 
@@ -165,7 +167,8 @@ check_one(struct sl_worker *w, const struct sl_policy *pol, struct check *c,
 {
 	const struct sl_rule *r = sl_ruleset_rule(pol->rs, c->rule);
 	uint64_t rid = sl_ruleset_rule_id(pol->rs, c->rule);
-	struct sl_bucket_key k = {rid ^ s->h1, (rid * 0x9e3779b97f4a7c15ULL) + s->h2};
+	struct sl_bucket_key k = {rid ^ s->h1,
+				  (rid * 0x9e3779b97f4a7c15ULL) + s->h2};
 	const struct sl_override *o = NULL;
 	struct sl_bucket_table *t =
 		r->algo == SL_ALGO_SLIDING_LOG ? w->logs : w->buckets;
@@ -285,8 +288,9 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	uint32_t n, i, shadow_denied = 0;
 	int strict = -1;
 
-	count_identity(w, &id, sl_ident_extract(&w->app->ident, req, p->af,
-						 p->src, &id));
+	count_identity(
+		w, &id,
+		sl_ident_extract(&w->app->ident, req, p->af, p->src, &id));
 	if ((req->api_key.len &&
 	     sl_ruleset_key_blocked(rs, req->api_key.p, req->api_key.len)) ||
 	    sl_ruleset_ip_blocked(rs, id.ip_af, id.client_ip))
@@ -320,7 +324,8 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 			shadow_denied++;
 			continue;
 		}
-		/* the strictest limit is the one that makes the client wait longest */
+		/* the strictest limit is the one that makes the client wait
+		 * longest */
 		if (strict < 0 ||
 		    cs[i].res.retry_after_ns > cs[strict].res.retry_after_ns)
 			strict = (int)i;

@@ -101,7 +101,8 @@ reload(const struct opts *o)
 	struct sl_config *c = sl_config_load(o->config, err, sizeof(err));
 
 	if (c == NULL) {
-		SL_LOG(ERR, "reload refused, keeping the running rules:\n%s", err);
+		SL_LOG(ERR, "reload refused, keeping the running rules:\n%s",
+		       err);
 		return;
 	}
 	SL_LOG(NOTICE, "reload: %s is valid (rules=%u version=%s)", o->config,
@@ -136,7 +137,8 @@ start_workers(struct sl_app *app, unsigned int *n_out)
 			 RTE_CACHE_LINE_SIZE);
 	if (ws == NULL)
 		rte_exit(EXIT_FAILURE, "cannot allocate workers\n");
-	RTE_LCORE_FOREACH_WORKER(lcore) {
+	RTE_LCORE_FOREACH_WORKER(lcore)
+	{
 		if (n == app->n_queues)
 			break;
 		if (sl_worker_init(&ws[n], app, lcore, (uint16_t)n, 0) != 0)
@@ -186,10 +188,10 @@ main(int argc, char **argv)
 		usage("sluice");
 		rte_exit(EXIT_FAILURE, "bad arguments\n");
 	}
-	sl_logtype = rte_log_register_type_and_pick_level("sl.app",
-							  RTE_LOG_INFO);
-	if (o.log_level != NULL && rte_log_set_level_pattern("sl.*",
-				atoi(o.log_level)) != 0)
+	sl_logtype =
+		rte_log_register_type_and_pick_level("sl.app", RTE_LOG_INFO);
+	if (o.log_level != NULL &&
+	    rte_log_set_level_pattern("sl.*", atoi(o.log_level)) != 0)
 		SL_LOG(WARNING, "bad --log-level %s", o.log_level);
 	cfg = sl_config_load(o.config, err, sizeof(err));
 	if (cfg == NULL) {
@@ -202,7 +204,8 @@ main(int argc, char **argv)
 		rte_exit(EXIT_FAILURE, "cannot compile the rules\n");
 	sl_telemetry_set_rules(app.policy->rs);
 	if (rte_lcore_count() < 2)
-		rte_exit(EXIT_FAILURE, "need at least 2 lcores (main + worker)\n");
+		rte_exit(EXIT_FAILURE,
+			 "need at least 2 lcores (main + worker)\n");
 	app.pool = rte_pktmbuf_pool_create("sl_mbufs", cfg->dataplane.mbufs,
 					   256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 					   rte_socket_id());

@@ -48,7 +48,8 @@ port_init(const struct sl_app *app, uint16_t port, uint16_t nq)
 		SL_LOG(INFO, "port %u: symmetric RSS over %u queues", port, nq);
 	} else if (nq > 1) {
 		/* e.g. net_af_packet: the kernel's fanout hash is symmetric. */
-		SL_LOG(INFO, "port %u: %u queues spread by the driver", port, nq);
+		SL_LOG(INFO, "port %u: %u queues spread by the driver", port,
+		       nq);
 	}
 	if ((rc = rte_eth_dev_configure(port, nq, nq, &conf)) != 0)
 		return rc;
@@ -56,8 +57,8 @@ port_init(const struct sl_app *app, uint16_t port, uint16_t nq)
 		return rc;
 	for (q = 0; q < nq; q++) {
 		rc = rte_eth_rx_queue_setup(port, q, nrx,
-					    sock < 0 ? 0 : (unsigned)sock,
-					    NULL, app->pool);
+					    sock < 0 ? 0 : (unsigned)sock, NULL,
+					    app->pool);
 		if (rc == 0)
 			rc = rte_eth_tx_queue_setup(
 				port, q, ntx, sock < 0 ? 0 : (unsigned)sock,
@@ -69,7 +70,8 @@ port_init(const struct sl_app *app, uint16_t port, uint16_t nq)
 		return rc;
 	/* A bridge must see frames for every MAC on the wire. */
 	if (rte_eth_promiscuous_enable(port) != 0)
-		SL_LOG(WARNING, "port %u: promiscuous mode not available", port);
+		SL_LOG(WARNING, "port %u: promiscuous mode not available",
+		       port);
 	return 0;
 }
 
@@ -94,7 +96,8 @@ sl_ports_init(struct sl_app *app, uint16_t want_queues)
 		lim = queue_limit(app->port[i]);
 		if (lim < nq) {
 			/* One queue means one reader: the extra lcores idle. */
-			SL_LOG(WARNING, "port %u has %u queue(s): running %u worker(s)",
+			SL_LOG(WARNING,
+			       "port %u has %u queue(s): running %u worker(s)",
 			       app->port[i], lim, lim);
 			nq = lim;
 		}

@@ -38,8 +38,8 @@ reset_server(struct sl_worker *w, const uint8_t *frame, const struct sl_pkt *p,
 		return;
 	}
 	len = sl_reply_segment(rte_pktmbuf_mtod(r, uint8_t *),
-			       rte_pktmbuf_tailroom(r), frame, p, 0, seq, p->ack,
-			       RST | ACK, NULL, 0);
+			       rte_pktmbuf_tailroom(r), frame, p, 0, seq,
+			       p->ack, RST | ACK, NULL, 0);
 	if (unlikely(len == 0)) {
 		rte_pktmbuf_free(r);
 		return;

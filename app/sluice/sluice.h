@@ -19,14 +19,13 @@
 #include "sl_rules.h"
 #include "sl_telemetry.h"
 
-#define SL_BURST	32
-#define SL_DRAIN_US	100 /* a partly filled TX buffer waits at most this */
-#define SL_EXPIRE_BUDGET 32 /* flow entries examined for idleness per loop */
+#define SL_BURST         32
+#define SL_DRAIN_US      100 /* a partly filled TX buffer waits at most this */
+#define SL_EXPIRE_BUDGET 32  /* flow entries examined for idleness per loop */
 
 extern int sl_logtype;
-#define SL_LOG(level, fmt, ...)                                               \
-	rte_log(RTE_LOG_##level, sl_logtype, "sluice: " fmt "\n",            \
-		##__VA_ARGS__)
+#define SL_LOG(level, fmt, ...)                                                \
+	rte_log(RTE_LOG_##level, sl_logtype, "sluice: " fmt "\n", ##__VA_ARGS__)
 
 #define SL_MAX_MATCH 32 /* limits checked per request */
 
@@ -34,7 +33,7 @@ extern int sl_logtype;
 struct sl_policy {
 	struct sl_ruleset *rs;
 	uint32_t n_rules;
-	uint8_t headers;     /* SL_RH_* */
+	uint8_t headers; /* SL_RH_* */
 	uint8_t expose_rule;
 	uint32_t jitter_ppm;
 	struct sl_limit_params params[SL_MAX_RULES];
@@ -48,7 +47,7 @@ struct sl_policy {
 struct sl_app {
 	struct sl_config *cfg;
 	struct rte_mempool *pool;
-	uint16_t port[2];      /* [0] downstream, [1] upstream */
+	uint16_t port[2]; /* [0] downstream, [1] upstream */
 	uint16_t n_queues;
 	uint64_t tsc_hz;
 	uint64_t drain_tsc;
@@ -86,7 +85,8 @@ struct sl_worker {
 	uint16_t queue;
 	uint64_t now;
 	uint64_t next_drain;
-	struct sl_txbuf tx[2]; /* [1] towards upstream, [0] towards downstream */
+	struct sl_txbuf
+		tx[2]; /* [1] towards upstream, [0] towards downstream */
 	const struct sl_pkt *cur; /* the segment being inspected */
 	struct sl_flow *cur_flow; /* its flow, once an event named it */
 } __rte_cache_aligned;

@@ -161,7 +161,8 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 	enum sl_seg_verdict v;
 
 	if (unlikely(!cksum_ok(m, frame, p))) {
-		/* The backend would discard it: so must our view of the stream. */
+		/* The backend would discard it: so must our view of the stream.
+		 */
 		w->ctr.bad_checksum++;
 		rte_pktmbuf_free(m);
 		return;
@@ -194,7 +195,8 @@ handle(struct sl_worker *w, struct rte_mbuf *m, int from)
 	enum sl_pkt_class cls;
 	int to = from == DOWN ? UP : DOWN;
 
-	/* Only the first segment is read; a longer frame fails its length checks. */
+	/* Only the first segment is read; a longer frame fails its length
+	 * checks. */
 	cls = sl_pkt_parse(frame, m->data_len, &p);
 	if (likely(cls == SL_PKT_TCP)) {
 		if (from == DOWN && sl_is_service_port(w->app, p.dport)) {
@@ -213,7 +215,8 @@ handle(struct sl_worker *w, struct rte_mbuf *m, int from)
 	} else if (cls == SL_PKT_MALFORMED) {
 		w->ctr.malformed++;
 		w->ctr.malformed_reason[p.reason]++;
-		/* From clients it could hide bytes from us; servers are ours. */
+		/* From clients it could hide bytes from us; servers are ours.
+		 */
 		if (from == DOWN) {
 			w->ctr.malformed_dropped++;
 			rte_pktmbuf_free(m);

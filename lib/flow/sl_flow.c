@@ -3,7 +3,7 @@
 
 #include "sl_flow_priv.h"
 
-#define STOP (-1)
+#define STOP    (-1)
 #define NO_SLOT (-2)
 
 struct seg_ctx {
@@ -21,8 +21,8 @@ struct seg_ctx {
 static int
 looks_like_request(const uint8_t *p, uint32_t n)
 {
-	static const char *const m[] = {"GET ",	    "POST ",	"PUT ",
-					"DELETE ",  "HEAD ",	"PATCH ",
+	static const char *const m[] = {"GET ",     "POST ",    "PUT ",
+					"DELETE ",  "HEAD ",    "PATCH ",
 					"OPTIONS ", "CONNECT ", "TRACE "};
 	size_t i;
 
@@ -39,11 +39,12 @@ static enum sl_req_action
 emit(struct seg_ctx *c, uint8_t kind, const struct sl_http_req *req,
      uint32_t head_len, uint32_t seg_end)
 {
-	struct sl_flow_event ev = {
-		.kind = kind, .head_len = head_len, .seg_end = seg_end,
-		.req = req};
-	enum sl_req_action a = c->fn != NULL ? c->fn(c->arg, c->f, &ev)
-					     : SL_REQ_CONTINUE;
+	struct sl_flow_event ev = {.kind = kind,
+				   .head_len = head_len,
+				   .seg_end = seg_end,
+				   .req = req};
+	enum sl_req_action a =
+		c->fn != NULL ? c->fn(c->arg, c->f, &ev) : SL_REQ_CONTINUE;
 
 	if (a == SL_REQ_STOP) {
 		sl_flow_release_head(c->t, c->f);
@@ -245,7 +246,8 @@ on_syn(struct sl_flow_table *t, struct sl_flow *f, const struct sl_flow_key *k,
 	if (f == NULL) {
 		f = sl_flow_insert(t, k, h, now);
 	} else {
-		/* A new connection on a reused 4-tuple, or a retransmitted SYN. */
+		/* A new connection on a reused 4-tuple, or a retransmitted SYN.
+		 */
 		sl_flow_release_head(t, f);
 		f->c_fin = f->s_fin = 0;
 		f->requests = 0;
@@ -273,7 +275,8 @@ data(struct seg_ctx *c, uint32_t seq, const uint8_t *payload, uint32_t len)
 	if ((int64_t)d + len <= 0) {
 		/* Already seen and decided: the backend may need it again. */
 		c->t->st.retransmits++;
-		return f->state == SL_FLOW_ABSORB ? SL_SEG_DROP : SL_SEG_FORWARD;
+		return f->state == SL_FLOW_ABSORB ? SL_SEG_DROP
+						  : SL_SEG_FORWARD;
 	}
 	skip = (uint32_t)-d;
 	if (skip)
@@ -311,8 +314,8 @@ sl_flow_client_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 		       void *arg)
 {
 	uint64_t h = sl_flow_key_hash(k);
-	struct seg_ctx c = {.t = t, .f = sl_flow_find(t, k, h), .fn = fn,
-			    .arg = arg};
+	struct seg_ctx c = {
+		.t = t, .f = sl_flow_find(t, k, h), .fn = fn, .arg = arg};
 	enum sl_seg_verdict v = SL_SEG_FORWARD;
 
 	if (tcp_flags & 0x04) { /* RST */
@@ -331,9 +334,10 @@ sl_flow_client_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 		c.f = sl_flow_insert(t, k, h, now);
 		t->st.midstream++;
 		c.f->c_next = seq;
-		c.f->state = t->p.track_only		     ? SL_FLOW_PASS
-			     : looks_like_request(payload, len) ? SL_FLOW_HEAD
-								: SL_FLOW_RESYNC;
+		c.f->state = t->p.track_only ? SL_FLOW_PASS
+			     : looks_like_request(payload, len)
+				     ? SL_FLOW_HEAD
+				     : SL_FLOW_RESYNC;
 	}
 	c.f->last_seen = now;
 	if (c.f->state == SL_FLOW_ABSORB)

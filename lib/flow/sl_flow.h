@@ -31,9 +31,9 @@ enum sl_flow_state {
 	SL_FLOW_HEAD = 0,     /* expecting (more of) a request head */
 	SL_FLOW_BODY_CL,      /* skipping a Content-Length body */
 	SL_FLOW_BODY_CHUNKED, /* skipping a chunked body */
-	SL_FLOW_RESYNC,	      /* picked up mid-stream, not at a request yet */
-	SL_FLOW_PASS,	      /* no longer HTTP (upgrade, CONNECT, error) */
-	SL_FLOW_ABSORB,	      /* answered by us: client bytes are swallowed */
+	SL_FLOW_RESYNC,       /* picked up mid-stream, not at a request yet */
+	SL_FLOW_PASS,         /* no longer HTTP (upgrade, CONNECT, error) */
+	SL_FLOW_ABSORB,       /* answered by us: client bytes are swallowed */
 };
 
 struct sl_flow {
@@ -43,11 +43,13 @@ struct sl_flow {
 	struct sl_chunked chunk;
 	uint32_t c_next;   /* next client sequence number we expect */
 	uint32_t s_next;   /* next server sequence number seen */
-	uint32_t s_ack;	   /* highest ack the server sent */
+	uint32_t s_ack;    /* highest ack the server sent */
 	uint32_t requests; /* request heads completed on this flow */
-	uint32_t seg_new;  /* sequence of the first new byte of the last segment */
-	uint32_t r_next;   /* our next sequence towards the client, once answered */
-	int32_t slot;	   /* head buffer index, -1 when none */
+	uint32_t seg_new;  /* sequence of the first new byte of the last segment
+			    */
+	uint32_t r_next; /* our next sequence towards the client, once answered
+			  */
+	int32_t slot;    /* head buffer index, -1 when none */
 	uint16_t head_used;
 	uint16_t scan_from;
 	uint32_t bucket;
@@ -61,9 +63,9 @@ struct sl_flow {
 
 struct sl_flow_params {
 	uint32_t capacity;
-	uint32_t head_slots;	 /* heads being reassembled at once */
+	uint32_t head_slots;     /* heads being reassembled at once */
 	uint32_t max_head_bytes; /* longer heads are reported too large */
-	uint64_t idle_timeout;	 /* in the caller's time unit */
+	uint64_t idle_timeout;   /* in the caller's time unit */
 	uint64_t closed_timeout; /* after FIN from both sides */
 	const struct sl_http_cfg *http;
 	uint8_t track_only; /* follow connections, read no HTTP (benchmarks) */
@@ -72,7 +74,7 @@ struct sl_flow_params {
 /* Why a request event fired; the request is valid only for SL_EV_REQUEST. */
 enum sl_flow_event_kind {
 	SL_EV_REQUEST = 0,
-	SL_EV_PARSE_ERROR,   /* req.error says which */
+	SL_EV_PARSE_ERROR, /* req.error says which */
 	SL_EV_HEAD_TOO_LARGE,
 	SL_EV_CHUNK_ERROR,
 };
@@ -94,8 +96,8 @@ typedef enum sl_req_action (*sl_flow_event_fn)(void *arg, struct sl_flow *f,
 
 enum sl_seg_verdict {
 	SL_SEG_FORWARD = 0,
-	SL_SEG_DROP,	/* ahead of a gap, or absorbed: the client retransmits */
-	SL_SEG_STOPPED, /* a callback returned SL_REQ_STOP */
+	SL_SEG_DROP, /* ahead of a gap, or absorbed: the client retransmits */
+	SL_SEG_STOPPED,  /* a callback returned SL_REQ_STOP */
 	SL_SEG_ABSORBED, /* data or FIN after our answer: acknowledge, drop */
 };
 
@@ -124,9 +126,9 @@ void sl_flow_table_free(struct sl_flow_table *t);
 enum sl_seg_verdict sl_flow_client_segment(struct sl_flow_table *t,
 					   const struct sl_flow_key *k,
 					   uint32_t seq, uint8_t tcp_flags,
-					   const uint8_t *payload,
-					   uint32_t len, uint64_t now,
-					   sl_flow_event_fn fn, void *arg);
+					   const uint8_t *payload, uint32_t len,
+					   uint64_t now, sl_flow_event_fn fn,
+					   void *arg);
 
 /* A server-to-client segment; k is in client/server orientation. */
 void sl_flow_server_segment(struct sl_flow_table *t,
@@ -138,8 +140,7 @@ struct sl_flow *sl_flow_lookup(struct sl_flow_table *t,
 			       const struct sl_flow_key *k);
 
 /* Evicts up to budget idle entries; call once per worker loop. */
-uint32_t sl_flow_expire(struct sl_flow_table *t, uint64_t now,
-			uint32_t budget);
+uint32_t sl_flow_expire(struct sl_flow_table *t, uint64_t now, uint32_t budget);
 
 const struct sl_flow_stats *sl_flow_stats(const struct sl_flow_table *t);
 

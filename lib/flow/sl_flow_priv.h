@@ -19,9 +19,9 @@ struct sl_flow_table {
 	struct sl_flow *flows;
 	uint32_t *free_flows; /* stack of free entry indexes */
 	uint32_t n_free;
-	uint32_t clock;	      /* eviction hand when the table is full */
-	uint32_t sweep;	      /* expiry hand */
-	uint8_t *heads;	      /* head_slots * max_head_bytes */
+	uint32_t clock; /* eviction hand when the table is full */
+	uint32_t sweep; /* expiry hand */
+	uint8_t *heads; /* head_slots * max_head_bytes */
 	uint32_t *free_heads;
 	uint32_t n_free_heads;
 	struct sl_flow_stats st;

@@ -34,7 +34,9 @@ sl_flow_table_create(const struct sl_flow_params *p)
 	nb = pow2_at_least((p->capacity * 2 + BUCKET_SLOTS - 1) / BUCKET_SLOTS);
 	t->bucket_mask = nb - 1;
 	t->buckets = aligned_alloc(64, (size_t)nb * sizeof(struct bucket));
-	t->flows = aligned_alloc(64, ((size_t)p->capacity * sizeof(struct sl_flow) + 63) & ~(size_t)63);
+	t->flows = aligned_alloc(
+		64, ((size_t)p->capacity * sizeof(struct sl_flow) + 63) &
+			    ~(size_t)63);
 	t->free_flows = malloc((size_t)p->capacity * sizeof(uint32_t));
 	t->heads = malloc((size_t)p->head_slots * p->max_head_bytes + 1);
 	t->free_heads = malloc(((size_t)p->head_slots + 1) * sizeof(uint32_t));
@@ -172,7 +174,8 @@ evict_one(struct sl_flow_table *t)
 		struct sl_flow *f = &t->flows[t->clock];
 
 		t->clock = (t->clock + 1) % t->p.capacity;
-		if (f->in_use && (best == NULL || f->last_seen < best->last_seen))
+		if (f->in_use &&
+		    (best == NULL || f->last_seen < best->last_seen))
 			best = f;
 	}
 	sl_flow_remove(t, best);
@@ -191,8 +194,8 @@ free_slot(const struct bucket *bk)
 }
 
 struct sl_flow *
-sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k,
-	       uint64_t h, uint64_t now)
+sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
+	       uint64_t now)
 {
 	uint32_t b = (uint32_t)h & t->bucket_mask;
 	int s;
@@ -207,7 +210,8 @@ sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k,
 		s = free_slot(&t->buckets[b]);
 	}
 	if (s < 0) {
-		/* Both buckets full: the older of their sixteen entries goes. */
+		/* Both buckets full: the older of their sixteen entries goes.
+		 */
 		struct sl_flow *victim = oldest_in(t, b, NULL);
 
 		victim = oldest_in(t, (uint32_t)h & t->bucket_mask, victim);

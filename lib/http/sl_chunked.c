@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "sl_http.h"
 
-/* RFC 9112 7.1: chunk-size [chunk-ext] CRLF data CRLF ... 0 CRLF trailers CRLF */
+/* RFC 9112 7.1: chunk-size [chunk-ext] CRLF data CRLF ... 0 CRLF trailers CRLF
+ */
 enum {
 	C_SIZE_START,
 	C_SIZE,
@@ -114,8 +115,7 @@ crlf_byte(struct sl_chunked *c, unsigned char ch)
 }
 
 long
-sl_chunked_consume(struct sl_chunked *c, const char *buf, size_t len,
-		   int *done)
+sl_chunked_consume(struct sl_chunked *c, const char *buf, size_t len, int *done)
 {
 	size_t i = 0;
 

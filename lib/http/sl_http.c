@@ -10,19 +10,17 @@
 static const uint8_t tchar[256] = {
 	['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
 	['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
-	['`'] = 1, ['|'] = 1, ['~'] = 1,
-	['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1,
-	['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
-	['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1,
-	['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1,
-	['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
-	['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
-	['Y'] = 1, ['Z'] = 1,
-	['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
-	['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1,
-	['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1,
-	['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
-	['y'] = 1, ['z'] = 1,
+	['`'] = 1, ['|'] = 1, ['~'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1,
+	['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1,
+	['9'] = 1, ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1,
+	['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1,
+	['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1,
+	['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1,
+	['X'] = 1, ['Y'] = 1, ['Z'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1,
+	['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1,
+	['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1,
+	['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
+	['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
 };
 
 /* Per-parse state that does not belong in the result. */
@@ -111,7 +109,8 @@ ieq_str(struct sl_str a, struct sl_str b)
 	if (a.len != b.len)
 		return 0;
 	for (i = 0; i < a.len; i++)
-		if (lower((unsigned char)a.p[i]) != lower((unsigned char)b.p[i]))
+		if (lower((unsigned char)a.p[i]) !=
+		    lower((unsigned char)b.p[i]))
 			return 0;
 	return 1;
 }
@@ -179,7 +178,8 @@ parse_target(struct pstate *s)
 	size_t start = s->pos;
 	unsigned char c = 0;
 
-	s->pos += skip_outside(s->buf + s->pos, s->len - s->pos, target_stop, 4);
+	s->pos +=
+		skip_outside(s->buf + s->pos, s->len - s->pos, target_stop, 4);
 	while (s->pos < s->len) {
 		c = (unsigned char)s->buf[s->pos];
 		if (c <= 0x20 || c >= 0x7f)
@@ -339,7 +339,8 @@ on_header(struct pstate *s, struct sl_str n, struct sl_str v)
 	struct sl_http_req *r = s->req;
 	const struct sl_http_cfg *cfg = s->cfg;
 
-	if (cfg != NULL && cfg->api_key_header.len && ieq_str(n, cfg->api_key_header))
+	if (cfg != NULL && cfg->api_key_header.len &&
+	    ieq_str(n, cfg->api_key_header))
 		return set_once(s, &r->api_key, v);
 	if (cfg != NULL && cfg->user_header.len && ieq_str(n, cfg->user_header))
 		return set_once(s, &r->user, v);
@@ -412,7 +413,8 @@ parse_value(struct pstate *s, struct sl_str *v)
 		break;
 	}
 	end = s->pos;
-	while (end > start && (s->buf[end - 1] == ' ' || s->buf[end - 1] == '\t'))
+	while (end > start &&
+	       (s->buf[end - 1] == ' ' || s->buf[end - 1] == '\t'))
 		end--;
 	v->p = s->buf + start;
 	v->len = (uint32_t)(end - start);
@@ -430,7 +432,8 @@ parse_header_line(struct pstate *s)
 	c = (unsigned char)s->buf[s->pos];
 	if (c == ' ' || c == '\t')
 		return fail(s, SL_HTTP_E_OBS_FOLD);
-	s->pos += skip_outside(s->buf + s->pos, s->len - s->pos, token_stop, 16);
+	s->pos +=
+		skip_outside(s->buf + s->pos, s->len - s->pos, token_stop, 16);
 	while (s->pos < s->len && tchar[(unsigned char)s->buf[s->pos]])
 		s->pos++;
 	if (s->pos >= s->len)

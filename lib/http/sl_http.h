@@ -18,31 +18,31 @@
 #include <stddef.h>
 
 #define SL_HTTP_INCOMPLETE (-2)
-#define SL_HTTP_ERROR	   (-1)
+#define SL_HTTP_ERROR      (-1)
 
-#define SL_HTTP_MAX_XFF	    4
+#define SL_HTTP_MAX_XFF     4
 #define SL_HTTP_MAX_HEADERS 100
 
 enum sl_http_err {
 	SL_HTTP_E_NONE = 0,
-	SL_HTTP_E_METHOD,	  /* empty or non-token method */
-	SL_HTTP_E_TARGET,	  /* empty target or a byte not allowed in it */
-	SL_HTTP_E_VERSION,	  /* not HTTP/1.0 or HTTP/1.1 */
-	SL_HTTP_E_CTL,		  /* NUL, DEL or another control byte */
-	SL_HTTP_E_BARE_CR,	  /* CR not followed by LF */
-	SL_HTTP_E_BARE_LF,	  /* LF not preceded by CR */
-	SL_HTTP_E_OBS_FOLD,	  /* header line continued with SP/HTAB */
-	SL_HTTP_E_HDR_NAME,	  /* empty or non-token field name */
-	SL_HTTP_E_WS_COLON,	  /* whitespace between name and colon */
-	SL_HTTP_E_CL_TE,	  /* Content-Length and Transfer-Encoding */
-	SL_HTTP_E_CL_DIFF,	  /* Content-Length values that differ */
-	SL_HTTP_E_CL_BAD,	  /* Content-Length not a decimal number */
+	SL_HTTP_E_METHOD,         /* empty or non-token method */
+	SL_HTTP_E_TARGET,         /* empty target or a byte not allowed in it */
+	SL_HTTP_E_VERSION,        /* not HTTP/1.0 or HTTP/1.1 */
+	SL_HTTP_E_CTL,            /* NUL, DEL or another control byte */
+	SL_HTTP_E_BARE_CR,        /* CR not followed by LF */
+	SL_HTTP_E_BARE_LF,        /* LF not preceded by CR */
+	SL_HTTP_E_OBS_FOLD,       /* header line continued with SP/HTAB */
+	SL_HTTP_E_HDR_NAME,       /* empty or non-token field name */
+	SL_HTTP_E_WS_COLON,       /* whitespace between name and colon */
+	SL_HTTP_E_CL_TE,          /* Content-Length and Transfer-Encoding */
+	SL_HTTP_E_CL_DIFF,        /* Content-Length values that differ */
+	SL_HTTP_E_CL_BAD,         /* Content-Length not a decimal number */
 	SL_HTTP_E_TE_NOT_CHUNKED, /* final transfer coding is not chunked */
-	SL_HTTP_E_TE_HTTP10,	  /* Transfer-Encoding in an HTTP/1.0 request */
-	SL_HTTP_E_HOST,		  /* missing (1.1), repeated or empty Host */
-	SL_HTTP_E_TOO_MANY,	  /* more than SL_HTTP_MAX_HEADERS fields */
-	SL_HTTP_E_DUP_IDENT,	  /* API key, user or Bearer header repeated */
-	SL_HTTP_E_CHUNK,	  /* malformed chunked body */
+	SL_HTTP_E_TE_HTTP10,      /* Transfer-Encoding in an HTTP/1.0 request */
+	SL_HTTP_E_HOST,           /* missing (1.1), repeated or empty Host */
+	SL_HTTP_E_TOO_MANY,       /* more than SL_HTTP_MAX_HEADERS fields */
+	SL_HTTP_E_DUP_IDENT,      /* API key, user or Bearer header repeated */
+	SL_HTTP_E_CHUNK,          /* malformed chunked body */
 	SL_HTTP_E__COUNT
 };
 
@@ -61,9 +61,11 @@ struct sl_http_req {
 	struct sl_str method;
 	struct sl_str target;
 	struct sl_str host;
-	struct sl_str api_key; /* configured header, else Authorization: Bearer */
+	struct sl_str
+		api_key; /* configured header, else Authorization: Bearer */
 	struct sl_str user;
-	struct sl_str xff[SL_HTTP_MAX_XFF]; /* X-Forwarded-For fields, in order */
+	struct sl_str
+		xff[SL_HTTP_MAX_XFF]; /* X-Forwarded-For fields, in order */
 	uint64_t content_length;
 	uint16_t n_headers;
 	uint8_t n_xff;
@@ -73,7 +75,7 @@ struct sl_http_req {
 	uint8_t chunked;
 	uint8_t conn_close;
 	uint8_t upgrade; /* Upgrade requested or CONNECT: stream leaves HTTP */
-	uint8_t error;	 /* enum sl_http_err */
+	uint8_t error;   /* enum sl_http_err */
 };
 
 /*

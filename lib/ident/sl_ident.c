@@ -126,7 +126,8 @@ xff_pick(const struct sl_http_req *req, uint32_t hops, struct sl_str *out)
 			hi = (uint32_t)end;
 			while (lo < hi && (v.p[lo] == ' ' || v.p[lo] == '\t'))
 				lo++;
-			while (hi > lo && (v.p[hi - 1] == ' ' || v.p[hi - 1] == '\t'))
+			while (hi > lo &&
+			       (v.p[hi - 1] == ' ' || v.p[hi - 1] == '\t'))
 				hi--;
 			end = b;
 			if (hi == lo)
@@ -184,9 +185,8 @@ client_ip(const struct sl_ident_cfg *cfg, const struct sl_http_req *req,
 }
 
 int
-sl_ident_extract(const struct sl_ident_cfg *cfg,
-		 const struct sl_http_req *req, uint8_t af,
-		 const uint8_t peer[16], struct sl_identity *out)
+sl_ident_extract(const struct sl_ident_cfg *cfg, const struct sl_http_req *req,
+		 uint8_t af, const uint8_t peer[16], struct sl_identity *out)
 {
 	int rc;
 

@@ -28,11 +28,11 @@ struct sl_ident_cfg {
 };
 
 struct sl_identity {
-	uint64_t hash;	  /* of kind and bytes: table index, never trusted alone */
-	uint8_t kind;	  /* enum sl_ident_kind */
-	uint8_t len;	  /* bytes used in id */
-	uint8_t ip_af;	  /* SL_AF_INET / SL_AF_INET6 of client_ip */
-	uint8_t xff_used; /* client_ip came from X-Forwarded-For */
+	uint64_t hash; /* of kind and bytes: table index, never trusted alone */
+	uint8_t kind;  /* enum sl_ident_kind */
+	uint8_t len;   /* bytes used in id */
+	uint8_t ip_af; /* SL_AF_INET / SL_AF_INET6 of client_ip */
+	uint8_t xff_used;      /* client_ip came from X-Forwarded-For */
 	uint8_t client_ip[16]; /* grouped by ipv6_prefix for IPv6 */
 	uint8_t id[SL_IDENT_MAX];
 };

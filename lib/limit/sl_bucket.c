@@ -5,7 +5,7 @@
 
 #include "sl_limit.h"
 
-#define SLOTS	   8
+#define SLOTS      8
 #define CLOCK_SCAN 64
 
 struct bkt {
@@ -16,7 +16,7 @@ struct bkt {
 struct entry {
 	uint64_t k1, k2;
 	uint64_t full_at; /* when the bucket is full again: free to drop */
-	uint32_t pin;	  /* request generation that uses it */
+	uint32_t pin;     /* request generation that uses it */
 	uint32_t bucket;
 	uint8_t bslot;
 	uint8_t in_use;
@@ -239,9 +239,13 @@ sl_bucket_get(struct sl_bucket_table *t, const struct sl_bucket_key *k,
 		return (struct sl_limit_state *)scratch;
 	}
 	i = t->free_ents[--t->n_free];
-	t->ents[i] = (struct entry){.k1 = k->k1, .k2 = k->k2, .full_at = now,
-				    .pin = t->gen, .bucket = b,
-				    .bslot = (uint8_t)s, .in_use = 1};
+	t->ents[i] = (struct entry){.k1 = k->k1,
+				    .k2 = k->k2,
+				    .full_at = now,
+				    .pin = t->gen,
+				    .bucket = b,
+				    .bslot = (uint8_t)s,
+				    .in_use = 1};
 	memset(state_of(t, i), 0, t->stride);
 	t->bkts[b].sig[s] = sig;
 	t->bkts[b].idx[s] = i + 1;

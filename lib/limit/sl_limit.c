@@ -154,7 +154,8 @@ gcra_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
 		r->remaining = gcra_units(p, limit_at - g.new_tat);
 		r->reset_ns = g.new_tat - now;
 	} else {
-		r->remaining = gcra_units(p, limit_at > g.tat ? limit_at - g.tat : 0);
+		r->remaining =
+			gcra_units(p, limit_at > g.tat ? limit_at - g.tat : 0);
 		r->retry_after_ns = g.new_tat - g.tat > g.tau
 					    ? SL_NEVER
 					    : g.new_tat - limit_at +
@@ -271,12 +272,13 @@ sw_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
 	if (cost > p->count) {
 		r->retry_after_ns = SL_NEVER;
 	} else if (v.cur + cost <= p->count) {
-		uint64_t e2 = sw_when_weight(p, (p->count - v.cur - cost) * PPM /
-							v.prev);
+		uint64_t e2 = sw_when_weight(p, (p->count - v.cur - cost) *
+							PPM / v.prev);
 
 		r->retry_after_ns = e2 > v.e ? e2 - v.e : 1;
 	} else {
-		uint64_t e2 = sw_when_weight(p, (p->count - cost) * PPM / v.cur);
+		uint64_t e2 =
+			sw_when_weight(p, (p->count - cost) * PPM / v.cur);
 
 		r->retry_after_ns = (p->period_ns - v.e) + e2;
 	}
@@ -337,7 +339,8 @@ log_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
 			uint32_t k = (uint32_t)(valid + cost - p->count) - 1;
 			int32_t age = (int32_t)(now_ms - log_at(s, gone + k));
 
-			r->retry_after_ns = (win - (uint64_t)(age > 0 ? age : 0)) * NSMS;
+			r->retry_after_ns =
+				(win - (uint64_t)(age > 0 ? age : 0)) * NSMS;
 		}
 	}
 	if (r->allow)

@@ -30,13 +30,13 @@ enum sl_limit_algo {
 
 struct sl_limit_params {
 	uint8_t algo;
-	uint64_t count;	    /* units per period (the window quota) */
+	uint64_t count; /* units per period (the window quota) */
 	uint64_t period_ns;
-	uint64_t burst;	    /* token_bucket and gcra capacity */
+	uint64_t burst; /* token_bucket and gcra capacity */
 	/* derived by sl_limit_params_init */
-	uint64_t cap;	    /* token bucket: burst * period_ns credit */
-	uint64_t fill_ns;   /* token bucket: time from empty to full */
-	uint64_t t_q, t_r;  /* gcra: emission interval = t_q + t_r / count */
+	uint64_t cap;      /* token bucket: burst * period_ns credit */
+	uint64_t fill_ns;  /* token bucket: time from empty to full */
+	uint64_t t_q, t_r; /* gcra: emission interval = t_q + t_r / count */
 };
 
 /*
@@ -54,9 +54,10 @@ struct sl_limit_state {
 
 struct sl_limit_result {
 	uint8_t allow;
-	uint64_t remaining;	 /* units left after this request (if allowed) */
-	uint64_t retry_after_ns; /* until cost units would be allowed (if denied) */
-	uint64_t reset_ns;	 /* until the limit is back to full */
+	uint64_t remaining; /* units left after this request (if allowed) */
+	uint64_t retry_after_ns; /* until cost units would be allowed (if
+				    denied) */
+	uint64_t reset_ns;       /* until the limit is back to full */
 };
 
 /* Returns 0, or -1 when the numbers cannot be represented exactly. */
@@ -67,8 +68,8 @@ void sl_limit_check(const struct sl_limit_params *p,
 		    const struct sl_limit_state *s, uint32_t cost,
 		    uint64_t now_ns, struct sl_limit_result *r);
 
-void sl_limit_commit(const struct sl_limit_params *p,
-		     struct sl_limit_state *s, uint32_t cost, uint64_t now_ns);
+void sl_limit_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
+		     uint32_t cost, uint64_t now_ns);
 
 /*
  * Bucket table: fixed capacity, keyed by a 128-bit fingerprint of

@@ -3,13 +3,13 @@
 
 #include "sl_net.h"
 
-#define ETH_HLEN	  14
-#define ETYPE_IPV4	  0x0800
-#define ETYPE_IPV6	  0x86DD
-#define ETYPE_VLAN	  0x8100
-#define ETYPE_QINQ	  0x88A8
-#define IPPROTO_TCP_	  6
-#define IP6_MAX_EXT	  8
+#define ETH_HLEN     14
+#define ETYPE_IPV4   0x0800
+#define ETYPE_IPV6   0x86DD
+#define ETYPE_VLAN   0x8100
+#define ETYPE_QINQ   0x88A8
+#define IPPROTO_TCP_ 6
+#define IP6_MAX_EXT  8
 
 static inline uint16_t
 rd16(const uint8_t *b)
@@ -99,7 +99,7 @@ parse_ipv6_ext(const uint8_t *f, uint32_t end, struct sl_pkt *p, uint8_t nh)
 		uint32_t hl;
 
 		switch (nh) {
-		case 0:	 /* hop-by-hop */
+		case 0:  /* hop-by-hop */
 		case 43: /* routing */
 		case 60: /* destination options */
 			if (off + 8 > end)

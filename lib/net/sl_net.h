@@ -52,11 +52,11 @@ struct sl_pkt {
 	uint32_t payload_len; /* TCP payload bytes */
 	uint16_t vlan_tci;    /* outermost tag, valid if n_vlan > 0 */
 	uint8_t n_vlan;
-	uint8_t af;      /* SL_AF_INET or SL_AF_INET6 */
+	uint8_t af; /* SL_AF_INET or SL_AF_INET6 */
 	uint8_t l4_proto;
 	uint8_t tcp_flags;
 	uint8_t tcp_hlen;
-	uint8_t reason;  /* enum sl_malformed when SL_PKT_MALFORMED */
+	uint8_t reason; /* enum sl_malformed when SL_PKT_MALFORMED */
 	uint16_t sport, dport, win;
 	uint32_t seq, ack;
 	/* Addresses in network order; IPv4 in the first four bytes. */
@@ -107,7 +107,7 @@ struct sl_reply_info {
 	uint32_t rule_len;
 	const char *reason; /* 400: what the parser refused */
 	uint64_t retry_after_s;
-	uint64_t limit;	   /* quota of the deciding rule */
+	uint64_t limit;    /* quota of the deciding rule */
 	uint64_t window_s; /* its window */
 	uint64_t remaining;
 	uint64_t reset_s;
@@ -164,7 +164,8 @@ uint32_t sl_reply_tpl_fill(const struct sl_reply_tpl *t,
  * few numbers converted by hand, no formatting library. Returns its length,
  * or 0 if size is too small.
  */
-uint32_t sl_reply_http(char *buf, uint32_t size, const struct sl_reply_info *ri);
+uint32_t sl_reply_http(char *buf, uint32_t size,
+		       const struct sl_reply_info *ri);
 
 /*
  * Writes into out one TCP segment answering (to_client = 1) or following

@@ -180,7 +180,8 @@ emit(struct w *w, const struct sl_reply_info *ri, uint32_t body_len)
 	const char *s = status_line(ri->status, &sl);
 
 	put(w, s, sl);
-	PUTS(w, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
+	PUTS(w,
+	     "Content-Type: application/json\r\nCache-Control: no-store\r\n");
 	if (ri->status == 429) {
 		PUTS(w, "Retry-After: ");
 		put_num(w, SL_SLOT_RETRY, ri->retry_after_s);
@@ -255,11 +256,21 @@ sl_reply_tpl_fill(const struct sl_reply_tpl *t, const struct sl_reply_nums *v,
 		switch (s->slot) {
 		case SL_SLOT_NONE:
 			continue;
-		case SL_SLOT_RETRY: x = v->retry_after_s; break;
-		case SL_SLOT_LIMIT: x = v->limit; break;
-		case SL_SLOT_WINDOW: x = v->window_s; break;
-		case SL_SLOT_REMAINING: x = v->remaining; break;
-		case SL_SLOT_RESET: x = v->reset_s; break;
+		case SL_SLOT_RETRY:
+			x = v->retry_after_s;
+			break;
+		case SL_SLOT_LIMIT:
+			x = v->limit;
+			break;
+		case SL_SLOT_WINDOW:
+			x = v->window_s;
+			break;
+		case SL_SLOT_REMAINING:
+			x = v->remaining;
+			break;
+		case SL_SLOT_RESET:
+			x = v->reset_s;
+			break;
 		case SL_SLOT_CLEN:
 			x = t->body_fixed + (t->body_has_retry ? nd_retry : 0);
 			break;
@@ -319,7 +330,8 @@ sl_reply_segment_sum(uint8_t *out, uint32_t room, const uint8_t *req,
 	memcpy(l2, req, off);
 	memcpy(src, to_client ? p->dst : p->src, alen);
 	memcpy(dst, to_client ? p->src : p->dst, alen);
-	/* callers may write the payload in place first (sl_reply_payload_off) */
+	/* callers may write the payload in place first (sl_reply_payload_off)
+	 */
 	if (payload != NULL && plen && payload != out + off + l3h + 20)
 		memmove(out + off + l3h + 20, payload, plen);
 	memcpy(out, l2, off);
@@ -367,7 +379,8 @@ sl_reply_segment_sum(uint8_t *out, uint32_t room, const uint8_t *req,
 	if (payload_sum == UINT32_MAX) {
 		sl_tcp_cksum_set(out, &q);
 	} else {
-		/* header and pseudo-header only: the payload was summed ahead */
+		/* header and pseudo-header only: the payload was summed ahead
+		 */
 		uint16_t ck;
 
 		q.payload_len = 0;

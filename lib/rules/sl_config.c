@@ -68,8 +68,7 @@ error_at(struct loader *L, const yaml_node_t *n, const char *fmt, ...)
 	L->nerr++;
 	if (L->err == NULL || L->errlen < 2)
 		return;
-	err_printf(L, "%s:%zu:%zu: ", L->file,
-		   n ? n->start_mark.line + 1 : 1,
+	err_printf(L, "%s:%zu:%zu: ", L->file, n ? n->start_mark.line + 1 : 1,
 		   n ? n->start_mark.column + 1 : 1);
 	va_start(ap, fmt);
 	err_append(L, fmt, ap);
@@ -108,7 +107,8 @@ get_u64(struct loader *L, yaml_node_t *n, const char *what, uint64_t min,
 	v = strtoull(s, &end, 10);
 	if (*s == '\0' || *s == '-' || *end != '\0' || errno != 0 || v < min ||
 	    v > max) {
-		error_at(L, n, "%s: expected an integer from %llu to %llu, got '%s'",
+		error_at(L, n,
+			 "%s: expected an integer from %llu to %llu, got '%s'",
 			 what, (unsigned long long)min, (unsigned long long)max,
 			 s);
 		return -1;
@@ -117,11 +117,11 @@ get_u64(struct loader *L, yaml_node_t *n, const char *what, uint64_t min,
 	return 0;
 }
 
-#define GET_UINT(L, n, what, min, max, dst)                                   \
-	do {                                                                  \
-		uint64_t v_;                                                  \
-		if (get_u64(L, n, what, min, max, &v_) == 0)                  \
-			(dst) = (__typeof__(dst))v_;                          \
+#define GET_UINT(L, n, what, min, max, dst)                                    \
+	do {                                                                   \
+		uint64_t v_;                                                   \
+		if (get_u64(L, n, what, min, max, &v_) == 0)                   \
+			(dst) = (__typeof__(dst))v_;                           \
 	} while (0)
 
 static int
@@ -186,7 +186,9 @@ get_rate(struct loader *L, yaml_node_t *n, const char *what,
 	if (s == NULL)
 		return -1;
 	if (sl_rate_parse(s, out) != 0) {
-		error_at(L, n, "%s: expected a rate like 100/s, 100/min or 100/h, got '%s'",
+		error_at(L, n,
+			 "%s: expected a rate like 100/s, 100/min or 100/h, "
+			 "got '%s'",
 			 what, s);
 		return -1;
 	}
@@ -202,10 +204,10 @@ is_seq(struct loader *L, yaml_node_t *n, const char *what)
 	return 0;
 }
 
-#define SEQ_FOREACH(L, seqnode, item)                                         \
-	for (yaml_node_item_t *it_ = (seqnode)->data.sequence.items.start;   \
-	     it_ < (seqnode)->data.sequence.items.top &&                      \
-	     ((item) = node(L, *it_)) != NULL;                                \
+#define SEQ_FOREACH(L, seqnode, item)                                          \
+	for (yaml_node_item_t *it_ = (seqnode)->data.sequence.items.start;     \
+	     it_ < (seqnode)->data.sequence.items.top &&                       \
+	     ((item) = node(L, *it_)) != NULL;                                 \
 	     it_++)
 
 static uint32_t
@@ -242,8 +244,10 @@ walk_map(struct loader *L, yaml_node_t *n, const char *section,
 			yaml_node_t *k2 = node(L, q->key);
 
 			if (k2->type == YAML_SCALAR_NODE &&
-			    strcmp((const char *)k2->data.scalar.value, ks) == 0)
-				error_at(L, k, "%s: duplicate key '%s'", section, ks);
+			    strcmp((const char *)k2->data.scalar.value, ks) ==
+				    0)
+				error_at(L, k, "%s: duplicate key '%s'",
+					 section, ks);
 		}
 		for (f = fields; f->name != NULL; f++)
 			if (strcmp(f->name, ks) == 0)
@@ -339,8 +343,8 @@ sort_errors(struct loader *L)
 		return;
 	while (off < L->errpos && n < MAXE) {
 		char *nl = memchr(L->err + off, '\n', L->errpos - off);
-		size_t len = nl ? (size_t)(nl - L->err - off) + 1
-				: L->errpos - off;
+		size_t len =
+			nl ? (size_t)(nl - L->err - off) + 1 : L->errpos - off;
 		char *p = L->err + off + flen + 1;
 
 		pos[n][0] = pos[n][1] = 0;
@@ -401,8 +405,8 @@ sl_config_parse(const char *name, const char *text, size_t len, char *err,
 		size_t errlen)
 {
 	yaml_document_t doc;
-	struct loader L = {.file = name, .doc = &doc, .err = err,
-			   .errlen = errlen};
+	struct loader L = {
+		.file = name, .doc = &doc, .err = err, .errlen = errlen};
 	struct sl_config *c = malloc(sizeof(*c));
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';

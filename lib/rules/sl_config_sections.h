@@ -87,22 +87,57 @@ get_fraction(struct loader *L, yaml_node_t *n, const char *what, double min,
 
 #define DP(L) (&(L)->cfg->dataplane)
 
-static void f_down(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; GET_UINT(L, v, "downstream_port", 0, 1023, DP(L)->downstream_port); }
-static void f_up(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; GET_UINT(L, v, "upstream_port", 0, 1023, DP(L)->upstream_port); }
-static void f_maxhead(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; GET_UINT(L, v, "max_head_bytes", 256, 65535, DP(L)->max_head_bytes); }
-static void f_flows(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; GET_UINT(L, v, "flows_per_worker", 64, 1u << 26, DP(L)->flows_per_worker); }
-static void f_buckets(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; GET_UINT(L, v, "buckets_per_worker", 64, 1u << 26, DP(L)->buckets_per_worker); }
-static void f_heads(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; GET_UINT(L, v, "head_buffers_per_worker", 1, 1u << 20, DP(L)->head_buffers_per_worker); }
-static void f_idle(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; GET_UINT(L, v, "flow_idle_ms", 100, 86400000, DP(L)->flow_idle_ms); }
-static void f_mbufs(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; GET_UINT(L, v, "mbufs", 1023, 1u << 22, DP(L)->mbufs); }
+static void
+f_down(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "downstream_port", 0, 1023, DP(L)->downstream_port);
+}
+static void
+f_up(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "upstream_port", 0, 1023, DP(L)->upstream_port);
+}
+static void
+f_maxhead(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "max_head_bytes", 256, 65535, DP(L)->max_head_bytes);
+}
+static void
+f_flows(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "flows_per_worker", 64, 1u << 26,
+		 DP(L)->flows_per_worker);
+}
+static void
+f_buckets(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "buckets_per_worker", 64, 1u << 26,
+		 DP(L)->buckets_per_worker);
+}
+static void
+f_heads(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "head_buffers_per_worker", 1, 1u << 20,
+		 DP(L)->head_buffers_per_worker);
+}
+static void
+f_idle(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "flow_idle_ms", 100, 86400000, DP(L)->flow_idle_ms);
+}
+static void
+f_mbufs(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "mbufs", 1023, 1u << 22, DP(L)->mbufs);
+}
 
 static void
 f_service_ports(struct loader *L, yaml_node_t *v, void *o)
@@ -116,7 +151,8 @@ f_service_ports(struct loader *L, yaml_node_t *v, void *o)
 	if (seq_len(v) == 0 || seq_len(v) > SL_MAX_SERVICE_PORTS)
 		error_at(L, v, "service_ports: expected 1 to %d ports",
 			 SL_MAX_SERVICE_PORTS);
-	SEQ_FOREACH(L, v, it) {
+	SEQ_FOREACH(L, v, it)
+	{
 		uint64_t p;
 
 		if (get_u64(L, it, "service_ports", 1, 65535, &p) == 0 &&
@@ -148,17 +184,34 @@ header_name(struct loader *L, yaml_node_t *v, const char *what, char *dst)
 {
 	if (get_str(L, v, what, dst, SL_NAME_MAX) == 0 && dst[0] != '\0' &&
 	    !is_token(dst, 1))
-		error_at(L, v, "%s: '%s' is not a valid header name", what, dst);
+		error_at(L, v, "%s: '%s' is not a valid header name", what,
+			 dst);
 }
 
-static void f_keyhdr(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; header_name(L, v, "api_key_header", ID(L)->api_key_header); }
-static void f_userhdr(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; header_name(L, v, "user_header", ID(L)->user_header); }
-static void f_hops(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; GET_UINT(L, v, "trusted_hops", 0, 16, ID(L)->trusted_hops); }
-static void f_v6pfx(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; GET_UINT(L, v, "ipv6_prefix", 1, 128, ID(L)->ipv6_prefix); }
+static void
+f_keyhdr(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	header_name(L, v, "api_key_header", ID(L)->api_key_header);
+}
+static void
+f_userhdr(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	header_name(L, v, "user_header", ID(L)->user_header);
+}
+static void
+f_hops(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "trusted_hops", 0, 16, ID(L)->trusted_hops);
+}
+static void
+f_v6pfx(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "ipv6_prefix", 1, 128, ID(L)->ipv6_prefix);
+}
 
 static void
 f_client_ip(struct loader *L, yaml_node_t *v, void *o)
@@ -170,12 +223,9 @@ f_client_ip(struct loader *L, yaml_node_t *v, void *o)
 }
 
 static const struct field identity_fields[] = {
-	{"api_key_header", f_keyhdr},
-	{"user_header", f_userhdr},
-	{"client_ip", f_client_ip},
-	{"trusted_hops", f_hops},
-	{"ipv6_prefix", f_v6pfx},
-	{NULL, NULL},
+	{"api_key_header", f_keyhdr}, {"user_header", f_userhdr},
+	{"client_ip", f_client_ip},   {"trusted_hops", f_hops},
+	{"ipv6_prefix", f_v6pfx},     {NULL, NULL},
 };
 
 /* ---- tiers and keys ---- */
@@ -192,13 +242,15 @@ f_tiers(struct loader *L, yaml_node_t *v, void *o)
 	c->n_tiers = 0;
 	if (seq_len(v) == 0 || seq_len(v) > SL_MAX_TIERS)
 		error_at(L, v, "tiers: expected 1 to %d tiers", SL_MAX_TIERS);
-	SEQ_FOREACH(L, v, it) {
+	SEQ_FOREACH(L, v, it)
+	{
 		char name[SL_NAME_MAX];
 
 		if (get_str(L, it, "tiers", name, sizeof(name)) != 0)
 			continue;
 		if (!is_token(name, 0))
-			error_at(L, it, "tiers: '%s' is not a valid name", name);
+			error_at(L, it, "tiers: '%s' is not a valid name",
+				 name);
 		else if (find_tier(c, name) >= 0)
 			error_at(L, it, "tiers: duplicate tier '%s'", name);
 		else if (c->n_tiers < SL_MAX_TIERS)
@@ -230,7 +282,8 @@ f_keys(struct loader *L, yaml_node_t *v, void *o)
 	c->n_keys = 0;
 	free(c->keys); /* a repeated section is reported; never leaked */
 	c->keys = calloc((size_t)(v->data.mapping.pairs.top -
-				  v->data.mapping.pairs.start) + 1,
+				  v->data.mapping.pairs.start) +
+				 1,
 			 sizeof(*c->keys));
 	for (p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top;
 	     p++) {
@@ -258,7 +311,8 @@ f_methods(struct loader *L, yaml_node_t *v, void *o)
 
 	if (!is_seq(L, v, "methods"))
 		return;
-	SEQ_FOREACH(L, v, it) {
+	SEQ_FOREACH(L, v, it)
+	{
 		const char *s = scalar(L, it, "methods");
 		uint32_t b;
 
@@ -282,8 +336,12 @@ f_path_prefix(struct loader *L, yaml_node_t *v, void *o)
 		error_at(L, v, "path_prefix: must start with '/'");
 }
 
-static void f_host(struct loader *L, yaml_node_t *v, void *o)
-{ struct sl_rule *r = o; get_str(L, v, "host", r->host, sizeof(r->host)); }
+static void
+f_host(struct loader *L, yaml_node_t *v, void *o)
+{
+	struct sl_rule *r = o;
+	get_str(L, v, "host", r->host, sizeof(r->host));
+}
 
 static const struct field match_fields[] = {
 	{"methods", f_methods},
@@ -300,17 +358,20 @@ f_rname(struct loader *L, yaml_node_t *v, void *o)
 	if (get_str(L, v, "name", r->name, sizeof(r->name)) != 0)
 		return;
 	if (!is_token(r->name, 1))
-		error_at(L, v, "name: '%s' may use only letters, digits, '-', '_' and '.'",
+		error_at(L, v,
+			 "name: '%s' may use only letters, digits, '-', '_' "
+			 "and '.'",
 			 r->name);
 	else if (strcmp(r->name, "version") == 0)
-		error_at(L, v, "name: 'version' is reserved (telemetry reports it)");
+		error_at(L, v,
+			 "name: 'version' is reserved (telemetry reports it)");
 }
 
 static void
 f_scope(struct loader *L, yaml_node_t *v, void *o)
 {
-	static const char *const names[] = {"key", "user", "ip", "endpoint",
-					    "global", NULL};
+	static const char *const names[] = {"key",      "user",   "ip",
+					    "endpoint", "global", NULL};
 
 	get_enum(L, v, "scope", names, &((struct sl_rule *)o)->scope);
 }
@@ -335,21 +396,37 @@ f_algo(struct loader *L, yaml_node_t *v, void *o)
 {
 	static const char *const names[] = {"token_bucket", "gcra",
 					    "fixed_window", "sliding_window",
-					    "sliding_log", NULL};
+					    "sliding_log",  NULL};
 
 	get_enum(L, v, "algorithm", names, &((struct sl_rule *)o)->algo);
 }
 
-static void f_limit(struct loader *L, yaml_node_t *v, void *o)
-{ get_rate(L, v, "limit", &((struct sl_rule *)o)->limit); }
-static void f_burst(struct loader *L, yaml_node_t *v, void *o)
-{ GET_UINT(L, v, "burst", 1, 1000000000, ((struct sl_rule *)o)->burst); }
-static void f_cost(struct loader *L, yaml_node_t *v, void *o)
-{ GET_UINT(L, v, "cost", 1, 1000000, ((struct sl_rule *)o)->cost); }
-static void f_shadow(struct loader *L, yaml_node_t *v, void *o)
-{ get_bool(L, v, "shadow", &((struct sl_rule *)o)->shadow); }
-static void f_accuracy(struct loader *L, yaml_node_t *v, void *o)
-{ get_fraction(L, v, "accuracy", 0.0001, 0.5, &((struct sl_rule *)o)->accuracy_ppm); }
+static void
+f_limit(struct loader *L, yaml_node_t *v, void *o)
+{
+	get_rate(L, v, "limit", &((struct sl_rule *)o)->limit);
+}
+static void
+f_burst(struct loader *L, yaml_node_t *v, void *o)
+{
+	GET_UINT(L, v, "burst", 1, 1000000000, ((struct sl_rule *)o)->burst);
+}
+static void
+f_cost(struct loader *L, yaml_node_t *v, void *o)
+{
+	GET_UINT(L, v, "cost", 1, 1000000, ((struct sl_rule *)o)->cost);
+}
+static void
+f_shadow(struct loader *L, yaml_node_t *v, void *o)
+{
+	get_bool(L, v, "shadow", &((struct sl_rule *)o)->shadow);
+}
+static void
+f_accuracy(struct loader *L, yaml_node_t *v, void *o)
+{
+	get_fraction(L, v, "accuracy", 0.0001, 0.5,
+		     &((struct sl_rule *)o)->accuracy_ppm);
+}
 
 static void
 f_onfail(struct loader *L, yaml_node_t *v, void *o)
@@ -362,12 +439,17 @@ f_onfail(struct loader *L, yaml_node_t *v, void *o)
 }
 
 static const struct field rule_fields[] = {
-	{"name", f_rname},	 {"scope", f_scope},
-	{"tier", f_rtier},	 {"match", f_match},
-	{"algorithm", f_algo},	 {"limit", f_limit},
-	{"burst", f_burst},	 {"cost", f_cost},
+	{"name", f_rname},
+	{"scope", f_scope},
+	{"tier", f_rtier},
+	{"match", f_match},
+	{"algorithm", f_algo},
+	{"limit", f_limit},
+	{"burst", f_burst},
+	{"cost", f_cost},
 	{"on_store_failure", f_onfail},
-	{"accuracy", f_accuracy}, {"shadow", f_shadow},
+	{"accuracy", f_accuracy},
+	{"shadow", f_shadow},
 	{NULL, NULL},
 };
 
@@ -380,7 +462,9 @@ check_rule_numbers(struct loader *L, yaml_node_t *it, const struct sl_rule *r)
 	if (r->limit.count == 0)
 		return;
 	if (r->algo == SL_ALGO_SLIDING_LOG && r->limit.count > 64)
-		error_at(L, it, "rule '%s': sliding_log keeps every arrival; its limit is at most 64 per window",
+		error_at(L, it,
+			 "rule '%s': sliding_log keeps every arrival; its "
+			 "limit is at most 64 per window",
 			 r->name);
 	if ((r->algo == SL_ALGO_TOKEN_BUCKET || r->algo == SL_ALGO_GCRA) &&
 	    r->burst > (UINT64_MAX >> 2) / period_ns)
@@ -388,14 +472,19 @@ check_rule_numbers(struct loader *L, yaml_node_t *it, const struct sl_rule *r)
 			 r->name);
 	if ((r->algo == SL_ALGO_TOKEN_BUCKET || r->algo == SL_ALGO_GCRA) &&
 	    r->cost > r->burst)
-		error_at(L, it, "rule '%s': cost %u exceeds burst %llu: every request would be rejected",
+		error_at(L, it,
+			 "rule '%s': cost %u exceeds burst %llu: every request "
+			 "would be rejected",
 			 r->name, r->cost, (unsigned long long)r->burst);
 	else if (r->algo != SL_ALGO_TOKEN_BUCKET && r->algo != SL_ALGO_GCRA &&
 		 r->cost > r->limit.count)
-		error_at(L, it, "rule '%s': cost %u exceeds the limit: every request would be rejected",
+		error_at(L, it,
+			 "rule '%s': cost %u exceeds the limit: every request "
+			 "would be rejected",
 			 r->name, r->cost);
 	if (r->algo == SL_ALGO_SLIDING_WINDOW && r->limit.count > UINT32_MAX)
-		error_at(L, it, "rule '%s': sliding_window limit too large", r->name);
+		error_at(L, it, "rule '%s': sliding_window limit too large",
+			 r->name);
 }
 
 static int
@@ -421,7 +510,8 @@ f_rules(struct loader *L, yaml_node_t *v, void *o)
 	free(c->rules);
 	c->n_rules = 0;
 	c->rules = calloc(seq_len(v) + 1, sizeof(*c->rules));
-	SEQ_FOREACH(L, v, it) {
+	SEQ_FOREACH(L, v, it)
+	{
 		struct sl_rule *r = &c->rules[c->n_rules];
 		int before = L->nerr;
 
@@ -438,18 +528,23 @@ f_rules(struct loader *L, yaml_node_t *v, void *o)
 		else if (find_rule(c, r->name) >= 0)
 			error_at(L, it, "rule '%s': duplicate name", r->name);
 		if (!has_key(L, it, "limit"))
-			error_at(L, it, "rule '%s': 'limit' is required", r->name);
+			error_at(L, it, "rule '%s': 'limit' is required",
+				 r->name);
 		if (!has_key(L, it, "scope"))
-			error_at(L, it, "rule '%s': 'scope' is required", r->name);
+			error_at(L, it, "rule '%s': 'scope' is required",
+				 r->name);
 		if (r->burst && r->algo != SL_ALGO_TOKEN_BUCKET &&
 		    r->algo != SL_ALGO_GCRA)
-			error_at(L, it, "rule '%s': 'burst' applies to token_bucket and gcra only",
+			error_at(L, it,
+				 "rule '%s': 'burst' applies to token_bucket "
+				 "and gcra only",
 				 r->name);
 		if (r->burst == 0)
 			r->burst = r->limit.count;
 		check_rule_numbers(L, it, r);
 		if (c->n_rules >= SL_MAX_RULES)
-			error_at(L, it, "rules: at most %d rules", SL_MAX_RULES);
+			error_at(L, it, "rules: at most %d rules",
+				 SL_MAX_RULES);
 		if (L->nerr == before)
 			c->n_rules++;
 	}
@@ -483,16 +578,23 @@ ovr_id(struct loader *L, yaml_node_t *v, struct ovr_ctx *x, uint8_t kind,
        const char *what)
 {
 	if (x->has_id)
-		error_at(L, v, "%s: an override names one of key, user or ip", what);
+		error_at(L, v, "%s: an override names one of key, user or ip",
+			 what);
 	x->has_id = 1;
 	x->o->kind = kind;
 	get_str(L, v, what, x->o->key, sizeof(x->o->key));
 }
 
-static void f_okey(struct loader *L, yaml_node_t *v, void *o)
-{ ovr_id(L, v, o, SL_SCOPE_KEY, "key"); }
-static void f_ouser(struct loader *L, yaml_node_t *v, void *o)
-{ ovr_id(L, v, o, SL_SCOPE_USER, "user"); }
+static void
+f_okey(struct loader *L, yaml_node_t *v, void *o)
+{
+	ovr_id(L, v, o, SL_SCOPE_KEY, "key");
+}
+static void
+f_ouser(struct loader *L, yaml_node_t *v, void *o)
+{
+	ovr_id(L, v, o, SL_SCOPE_USER, "user");
+}
 
 static void
 f_oip(struct loader *L, yaml_node_t *v, void *o)
@@ -513,10 +615,17 @@ f_olimit(struct loader *L, yaml_node_t *v, void *o)
 	get_rate(L, v, "limit", &x->o->limit);
 }
 
-static void f_oburst(struct loader *L, yaml_node_t *v, void *o)
-{ GET_UINT(L, v, "burst", 1, 1000000000, ((struct ovr_ctx *)o)->o->burst); }
-static void f_oreason(struct loader *L, yaml_node_t *v, void *o)
-{ struct ovr_ctx *x = o; get_str(L, v, "reason", x->o->reason, sizeof(x->o->reason)); }
+static void
+f_oburst(struct loader *L, yaml_node_t *v, void *o)
+{
+	GET_UINT(L, v, "burst", 1, 1000000000, ((struct ovr_ctx *)o)->o->burst);
+}
+static void
+f_oreason(struct loader *L, yaml_node_t *v, void *o)
+{
+	struct ovr_ctx *x = o;
+	get_str(L, v, "reason", x->o->reason, sizeof(x->o->reason));
+}
 
 static void
 f_oexpires(struct loader *L, yaml_node_t *v, void *o)
@@ -531,7 +640,9 @@ f_oexpires(struct loader *L, yaml_node_t *v, void *o)
 	memset(&tm, 0, sizeof(tm));
 	end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (end == NULL || *end != '\0') {
-		error_at(L, v, "expires: expected a UTC time like 2026-12-31T00:00:00Z, got '%s'",
+		error_at(L, v,
+			 "expires: expected a UTC time like "
+			 "2026-12-31T00:00:00Z, got '%s'",
 			 s);
 		return;
 	}
@@ -539,10 +650,9 @@ f_oexpires(struct loader *L, yaml_node_t *v, void *o)
 }
 
 static const struct field override_fields[] = {
-	{"rule", f_orule},	 {"key", f_okey},     {"user", f_ouser},
-	{"ip", f_oip},		 {"limit", f_olimit}, {"burst", f_oburst},
-	{"expires", f_oexpires}, {"reason", f_oreason},
-	{NULL, NULL},
+	{"rule", f_orule},       {"key", f_okey},       {"user", f_ouser},
+	{"ip", f_oip},           {"limit", f_olimit},   {"burst", f_oburst},
+	{"expires", f_oexpires}, {"reason", f_oreason}, {NULL, NULL},
 };
 
 static void
@@ -557,7 +667,8 @@ f_overrides(struct loader *L, yaml_node_t *v, void *o)
 	free(c->overrides);
 	c->n_overrides = 0;
 	c->overrides = calloc(seq_len(v) + 1, sizeof(*c->overrides));
-	SEQ_FOREACH(L, v, it) {
+	SEQ_FOREACH(L, v, it)
+	{
 		struct ovr_ctx x = {.o = &c->overrides[c->n_overrides]};
 		int before = L->nerr;
 
@@ -567,7 +678,9 @@ f_overrides(struct loader *L, yaml_node_t *v, void *o)
 		if (x.o->rule == UINT32_MAX && L->nerr == before)
 			error_at(L, it, "override: 'rule' is required");
 		if (!x.has_id)
-			error_at(L, it, "override: one of 'key', 'user' or 'ip' is required");
+			error_at(L, it,
+				 "override: one of 'key', 'user' or 'ip' is "
+				 "required");
 		if (!has_key(L, it, "expires"))
 			error_at(L, it, "override: 'expires' is required");
 		if (!has_key(L, it, "limit"))
@@ -593,7 +706,8 @@ f_bkeys(struct loader *L, yaml_node_t *v, void *o)
 	free(c->block_keys);
 	c->n_block_keys = 0;
 	c->block_keys = calloc(seq_len(v) + 1, sizeof(*c->block_keys));
-	SEQ_FOREACH(L, v, it) {
+	SEQ_FOREACH(L, v, it)
+	{
 		if (get_str(L, it, "keys", c->block_keys[c->n_block_keys],
 			    SL_KEY_MAX) == 0)
 			c->n_block_keys++;
@@ -612,13 +726,16 @@ f_bcidrs(struct loader *L, yaml_node_t *v, void *o)
 	free(c->block_cidrs);
 	c->n_block_cidrs = 0;
 	c->block_cidrs = calloc(seq_len(v) + 1, sizeof(*c->block_cidrs));
-	SEQ_FOREACH(L, v, it) {
+	SEQ_FOREACH(L, v, it)
+	{
 		const char *s = scalar(L, it, "cidrs");
 
 		if (s == NULL)
 			continue;
 		if (sl_cidr_parse(s, &c->block_cidrs[c->n_block_cidrs]) != 0)
-			error_at(L, it, "cidrs: '%s' is not a valid CIDR (address/prefix, no host bits)",
+			error_at(L, it,
+				 "cidrs: '%s' is not a valid CIDR "
+				 "(address/prefix, no host bits)",
 				 s);
 		else
 			c->n_block_cidrs++;
@@ -646,7 +763,8 @@ f_endpoints(struct loader *L, yaml_node_t *v, void *o)
 	if (seq_len(v) == 0 || seq_len(v) > SL_MAX_ENDPOINTS)
 		error_at(L, v, "endpoints: expected 1 to %d endpoints",
 			 SL_MAX_ENDPOINTS);
-	SEQ_FOREACH(L, v, it) {
+	SEQ_FOREACH(L, v, it)
+	{
 		const char *s = scalar(L, it, "endpoints");
 		const char *colon;
 		struct sl_endpoint *e;
@@ -660,7 +778,8 @@ f_endpoints(struct loader *L, yaml_node_t *v, void *o)
 		port = colon ? strtol(colon + 1, &end, 10) : 0;
 		if (colon == NULL || colon == s || *end != '\0' || port < 1 ||
 		    port > 65535 || (size_t)(colon - s) >= sizeof(e->host)) {
-			error_at(L, it, "endpoints: expected host:port, got '%s'", s);
+			error_at(L, it,
+				 "endpoints: expected host:port, got '%s'", s);
 			continue;
 		}
 		memcpy(e->host, s, (size_t)(colon - s));
@@ -670,12 +789,25 @@ f_endpoints(struct loader *L, yaml_node_t *v, void *o)
 	}
 }
 
-static void f_cluster(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; get_bool(L, v, "cluster", &ST(L)->cluster); }
-static void f_timeout(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; GET_UINT(L, v, "timeout_ms", 1, 10000, ST(L)->timeout_ms); }
-static void f_probe(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; GET_UINT(L, v, "probe_interval_ms", 10, 600000, ST(L)->probe_interval_ms); }
+static void
+f_cluster(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	get_bool(L, v, "cluster", &ST(L)->cluster);
+}
+static void
+f_timeout(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "timeout_ms", 1, 10000, ST(L)->timeout_ms);
+}
+static void
+f_probe(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "probe_interval_ms", 10, 600000,
+		 ST(L)->probe_interval_ms);
+}
 
 static const struct field redis_fields[] = {
 	{"endpoints", f_endpoints},
@@ -693,10 +825,19 @@ f_redis(struct loader *L, yaml_node_t *v, void *o)
 		error_at(L, v, "redis: 'endpoints' is required");
 }
 
-static void f_expected(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; GET_UINT(L, v, "expected_appliances", 1, 10000, ST(L)->expected_appliances); }
-static void f_channel(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; get_str(L, v, "rules_channel", ST(L)->rules_channel, SL_NAME_MAX); }
+static void
+f_expected(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "expected_appliances", 1, 10000,
+		 ST(L)->expected_appliances);
+}
+static void
+f_channel(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	get_str(L, v, "rules_channel", ST(L)->rules_channel, SL_NAME_MAX);
+}
 
 static const struct field store_fields[] = {
 	{"redis", f_redis},
@@ -724,8 +865,12 @@ f_hstyle(struct loader *L, yaml_node_t *v, void *o)
 	get_enum(L, v, "headers", names, &L->cfg->response.headers);
 }
 
-static void f_expose(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; get_bool(L, v, "expose_rule", &L->cfg->response.expose_rule); }
+static void
+f_expose(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	get_bool(L, v, "expose_rule", &L->cfg->response.expose_rule);
+}
 
 static const struct field response_fields[] = {
 	{"retry_jitter", f_jitter},
@@ -743,18 +888,24 @@ f_version(struct loader *L, yaml_node_t *v, void *o)
 
 	(void)o;
 	if (get_u64(L, v, "version", 0, UINT32_MAX, &ver) == 0 && ver != 1)
-		error_at(L, v, "version: this sluice reads version 1 files, not %llu",
+		error_at(L, v,
+			 "version: this sluice reads version 1 files, not %llu",
 			 (unsigned long long)ver);
 }
 
-static void f_rules_version(struct loader *L, yaml_node_t *v, void *o)
-{ (void)o; get_str(L, v, "rules_version", L->cfg->version, sizeof(L->cfg->version)); }
+static void
+f_rules_version(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	get_str(L, v, "rules_version", L->cfg->version,
+		sizeof(L->cfg->version));
+}
 
-#define SECTION(fn, title, table)                                             \
-	static void fn(struct loader *L, yaml_node_t *v, void *o)            \
-	{                                                                     \
-		(void)o;                                                      \
-		walk_map(L, v, title, table, NULL);                           \
+#define SECTION(fn, title, table)                                              \
+	static void fn(struct loader *L, yaml_node_t *v, void *o)              \
+	{                                                                      \
+		(void)o;                                                       \
+		walk_map(L, v, title, table, NULL);                            \
 	}
 SECTION(f_dataplane, "dataplane", dataplane_fields)
 SECTION(f_identity, "identity", identity_fields)
@@ -818,7 +969,8 @@ pick(struct loader *L, yaml_node_t *root, const struct field *table)
 		if (k->type != YAML_SCALAR_NODE)
 			continue;
 		for (f = table; f->name != NULL; f++)
-			if (strcmp(f->name, (const char *)k->data.scalar.value) == 0)
+			if (strcmp(f->name,
+				   (const char *)k->data.scalar.value) == 0)
 				f->fn(L, node(L, p->value), NULL);
 	}
 }
@@ -842,10 +994,15 @@ check_whole(struct loader *L, yaml_node_t *root)
 	struct sl_config *c = L->cfg;
 
 	if (c->dataplane.downstream_port == c->dataplane.upstream_port)
-		error_at(L, root, "dataplane: downstream_port and upstream_port must differ");
+		error_at(L, root,
+			 "dataplane: downstream_port and upstream_port must "
+			 "differ");
 	if (c->identity.use_xff && c->identity.trusted_hops == 0)
-		error_at(L, root, "identity: client_ip x-forwarded-for needs trusted_hops >= 1");
-	if (c->dataplane.head_buffers_per_worker > c->dataplane.flows_per_worker)
+		error_at(L, root,
+			 "identity: client_ip x-forwarded-for needs "
+			 "trusted_hops >= 1");
+	if (c->dataplane.head_buffers_per_worker >
+	    c->dataplane.flows_per_worker)
 		c->dataplane.head_buffers_per_worker =
 			c->dataplane.flows_per_worker;
 }

@@ -11,7 +11,7 @@ sl_rate_parse(const char *s, struct sl_rate *out)
 	static const struct {
 		const char *unit;
 		uint64_t ms;
-	} units[] = {{"s", 1000}, {"sec", 1000}, {"min", 60000},
+	} units[] = {{"s", 1000},  {"sec", 1000},  {"min", 60000},
 		     {"m", 60000}, {"h", 3600000}, {"hour", 3600000}};
 	const char *slash = strchr(s, '/');
 	uint64_t n = 0;
@@ -89,15 +89,16 @@ sl_method_bit(const char *m, size_t len)
 	static const struct {
 		const char *name;
 		uint32_t bit;
-	} ms[] = {{"GET", SL_M_GET},	     {"HEAD", SL_M_HEAD},
-		  {"POST", SL_M_POST},	     {"PUT", SL_M_PUT},
+	} ms[] = {{"GET", SL_M_GET},         {"HEAD", SL_M_HEAD},
+		  {"POST", SL_M_POST},       {"PUT", SL_M_PUT},
 		  {"DELETE", SL_M_DELETE},   {"PATCH", SL_M_PATCH},
 		  {"OPTIONS", SL_M_OPTIONS}, {"CONNECT", SL_M_CONNECT},
 		  {"TRACE", SL_M_TRACE}};
 	size_t i;
 
 	for (i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
-		if (strlen(ms[i].name) == len && memcmp(ms[i].name, m, len) == 0)
+		if (strlen(ms[i].name) == len &&
+		    memcmp(ms[i].name, m, len) == 0)
 			return ms[i].bit;
 	return 0;
 }

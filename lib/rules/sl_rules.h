@@ -14,28 +14,44 @@
 #include <stddef.h>
 
 #define SL_MAX_SERVICE_PORTS 16
-#define SL_MAX_TIERS	     16
+#define SL_MAX_TIERS         16
 #define SL_MAX_ENDPOINTS     8
-#define SL_NAME_MAX	     64
-#define SL_TEXT_MAX	     256
-#define SL_KEY_MAX	     96
+#define SL_NAME_MAX          64
+#define SL_TEXT_MAX          256
+#define SL_KEY_MAX           96
 
-enum sl_scope { SL_SCOPE_KEY, SL_SCOPE_USER, SL_SCOPE_IP, SL_SCOPE_ENDPOINT,
-		SL_SCOPE_GLOBAL };
-enum sl_algo { SL_ALGO_TOKEN_BUCKET, SL_ALGO_GCRA, SL_ALGO_FIXED_WINDOW,
-	       SL_ALGO_SLIDING_WINDOW, SL_ALGO_SLIDING_LOG };
+enum sl_scope {
+	SL_SCOPE_KEY,
+	SL_SCOPE_USER,
+	SL_SCOPE_IP,
+	SL_SCOPE_ENDPOINT,
+	SL_SCOPE_GLOBAL
+};
+enum sl_algo {
+	SL_ALGO_TOKEN_BUCKET,
+	SL_ALGO_GCRA,
+	SL_ALGO_FIXED_WINDOW,
+	SL_ALGO_SLIDING_WINDOW,
+	SL_ALGO_SLIDING_LOG
+};
 enum sl_store_fail { SL_FAIL_OPEN, SL_LOCAL_STRICT, SL_FAIL_CLOSED };
 enum sl_hdr_style { SL_HDR_DRAFT, SL_HDR_LEGACY, SL_HDR_BOTH };
 
 /* The methods a rule may name, as a bit mask. */
 enum sl_method {
-	SL_M_GET = 1 << 0, SL_M_HEAD = 1 << 1, SL_M_POST = 1 << 2,
-	SL_M_PUT = 1 << 3, SL_M_DELETE = 1 << 4, SL_M_PATCH = 1 << 5,
-	SL_M_OPTIONS = 1 << 6, SL_M_CONNECT = 1 << 7, SL_M_TRACE = 1 << 8,
+	SL_M_GET = 1 << 0,
+	SL_M_HEAD = 1 << 1,
+	SL_M_POST = 1 << 2,
+	SL_M_PUT = 1 << 3,
+	SL_M_DELETE = 1 << 4,
+	SL_M_PATCH = 1 << 5,
+	SL_M_OPTIONS = 1 << 6,
+	SL_M_CONNECT = 1 << 7,
+	SL_M_TRACE = 1 << 8,
 };
 
 struct sl_rate {
-	uint64_t count;	    /* units per period */
+	uint64_t count;     /* units per period */
 	uint64_t period_ms; /* 1000, 60000 or 3600000 */
 };
 
@@ -45,7 +61,7 @@ struct sl_rule {
 	uint8_t algo;
 	uint8_t on_store_failure;
 	uint8_t shadow;
-	int16_t tier; /* -1: every tier */
+	int16_t tier;     /* -1: every tier */
 	uint32_t methods; /* 0: every method */
 	char path_prefix[SL_TEXT_MAX];
 	char host[SL_TEXT_MAX];
@@ -62,8 +78,8 @@ struct sl_key_tier {
 };
 
 struct sl_override {
-	uint32_t rule; /* index into rules */
-	uint8_t kind; /* SL_SCOPE_KEY, SL_SCOPE_USER or SL_SCOPE_IP */
+	uint32_t rule;  /* index into rules */
+	uint8_t kind;   /* SL_SCOPE_KEY, SL_SCOPE_USER or SL_SCOPE_IP */
 	uint8_t id_len; /* id: the identity's bytes (an address for ip) */
 	uint8_t id[16];
 	char key[SL_KEY_MAX];
@@ -166,12 +182,12 @@ uint32_t sl_method_bit(const char *m, size_t len);
 
 /* The parts of a request that rules look at. */
 struct sl_match_req {
-	uint32_t method;   /* sl_method bit, 0 for a method no rule names */
+	uint32_t method; /* sl_method bit, 0 for a method no rule names */
 	const char *target;
 	uint32_t target_len;
 	const char *host;
 	uint32_t host_len;
-	int16_t tier;	   /* -1: the request carries no API key */
+	int16_t tier; /* -1: the request carries no API key */
 	uint8_t has_key;
 	uint8_t has_user;
 };
@@ -192,8 +208,7 @@ const struct sl_rule *sl_ruleset_rule(const struct sl_ruleset *rs, uint32_t i);
 uint64_t sl_ruleset_rule_id(const struct sl_ruleset *rs, uint32_t i);
 
 /* Tier of an API key: the static map, else default_tier. */
-int sl_ruleset_tier(const struct sl_ruleset *rs, const char *key,
-		    uint32_t len);
+int sl_ruleset_tier(const struct sl_ruleset *rs, const char *key, uint32_t len);
 
 int sl_ruleset_key_blocked(const struct sl_ruleset *rs, const char *key,
 			   uint32_t len);

@@ -34,7 +34,7 @@ struct sl_ruleset {
 	uint8_t n_lens4;
 	uint8_t lens6[129];
 	uint8_t n_lens6;
-	struct htab ovr;      /* (rule, kind, id) -> override index */
+	struct htab ovr; /* (rule, kind, id) -> override index */
 	uint8_t (*prefix_keys)[18];
 };
 
@@ -258,12 +258,14 @@ sl_ruleset_build(const struct sl_config *src)
 					   0x52554c45u);
 	for (i = 0; i < c->n_keys; i++)
 		ht_put(&rs->keys,
-		       sl_hash64(c->keys[i].key, (uint32_t)strlen(c->keys[i].key), 1),
+		       sl_hash64(c->keys[i].key,
+				 (uint32_t)strlen(c->keys[i].key), 1),
 		       c->keys[i].key, (uint32_t)strlen(c->keys[i].key),
 		       c->keys[i].tier);
 	for (i = 0; i < c->n_block_keys; i++)
 		ht_put(&rs->blocked,
-		       sl_hash64(c->block_keys[i], (uint32_t)strlen(c->block_keys[i]), 1),
+		       sl_hash64(c->block_keys[i],
+				 (uint32_t)strlen(c->block_keys[i]), 1),
 		       c->block_keys[i], (uint32_t)strlen(c->block_keys[i]), 1);
 	if (build_cidrs(rs) != 0 || build_overrides(rs) != 0) {
 		sl_ruleset_free(rs);

@@ -261,8 +261,9 @@ sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n)
 		return -E2BIG;
 	memcpy(srcs, src, n * sizeof(*src));
 	n_srcs = n;
-	rc = rte_telemetry_register_cmd("/sluice/stats", cmd_stats,
-					"Totals over all workers. No parameters");
+	rc = rte_telemetry_register_cmd(
+		"/sluice/stats", cmd_stats,
+		"Totals over all workers. No parameters");
 	if (rc == 0)
 		rc = rte_telemetry_register_cmd(
 			"/sluice/workers", cmd_workers,

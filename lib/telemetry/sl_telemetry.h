@@ -22,7 +22,7 @@
 struct sl_counters {
 	uint64_t rx;
 	uint64_t tx;
-	uint64_t tx_dropped; /* unsent after tx_burst: freed */
+	uint64_t tx_dropped;  /* unsent after tx_burst: freed */
 	uint64_t passthrough; /* forwarded without inspection */
 	uint64_t inspected;   /* client segments on service ports */
 	uint64_t requests;    /* = allowed + rejected + blocked + invalid */
@@ -41,9 +41,9 @@ struct sl_counters {
 	uint64_t ident_user;
 	uint64_t ident_ip;
 	uint64_t xff_fallback;
-	uint64_t replies;	      /* answers built: 429, 403, 400, 431 */
-	uint64_t absorbed;	      /* client segments acknowledged after one */
-	uint64_t reply_alloc_failed;  /* no mbuf for the RST to the backend */
+	uint64_t replies;  /* answers built: 429, 403, 400, 431 */
+	uint64_t absorbed; /* client segments acknowledged after one */
+	uint64_t reply_alloc_failed; /* no mbuf for the RST to the backend */
 	uint64_t parse_error[SL_HTTP_E__COUNT];
 	uint64_t malformed_reason[SL_BAD__COUNT];
 } __attribute__((aligned(64)));

@@ -31,10 +31,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t off = 0;
 
 	if (t == NULL) {
-		struct sl_flow_params p = {.capacity = 64, .head_slots = 4,
+		struct sl_flow_params p = {.capacity = 64,
+					   .head_slots = 4,
 					   .max_head_bytes = 512,
 					   .idle_timeout = 10,
-					   .closed_timeout = 1, .http = &cfg};
+					   .closed_timeout = 1,
+					   .http = &cfg};
 		t = sl_flow_table_create(&p);
 	}
 	sl_flow_client_segment(t, &k, seq - 1, 0x02, NULL, 0, 0, on_ev, NULL);

@@ -24,9 +24,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = sl_http_parse_request((const char *)data, size, &cfg, &r);
 	if (rc > 0) {
 		/* every result must lie inside the input */
-		if ((size_t)rc > size || (r.method.p &&
-		    (r.method.p < (const char *)data ||
-		     r.method.p + r.method.len > (const char *)data + size)))
+		if ((size_t)rc > size ||
+		    (r.method.p &&
+		     (r.method.p < (const char *)data ||
+		      r.method.p + r.method.len > (const char *)data + size)))
 			abort();
 	}
 	/* every prefix of a complete head is incomplete, never an error */

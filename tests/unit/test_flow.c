@@ -47,9 +47,12 @@ on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 static struct sl_flow_table *
 table(uint32_t cap, uint32_t slots, uint32_t maxhead)
 {
-	struct sl_flow_params p = {
-		.capacity = cap, .head_slots = slots, .max_head_bytes = maxhead,
-		.idle_timeout = 1000, .closed_timeout = 10, .http = &HCFG};
+	struct sl_flow_params p = {.capacity = cap,
+				   .head_slots = slots,
+				   .max_head_bytes = maxhead,
+				   .idle_timeout = 1000,
+				   .closed_timeout = 10,
+				   .http = &HCFG};
 	struct sl_flow_table *t = sl_flow_table_create(&p);
 
 	assert_non_null(t);
@@ -79,10 +82,13 @@ seg(struct sl_flow_table *t, const struct sl_flow_key *k, uint32_t seq,
 				      (uint32_t)len, 1, on_ev, s);
 }
 
-static const char R1[] = "GET /one HTTP/1.1\r\nHost: a\r\nX-API-Key: k1\r\n\r\n";
-static const char R2[] = "POST /two HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello";
-static const char R3[] = "POST /three HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
-			 "3\r\nabc\r\n0\r\n\r\n";
+static const char R1[] =
+	"GET /one HTTP/1.1\r\nHost: a\r\nX-API-Key: k1\r\n\r\n";
+static const char R2[] =
+	"POST /two HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello";
+static const char R3[] =
+	"POST /three HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+	"3\r\nabc\r\n0\r\n\r\n";
 static const char R4[] = "GET /four HTTP/1.1\r\nHost: a\r\n\r\n";
 
 static void
@@ -140,9 +146,9 @@ one_byte_at_a_time(void **state)
 	memcpy(stream + len, R1, strlen(R1)), len += strlen(R1);
 	open_flow(t, &k, &s);
 	for (i = 0; i < len; i++)
-		assert_int_equal(seg(t, &k, 1000 + (uint32_t)i, ACK,
-				     stream + i, 1, &s),
-				 SL_SEG_FORWARD);
+		assert_int_equal(
+			seg(t, &k, 1000 + (uint32_t)i, ACK, stream + i, 1, &s),
+			SL_SEG_FORWARD);
 	assert_int_equal(s.n, 3);
 	assert_string_equal(s.targets[2], "/one");
 	assert_int_equal(sl_flow_stats(t)->reassembled, 3);
@@ -208,10 +214,12 @@ errors_and_limits(void **state)
 	(void)state;
 	/* a smuggling shape: flagged, then the flow is no longer read */
 	open_flow(t, &k1, &s);
-	assert_int_equal(seg(t, &k1, 1000, ACK,
-			     "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n"
-			     "Transfer-Encoding: chunked\r\n\r\n", 75, &s),
-			 SL_SEG_FORWARD);
+	assert_int_equal(
+		seg(t, &k1, 1000, ACK,
+		    "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n",
+		    75, &s),
+		SL_SEG_FORWARD);
 	assert_int_equal(s.kinds[0], SL_EV_PARSE_ERROR);
 	assert_int_equal(sl_flow_lookup(t, &k1)->state, SL_FLOW_PASS);
 	/* a head larger than max_head_bytes */
@@ -238,7 +246,8 @@ errors_and_limits(void **state)
 	s.n = 0;
 	open_flow(t, &k1, &s);
 	assert_int_equal(seg(t, &k1, 1000, ACK,
-			     "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+			     "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: "
+			     "chunked\r\n\r\nzz\r\n",
 			     58, &s),
 			 SL_SEG_FORWARD);
 	assert_int_equal(s.n, 2);
@@ -263,13 +272,16 @@ stop_absorbs_the_rest(void **state)
 			 SL_SEG_STOPPED);
 	assert_int_equal(s.n, 1);
 	/* what follows is acknowledged and swallowed, never parsed */
-	assert_int_equal(seg(t, &k, 1000 + (uint32_t)(l1 + l4), ACK, R1, l1, &s),
-			 SL_SEG_ABSORBED);
+	assert_int_equal(
+		seg(t, &k, 1000 + (uint32_t)(l1 + l4), ACK, R1, l1, &s),
+		SL_SEG_ABSORBED);
 	assert_int_equal(s.n, 1);
 	assert_int_equal(sl_flow_lookup(t, &k)->c_next, 1000 + 2 * l1 + l4);
-	assert_int_equal(seg(t, &k, 1000 + (uint32_t)(2 * l1 + l4), ACK, NULL, 0, &s),
-			 SL_SEG_DROP);
-	assert_int_equal(seg(t, &k, 1000 + (uint32_t)(2 * l1 + l4), FIN | ACK, NULL, 0, &s),
+	assert_int_equal(
+		seg(t, &k, 1000 + (uint32_t)(2 * l1 + l4), ACK, NULL, 0, &s),
+		SL_SEG_DROP);
+	assert_int_equal(seg(t, &k, 1000 + (uint32_t)(2 * l1 + l4), FIN | ACK,
+			     NULL, 0, &s),
 			 SL_SEG_ABSORBED);
 	assert_int_equal(sl_flow_lookup(t, &k)->c_next, 1001 + 2 * l1 + l4);
 	sl_flow_table_free(t);
@@ -316,9 +328,9 @@ close_and_server_side(void **state)
 	sl_flow_server_segment(t, &k, 5001, 1000 + (uint32_t)strlen(R4), ACK,
 			       100, 1);
 	assert_int_equal(f->s_next, 5101);
-	assert_int_equal(seg(t, &k, 1000 + (uint32_t)strlen(R4), FIN | ACK,
-			     NULL, 0, &s),
-			 SL_SEG_FORWARD);
+	assert_int_equal(
+		seg(t, &k, 1000 + (uint32_t)strlen(R4), FIN | ACK, NULL, 0, &s),
+		SL_SEG_FORWARD);
 	assert_true(f->c_fin);
 	sl_flow_server_segment(t, &k, 5101, 0, FIN | ACK, 0, 1);
 	assert_true(f->s_fin);

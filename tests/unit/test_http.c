@@ -15,15 +15,14 @@ static const struct sl_http_cfg CFG = {
 	.user_header = {"X-User-Id", 9},
 };
 
-static const char REQ[] =
-	"POST /v1/orders?id=7 HTTP/1.1\r\n"
-	"Host: api.example.com\r\n"
-	"User-Agent: curl/7.88\r\n"
-	"X-Forwarded-For: 203.0.113.9, 198.18.0.7\r\n"
-	"x-api-key:   k-123  \r\n"
-	"X-User-Id: u-9\r\n"
-	"Content-Length: 12\r\n"
-	"\r\n";
+static const char REQ[] = "POST /v1/orders?id=7 HTTP/1.1\r\n"
+			  "Host: api.example.com\r\n"
+			  "User-Agent: curl/7.88\r\n"
+			  "X-Forwarded-For: 203.0.113.9, 198.18.0.7\r\n"
+			  "x-api-key:   k-123  \r\n"
+			  "X-User-Id: u-9\r\n"
+			  "Content-Length: 12\r\n"
+			  "\r\n";
 
 /* Parses from an exact-size heap copy so ASan sees any overread. */
 static int
@@ -147,8 +146,10 @@ static void
 strictness(void **state)
 {
 	static const struct bad_case cases[] = {
-		{"GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", SL_HTTP_E_OBS_FOLD},
-		{"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n\tc\r\n\r\n", SL_HTTP_E_OBS_FOLD},
+		{"GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n",
+		 SL_HTTP_E_OBS_FOLD},
+		{"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n\tc\r\n\r\n",
+		 SL_HTTP_E_OBS_FOLD},
 		{"GET / HTTP/1.1\r\nHost : a\r\n\r\n", SL_HTTP_E_WS_COLON},
 		{"GET / HTTP/1.1\r\nHost\t: a\r\n\r\n", SL_HTTP_E_WS_COLON},
 		{"GET / HTTP/1.1\r\nHo(st: a\r\n\r\n", SL_HTTP_E_HDR_NAME},
@@ -166,20 +167,30 @@ strictness(void **state)
 		{"GET / HTTP/1.1\r\nHost: a\x01\r\n\r\n", SL_HTTP_E_CTL},
 		{"GET / HTTP/1.1\r\nHost: a\x7f\r\n\r\n", SL_HTTP_E_CTL},
 		{"GET / HTTP/1.1\r\n\r\n", SL_HTTP_E_HOST},
-		{"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", SL_HTTP_E_HOST},
+		{"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+		 SL_HTTP_E_HOST},
 		{"GET / HTTP/1.1\r\nHost:\r\n\r\n", SL_HTTP_E_HOST},
-		{"GET / HTTP/1.1\r\nHost: a\r\nX-API-Key: 1\r\nX-API-Key: 2\r\n\r\n",
+		{"GET / HTTP/1.1\r\nHost: a\r\nX-API-Key: 1\r\nX-API-Key: "
+		 "2\r\n\r\n",
 		 SL_HTTP_E_DUP_IDENT},
 		{"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x\r\n"
-		 "Authorization: Bearer y\r\n\r\n", SL_HTTP_E_DUP_IDENT},
-		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", SL_HTTP_E_CL_BAD},
-		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n", SL_HTTP_E_CL_BAD},
-		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x5\r\n\r\n", SL_HTTP_E_CL_BAD},
-		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5 5\r\n\r\n", SL_HTTP_E_CL_BAD},
-		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n", SL_HTTP_E_CL_BAD},
-		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n",
+		 "Authorization: Bearer y\r\n\r\n",
+		 SL_HTTP_E_DUP_IDENT},
+		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n",
 		 SL_HTTP_E_CL_BAD},
-		{"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", SL_HTTP_E_TE_HTTP10},
+		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n",
+		 SL_HTTP_E_CL_BAD},
+		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x5\r\n\r\n",
+		 SL_HTTP_E_CL_BAD},
+		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5 5\r\n\r\n",
+		 SL_HTTP_E_CL_BAD},
+		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n",
+		 SL_HTTP_E_CL_BAD},
+		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: "
+		 "99999999999999999999\r\n\r\n",
+		 SL_HTTP_E_CL_BAD},
+		{"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+		 SL_HTTP_E_TE_HTTP10},
 	};
 
 	(void)state;
@@ -193,29 +204,39 @@ smuggling_shapes(void **state)
 	static const struct bad_case cases[] = {
 		/* CL.TE and TE.CL: both framings present */
 		{"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 13\r\n"
-		 "Transfer-Encoding: chunked\r\n\r\n", SL_HTTP_E_CL_TE},
+		 "Transfer-Encoding: chunked\r\n\r\n",
+		 SL_HTTP_E_CL_TE},
 		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
-		 "Content-Length: 4\r\n\r\n", SL_HTTP_E_CL_TE},
+		 "Content-Length: 4\r\n\r\n",
+		 SL_HTTP_E_CL_TE},
 		/* TE.TE: obfuscated or doubled codings */
 		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
-		 "Transfer-Encoding: identity\r\n\r\n", SL_HTTP_E_TE_NOT_CHUNKED},
-		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n",
+		 "Transfer-Encoding: identity\r\n\r\n",
 		 SL_HTTP_E_TE_NOT_CHUNKED},
-		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: "
+		 "xchunked\r\n\r\n",
 		 SL_HTTP_E_TE_NOT_CHUNKED},
-		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, "
+		 "chunked\r\n\r\n",
+		 SL_HTTP_E_TE_NOT_CHUNKED},
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, "
+		 "gzip\r\n\r\n",
 		 SL_HTTP_E_TE_NOT_CHUNKED},
 		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n",
 		 SL_HTTP_E_TE_NOT_CHUNKED},
-		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\n\r\n",
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : "
+		 "chunked\r\n\r\n",
 		 SL_HTTP_E_WS_COLON},
-		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n chunked\r\n\r\n",
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n "
+		 "chunked\r\n\r\n",
 		 SL_HTTP_E_OBS_FOLD},
 		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
-		 "Content-Length: 0\r\nContent-Length: 0\r\n\r\n", SL_HTTP_E_CL_TE},
+		 "Content-Length: 0\r\nContent-Length: 0\r\n\r\n",
+		 SL_HTTP_E_CL_TE},
 		/* CL.CL: two lengths that differ, in one field or two */
 		{"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n"
-		 "Content-Length: 5\r\n\r\n", SL_HTTP_E_CL_DIFF},
+		 "Content-Length: 5\r\n\r\n",
+		 SL_HTTP_E_CL_DIFF},
 		{"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4, 5\r\n\r\n",
 		 SL_HTTP_E_CL_DIFF},
 	};
@@ -232,10 +253,12 @@ accepted_forms(void **state)
 
 	(void)state;
 	/* identical repeated lengths are one length (RFC 9110 8.6) */
-	s = "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 7\r\nContent-Length: 7, 7\r\n\r\n";
+	s = "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: "
+	    "7\r\nContent-Length: 7, 7\r\n\r\n";
 	assert_int_equal(parse_str(s, &r), (int)strlen(s));
 	assert_int_equal(r.content_length, 7);
-	s = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, Chunked\r\n\r\n";
+	s = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, "
+	    "Chunked\r\n\r\n";
 	assert_int_equal(parse_str(s, &r), (int)strlen(s));
 	assert_true(r.chunked);
 	/* leading empty lines are skipped and counted */
@@ -246,14 +269,16 @@ accepted_forms(void **state)
 	s = "GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer  tok-1\r\n\r\n";
 	assert_int_equal(parse_str(s, &r), (int)strlen(s));
 	assert_str(r.api_key, "tok-1");
-	s = "GET / HTTP/1.1\r\nAuthorization: Bearer tok-1\r\nHost: a\r\nX-API-Key: k\r\n\r\n";
+	s = "GET / HTTP/1.1\r\nAuthorization: Bearer tok-1\r\nHost: "
+	    "a\r\nX-API-Key: k\r\n\r\n";
 	assert_int_equal(parse_str(s, &r), (int)strlen(s));
 	assert_str(r.api_key, "k");
 	s = "GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Basic eDp5\r\n\r\n";
 	assert_int_equal(parse_str(s, &r), (int)strlen(s));
 	assert_int_equal(r.api_key.len, 0);
 	/* upgrade and CONNECT leave HTTP */
-	s = "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\n\r\n";
+	s = "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, "
+	    "Upgrade\r\nUpgrade: websocket\r\n\r\n";
 	assert_int_equal(parse_str(s, &r), (int)strlen(s));
 	assert_true(r.upgrade);
 	s = "CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n";
@@ -262,11 +287,13 @@ accepted_forms(void **state)
 	s = "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
 	assert_int_equal(parse_str(s, &r), (int)strlen(s));
 	assert_true(r.conn_close);
-	/* obs-text in values is allowed; trailing whitespace is not the value */
+	/* obs-text in values is allowed; trailing whitespace is not the value
+	 */
 	s = "GET / HTTP/1.1\r\nHost: a\r\nX-N: caf\xc3\xa9 \t\r\n\r\n";
 	assert_int_equal(parse_str(s, &r), (int)strlen(s));
 	/* X-Forwarded-For fields are kept in order */
-	s = "GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 1.1.1.1\r\nx-forwarded-for: 2.2.2.2\r\n\r\n";
+	s = "GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: "
+	    "1.1.1.1\r\nx-forwarded-for: 2.2.2.2\r\n\r\n";
 	assert_int_equal(parse_str(s, &r), (int)strlen(s));
 	assert_int_equal(r.n_xff, 2);
 	assert_str(r.xff[1], "2.2.2.2");
@@ -308,8 +335,9 @@ too_many_headers(void **state)
 
 /* ---- chunked ---- */
 
-static const char BODY[] = "4\r\nWiki\r\n5;ext=1\r\npedia\r\nE \r\n in\r\n\r\nchunks.\r\n"
-			   "0\r\nX-Trailer: t\r\n\r\n";
+static const char BODY[] =
+	"4\r\nWiki\r\n5;ext=1\r\npedia\r\nE \r\n in\r\n\r\nchunks.\r\n"
+	"0\r\nX-Trailer: t\r\n\r\n";
 
 static void
 chunked_whole_and_bytewise(void **state)
@@ -323,8 +351,9 @@ chunked_whole_and_bytewise(void **state)
 	memcpy(after, BODY, sizeof(BODY) - 1);
 	memcpy(after + sizeof(BODY) - 1, "GET", 3);
 	sl_chunked_init(&c);
-	assert_int_equal(sl_chunked_consume(&c, after, sizeof(after) - 1, &done),
-			 (long)strlen(BODY));
+	assert_int_equal(
+		sl_chunked_consume(&c, after, sizeof(after) - 1, &done),
+		(long)strlen(BODY));
 	assert_true(done);
 	sl_chunked_init(&c);
 	for (i = 0; i < strlen(BODY); i++) {
@@ -337,13 +366,13 @@ static void
 chunked_errors(void **state)
 {
 	static const char *bad[] = {
-		"x\r\n",	      /* not hex */
-		"\r\n",		      /* no size */
-		"4\nWiki\r\n",	      /* bare LF */
-		"4\r\nWikiX\r\n",     /* data longer than the size */
+		"x\r\n",                 /* not hex */
+		"\r\n",                  /* no size */
+		"4\nWiki\r\n",           /* bare LF */
+		"4\r\nWikiX\r\n",        /* data longer than the size */
 		"10000000000000000\r\n", /* overflow */
-		"0\r\n\x01x\r\n\r\n", /* control byte in trailer */
-		"4;a\x00\r\n",	      /* NUL in extension */
+		"0\r\n\x01x\r\n\r\n",    /* control byte in trailer */
+		"4;a\x00\r\n",           /* NUL in extension */
 	};
 	size_t i;
 

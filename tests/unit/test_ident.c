@@ -10,11 +10,10 @@
 
 static const uint8_t PEER4[16] = {198, 18, 0, 7};
 static const uint8_t PEER6[16] = {0x20, 0x01, 0x00, 0x02, 0, 0, 0xab, 0xcd,
-				  1, 2, 3, 4, 5, 6, 7, 8};
+				  1,    2,    3,    4,    5, 6, 7,    8};
 
 static struct sl_http_req
-req_with(const char *key, const char *user, const char *xff1,
-	 const char *xff2)
+req_with(const char *key, const char *user, const char *xff1, const char *xff2)
 {
 	struct sl_http_req r;
 
@@ -24,9 +23,11 @@ req_with(const char *key, const char *user, const char *xff1,
 	if (user)
 		r.user = (struct sl_str){user, (uint32_t)strlen(user)};
 	if (xff1)
-		r.xff[r.n_xff++] = (struct sl_str){xff1, (uint32_t)strlen(xff1)};
+		r.xff[r.n_xff++] =
+			(struct sl_str){xff1, (uint32_t)strlen(xff1)};
 	if (xff2)
-		r.xff[r.n_xff++] = (struct sl_str){xff2, (uint32_t)strlen(xff2)};
+		r.xff[r.n_xff++] =
+			(struct sl_str){xff2, (uint32_t)strlen(xff2)};
 	return r;
 }
 
@@ -58,8 +59,8 @@ key_then_user_then_ip(void **state)
 static void
 xff_trusted_hops(void **state)
 {
-	struct sl_ident_cfg cfg = {.use_xff = 1, .trusted_hops = 1,
-				   .ipv6_prefix = 64};
+	struct sl_ident_cfg cfg = {
+		.use_xff = 1, .trusted_hops = 1, .ipv6_prefix = 64};
 	struct sl_identity id;
 	struct sl_http_req r;
 	char s[128];

@@ -40,7 +40,8 @@ token_bucket(void **state)
 	int i;
 
 	(void)state;
-	assert_int_equal(sl_limit_params_init(&p, SL_LIM_TOKEN_BUCKET, 10, S, 5), 0);
+	assert_int_equal(
+		sl_limit_params_init(&p, SL_LIM_TOKEN_BUCKET, 10, S, 5), 0);
 	for (i = 0; i < 5; i++) {
 		assert_true(take(&p, s, 1, t0, &r));
 		assert_int_equal(r.remaining, 4 - i);
@@ -108,7 +109,8 @@ gcra(void **state)
 	assert_true(take(&p, s, 1, t0 + 100 * MS, &r));
 	/* smooth: one every 100 ms from now on */
 	for (i = 2; i < 10; i++) {
-		assert_false(take(&p, s, 1, t0 + (uint64_t)i * 100 * MS - 1, &r));
+		assert_false(
+			take(&p, s, 1, t0 + (uint64_t)i * 100 * MS - 1, &r));
 		assert_true(take(&p, s, 1, t0 + (uint64_t)i * 100 * MS, &r));
 	}
 	/* a rate that does not divide the period stays exact: 3/s */
@@ -178,7 +180,8 @@ sliding_log(void **state)
 	uint64_t t0 = 7 * S;
 
 	(void)state;
-	assert_int_equal(sl_limit_params_init(&p, SL_LIM_SLIDING_LOG, 3, 60 * S, 0), 0);
+	assert_int_equal(
+		sl_limit_params_init(&p, SL_LIM_SLIDING_LOG, 3, 60 * S, 0), 0);
 	assert_true(take(&p, s, 1, t0, &r));
 	assert_true(take(&p, s, 1, t0 + 10 * S, &r));
 	assert_true(take(&p, s, 1, t0 + 20 * S, &r));
@@ -194,7 +197,8 @@ sliding_log(void **state)
 	/* clock back by 50 s: nothing expires early */
 	assert_false(take(&p, s, 1, t0 + 10 * S, &r));
 	/* limits beyond the log's capacity are refused */
-	assert_int_equal(sl_limit_params_init(&p, SL_LIM_SLIDING_LOG, 65, S, 0), -1);
+	assert_int_equal(sl_limit_params_init(&p, SL_LIM_SLIDING_LOG, 65, S, 0),
+			 -1);
 	free(s);
 }
 
@@ -204,14 +208,18 @@ bad_params(void **state)
 	struct sl_limit_params p;
 
 	(void)state;
-	assert_int_equal(sl_limit_params_init(&p, SL_LIM_TOKEN_BUCKET, 0, S, 1), -1);
+	assert_int_equal(sl_limit_params_init(&p, SL_LIM_TOKEN_BUCKET, 0, S, 1),
+			 -1);
 	assert_int_equal(sl_limit_params_init(&p, SL_LIM_TOKEN_BUCKET, 1,
-					      3600 * S, 1000000000), -1);
-	assert_int_equal(sl_limit_params_init(&p, SL_LIM_GCRA, 1000000, 3600 * S,
-					      1000000), 0);
+					      3600 * S, 1000000000),
+			 -1);
+	assert_int_equal(sl_limit_params_init(&p, SL_LIM_GCRA, 1000000,
+					      3600 * S, 1000000),
+			 0);
 }
 
-/* A flood of new identities never grows the table nor evicts a throttled one. */
+/* A flood of new identities never grows the table nor evicts a throttled one.
+ */
 static void
 bucket_flood(void **state)
 {

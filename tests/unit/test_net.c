@@ -62,9 +62,9 @@ fragments_and_other(void **state)
 	assert_int_equal(sl_pkt_parse(FRAME_V6FRAG, sizeof(FRAME_V6FRAG), &p),
 			 SL_PKT_FRAG);
 	assert_int_equal(p.l4_proto, 6);
-	assert_int_equal(sl_pkt_parse(FRAME_QINQ_UDP, sizeof(FRAME_QINQ_UDP),
-				      &p),
-			 SL_PKT_OTHER);
+	assert_int_equal(
+		sl_pkt_parse(FRAME_QINQ_UDP, sizeof(FRAME_QINQ_UDP), &p),
+		SL_PKT_OTHER);
 	assert_int_equal(p.n_vlan, 2);
 	assert_int_equal(p.l4_proto, 17);
 }
@@ -161,30 +161,34 @@ checksums(void **state)
 	assert_int_equal(sl_pkt_parse(b, sizeof(b), &p), SL_PKT_TCP);
 }
 
-static const char WANT429[] =
-	"HTTP/1.1 429 Too Many Requests\r\n"
-	"Content-Type: application/json\r\n"
-	"Cache-Control: no-store\r\n"
-	"Retry-After: 3\r\n"
-	"RateLimit-Policy: \"key-free\";q=100;w=60\r\n"
-	"RateLimit: \"key-free\";r=0;t=42\r\n"
-	"RateLimit-Limit: 100\r\n"
-	"RateLimit-Remaining: 0\r\n"
-	"RateLimit-Reset: 42\r\n"
-	"X-RateLimit-Rule: key-free\r\n"
-	"Connection: close\r\n"
-	"Content-Length: 59\r\n"
-	"\r\n"
-	"{\"error\":\"rate_limited\",\"rule\":\"key-free\",\"retry_after\":3}\n";
+static const char WANT429[] = "HTTP/1.1 429 Too Many Requests\r\n"
+			      "Content-Type: application/json\r\n"
+			      "Cache-Control: no-store\r\n"
+			      "Retry-After: 3\r\n"
+			      "RateLimit-Policy: \"key-free\";q=100;w=60\r\n"
+			      "RateLimit: \"key-free\";r=0;t=42\r\n"
+			      "RateLimit-Limit: 100\r\n"
+			      "RateLimit-Remaining: 0\r\n"
+			      "RateLimit-Reset: 42\r\n"
+			      "X-RateLimit-Rule: key-free\r\n"
+			      "Connection: close\r\n"
+			      "Content-Length: 59\r\n"
+			      "\r\n"
+			      "{\"error\":\"rate_limited\",\"rule\":\"key-"
+			      "free\",\"retry_after\":3}\n";
 
 static void
 reply_text(void **state)
 {
 	struct sl_reply_info ri = {.status = 429,
 				   .headers = SL_RH_DRAFT | SL_RH_LEGACY,
-				   .expose_rule = 1, .rule = "key-free",
-				   .rule_len = 8, .retry_after_s = 3,
-				   .limit = 100, .window_s = 60, .remaining = 0,
+				   .expose_rule = 1,
+				   .rule = "key-free",
+				   .rule_len = 8,
+				   .retry_after_s = 3,
+				   .limit = 100,
+				   .window_s = 60,
+				   .remaining = 0,
 				   .reset_s = 42};
 	char buf[1024];
 	uint32_t n;
@@ -201,7 +205,8 @@ reply_text(void **state)
 	buf[n] = '\0';
 	assert_null(strstr(buf, "X-RateLimit-Rule"));
 	assert_null(strstr(buf, "RateLimit-Limit"));
-	assert_non_null(strstr(buf, "{\"error\":\"rate_limited\",\"retry_after\":3}\n"));
+	assert_non_null(strstr(
+		buf, "{\"error\":\"rate_limited\",\"retry_after\":3}\n"));
 }
 
 /* The template, filled, is the same text, and its sum is right. */
@@ -209,12 +214,14 @@ static void
 reply_template(void **state)
 {
 	static const uint64_t nums[][5] = {
-		{1, 5, 1, 0, 1},   {3, 100, 60, 0, 42}, {27, 7, 3600, 2, 3599},
-		{123456, 1000000, 86400, 999, 12},    {9, 10, 11, 12, 13},
+		{1, 5, 1, 0, 1},        {3, 100, 60, 0, 42},
+		{27, 7, 3600, 2, 3599}, {123456, 1000000, 86400, 999, 12},
+		{9, 10, 11, 12, 13},
 	};
 	struct sl_reply_info ri = {.status = 429,
 				   .headers = SL_RH_DRAFT | SL_RH_LEGACY,
-				   .expose_rule = 1, .rule = "r-odd",
+				   .expose_rule = 1,
+				   .rule = "r-odd",
 				   .rule_len = 5};
 	struct sl_reply_tpl t;
 	size_t i;
@@ -238,7 +245,8 @@ reply_template(void **state)
 		gn = sl_reply_tpl_fill(&t, &v, got, sizeof(got), &sum);
 		assert_int_equal(gn, wn);
 		assert_memory_equal(got, want, wn);
-		/* a segment carrying it, checksummed from the template's sums */
+		/* a segment carrying it, checksummed from the template's sums
+		 */
 		assert_int_equal(sl_pkt_parse(FRAME_V6, sizeof(FRAME_V6), &p),
 				 SL_PKT_TCP);
 		fl = sl_reply_segment_sum(frame, sizeof(frame), FRAME_V6, &p, 1,
@@ -293,9 +301,9 @@ reply_segment(void **state)
 	assert_memory_equal(q.dst, p.src, 4);
 	assert_true(sl_tcp_cksum_ok(out, &q));
 	/* no room */
-	assert_int_equal(sl_reply_segment(out, 40, FRAME_V4, &p, 1, 0, 0, 0,
-					  NULL, 0),
-			 0);
+	assert_int_equal(
+		sl_reply_segment(out, 40, FRAME_V4, &p, 1, 0, 0, 0, NULL, 0),
+		0);
 }
 
 int

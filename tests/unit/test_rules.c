@@ -36,7 +36,8 @@ full_example(void **state)
 		"  - name: r1\n"
 		"    scope: key\n"
 		"    tier: pro\n"
-		"    match: {methods: [GET, POST], path_prefix: /v1/, host: api}\n"
+		"    match: {methods: [GET, POST], path_prefix: /v1/, host: "
+		"api}\n"
 		"    algorithm: gcra\n"
 		"    limit: 100/min\n"
 		"    burst: 20\n"
@@ -44,9 +45,11 @@ full_example(void **state)
 		"    on_store_failure: fail_closed\n"
 		"    accuracy: 0.05\n"
 		"    shadow: true\n"
-		"  - {name: r2, scope: ip, limit: 5/s, algorithm: sliding_log}\n"
+		"  - {name: r2, scope: ip, limit: 5/s, algorithm: "
+		"sliding_log}\n"
 		"overrides:\n"
-		"  - {rule: r1, key: k-a, limit: 10/s, expires: 2030-01-02T03:04:05Z,"
+		"  - {rule: r1, key: k-a, limit: 10/s, expires: "
+		"2030-01-02T03:04:05Z,"
 		" reason: launch}\n"
 		"blocklist:\n"
 		"  keys: [bad]\n"
@@ -54,7 +57,8 @@ full_example(void **state)
 		"store:\n"
 		"  redis: {endpoints: [\"127.0.0.1:6379\"], timeout_ms: 7}\n"
 		"  expected_appliances: 3\n"
-		"response: {retry_jitter: 0.5, headers: both, expose_rule: false}\n";
+		"response: {retry_jitter: 0.5, headers: both, expose_rule: "
+		"false}\n";
 	char err[4096];
 	struct sl_config *c = load(y, err, sizeof(err));
 
@@ -99,44 +103,49 @@ full_example(void **state)
 static void
 all_errors_with_positions(void **state)
 {
-	static const char y[] =
-		"version: 1\n"				   /* 1 */
-		"dataplane:\n"				   /* 2 */
-		"  service_ports: [80, 70000]\n"	   /* 3 */
-		"  colour: blue\n"			   /* 4 */
-		"tiers: [free]\n"			   /* 5 */
-		"rules:\n"				   /* 6 */
-		"  - name: a\n"				   /* 7 */
-		"    scope: key\n"			   /* 8 */
-		"    limit: 10/fortnight\n"		   /* 9 */
-		"  - name: b\n"				   /* 10 */
-		"    scope: key\n"			   /* 11 */
-		"    limit: 1/s\n"			   /* 12 */
-		"    tier: gold\n"			   /* 13 */
-		"  - name: c\n"				   /* 14 */
-		"    scope: ip\n"			   /* 15 */
-		"    limit: 1/s\n"			   /* 16 */
-		"  - name: c\n"				   /* 17 */
-		"    scope: ip\n"			   /* 18 */
-		"    limit: 2/s\n"			   /* 19 */
-		"overrides:\n"				   /* 20 */
-		"  - rule: nope\n"			   /* 21 */
-		"    key: x\n"				   /* 22 */
-		"    limit: 1/s\n"			   /* 23 */
-		"blocklist:\n"				   /* 24 */
-		"  cidrs: [10.0.0.1/8]\n";		   /* 25 */
+	static const char y[] = "version: 1\n"                   /* 1 */
+				"dataplane:\n"                   /* 2 */
+				"  service_ports: [80, 70000]\n" /* 3 */
+				"  colour: blue\n"               /* 4 */
+				"tiers: [free]\n"                /* 5 */
+				"rules:\n"                       /* 6 */
+				"  - name: a\n"                  /* 7 */
+				"    scope: key\n"               /* 8 */
+				"    limit: 10/fortnight\n"      /* 9 */
+				"  - name: b\n"                  /* 10 */
+				"    scope: key\n"               /* 11 */
+				"    limit: 1/s\n"               /* 12 */
+				"    tier: gold\n"               /* 13 */
+				"  - name: c\n"                  /* 14 */
+				"    scope: ip\n"                /* 15 */
+				"    limit: 1/s\n"               /* 16 */
+				"  - name: c\n"                  /* 17 */
+				"    scope: ip\n"                /* 18 */
+				"    limit: 2/s\n"               /* 19 */
+				"overrides:\n"                   /* 20 */
+				"  - rule: nope\n"               /* 21 */
+				"    key: x\n"                   /* 22 */
+				"    limit: 1/s\n"               /* 23 */
+				"blocklist:\n"                   /* 24 */
+				"  cidrs: [10.0.0.1/8]\n";       /* 25 */
 	char err[4096];
 
 	(void)state;
 	assert_null(load(y, err, sizeof(err)));
-	assert_non_null(strstr(err, "t.yaml:3:23: service_ports: expected an integer from 1 to 65535, got '70000'\n"));
-	assert_non_null(strstr(err, "t.yaml:4:3: dataplane: unknown key 'colour'\n"));
+	assert_non_null(strstr(err, "t.yaml:3:23: service_ports: expected an "
+				    "integer from 1 to 65535, got '70000'\n"));
+	assert_non_null(
+		strstr(err, "t.yaml:4:3: dataplane: unknown key 'colour'\n"));
 	assert_non_null(strstr(err, "t.yaml:9:12: limit: expected a rate"));
-	assert_non_null(strstr(err, "t.yaml:13:11: tier: unknown tier 'gold'\n"));
+	assert_non_null(
+		strstr(err, "t.yaml:13:11: tier: unknown tier 'gold'\n"));
 	assert_non_null(strstr(err, "t.yaml:17:5: rule 'c': duplicate name\n"));
-	assert_non_null(strstr(err, "t.yaml:21:5: override: 'expires' is required\n"));
-	assert_non_null(strstr(err, "t.yaml:21:11: rule: unknown rule 'nope'\n"));
-	assert_non_null(strstr(err, "t.yaml:25:11: cidrs: '10.0.0.1/8' is not a valid CIDR"));
+	assert_non_null(
+		strstr(err, "t.yaml:21:5: override: 'expires' is required\n"));
+	assert_non_null(
+		strstr(err, "t.yaml:21:11: rule: unknown rule 'nope'\n"));
+	assert_non_null(strstr(
+		err, "t.yaml:25:11: cidrs: '10.0.0.1/8' is not a valid CIDR"));
 	/* in file order */
 	assert_true(strstr(err, ":3:23:") < strstr(err, ":4:3:"));
 	assert_true(strstr(err, ":13:11:") < strstr(err, ":25:11:"));
@@ -194,7 +203,8 @@ shipped_configs_are_valid(void **state)
 
 	(void)state;
 	for (i = 0; i < 2; i++) {
-		struct sl_config *c = sl_config_load(files[i], err, sizeof(err));
+		struct sl_config *c =
+			sl_config_load(files[i], err, sizeof(err));
 
 		if (c == NULL)
 			fail_msg("%s", err);
@@ -219,11 +229,14 @@ static const char RS_YAML[] =
 	"     match: {host: api.example.com}}\n"
 	"  - {name: users, scope: user, limit: 50/min}\n"
 	"overrides:\n"
-	"  - {rule: free-key, key: k-big, limit: 1000/min, expires: 2030-01-01T00:00:00Z}\n"
-	"  - {rule: login, ip: 198.18.0.9, limit: 50/min, expires: 2020-01-01T00:00:00Z}\n"
+	"  - {rule: free-key, key: k-big, limit: 1000/min, expires: "
+	"2030-01-01T00:00:00Z}\n"
+	"  - {rule: login, ip: 198.18.0.9, limit: 50/min, expires: "
+	"2020-01-01T00:00:00Z}\n"
 	"blocklist:\n"
 	"  keys: [k-revoked]\n"
-	"  cidrs: [203.0.113.0/24, 198.18.128.0/17, \"2001:db8:bad::/48\", 10.1.2.3/32]\n";
+	"  cidrs: [203.0.113.0/24, 198.18.128.0/17, \"2001:db8:bad::/48\", "
+	"10.1.2.3/32]\n";
 
 static struct sl_ruleset *
 ruleset(void)
@@ -246,10 +259,14 @@ match(const struct sl_ruleset *rs, const char *method, const char *target,
 {
 	struct sl_match_req m = {
 		.method = sl_method_bit(method, strlen(method)),
-		.target = target, .target_len = (uint32_t)strlen(target),
-		.host = host, .host_len = (uint32_t)strlen(host),
-		.has_key = key != NULL, .has_user = user != NULL,
-		.tier = key ? (int16_t)sl_ruleset_tier(rs, key, (uint32_t)strlen(key))
+		.target = target,
+		.target_len = (uint32_t)strlen(target),
+		.host = host,
+		.host_len = (uint32_t)strlen(host),
+		.has_key = key != NULL,
+		.has_user = user != NULL,
+		.tier = key ? (int16_t)sl_ruleset_tier(rs, key,
+						       (uint32_t)strlen(key))
 			    : -1};
 
 	return sl_ruleset_match(rs, &m, out, 32);
@@ -270,14 +287,22 @@ ruleset_matching(void **state)
 	assert_string_equal(sl_ruleset_rule(rs, r[0])->name, "pro-key");
 	/* no key: key rules do not apply; method and prefix must both match */
 	assert_int_equal(match(rs, "GET", "/v1/login", "h", NULL, NULL, r), 0);
-	assert_int_equal(match(rs, "POST", "/v1/login?next=/", "h", NULL, NULL, r), 1);
+	assert_int_equal(
+		match(rs, "POST", "/v1/login?next=/", "h", NULL, NULL, r), 1);
 	assert_string_equal(sl_ruleset_rule(rs, r[0])->name, "login");
-	assert_int_equal(match(rs, "POST", "/v1/logout", "h", NULL, NULL, r), 0);
+	assert_int_equal(match(rs, "POST", "/v1/logout", "h", NULL, NULL, r),
+			 0);
 	/* host ignores case and a port */
-	assert_int_equal(match(rs, "GET", "/", "API.Example.com:8080", NULL, NULL, r), 1);
-	assert_int_equal(match(rs, "GET", "/", "api.example.com.evil", NULL, NULL, r), 0);
+	assert_int_equal(
+		match(rs, "GET", "/", "API.Example.com:8080", NULL, NULL, r),
+		1);
+	assert_int_equal(
+		match(rs, "GET", "/", "api.example.com.evil", NULL, NULL, r),
+		0);
 	/* several at once, in file order */
-	assert_int_equal(match(rs, "POST", "/v1/login", "api.example.com", "k-1", "u", r), 4);
+	assert_int_equal(match(rs, "POST", "/v1/login", "api.example.com",
+			       "k-1", "u", r),
+			 4);
 	assert_string_equal(sl_ruleset_rule(rs, r[3])->name, "users");
 	/* rule ids follow names, not positions */
 	assert_true(sl_ruleset_rule_id(rs, 0) != sl_ruleset_rule_id(rs, 1));
@@ -318,8 +343,8 @@ ruleset_overrides_expire(void **state)
 	int64_t t2029 = 1861920000, t2031 = 1924992000;
 
 	(void)state;
-	o = sl_ruleset_override(rs, 0, SL_SCOPE_KEY, (const uint8_t *)"k-big", 5,
-				t2029);
+	o = sl_ruleset_override(rs, 0, SL_SCOPE_KEY, (const uint8_t *)"k-big",
+				5, t2029);
 	assert_non_null(o);
 	assert_int_equal(o->limit.count, 1000);
 	/* gone by itself after its expiry */
@@ -334,7 +359,8 @@ ruleset_overrides_expire(void **state)
 					(const uint8_t *)"k-big", 5, t2029));
 	/* an expired one is never active */
 	assert_null(sl_ruleset_override(rs, 2, SL_SCOPE_IP, ip, 4, 1600000000));
-	assert_non_null(sl_ruleset_override(rs, 2, SL_SCOPE_IP, ip, 4, 1500000000));
+	assert_non_null(
+		sl_ruleset_override(rs, 2, SL_SCOPE_IP, ip, 4, 1500000000));
 	sl_ruleset_free(rs);
 }
 
@@ -344,14 +370,20 @@ rule_number_errors(void **state)
 	char err[2048];
 
 	(void)state;
-	assert_null(load("version: 1\nrules:\n"
-			 "  - {name: a, scope: ip, limit: 100/s, algorithm: sliding_log}\n"
-			 "  - {name: b, scope: ip, limit: 10/s, burst: 5, cost: 6}\n"
-			 "  - {name: c, scope: ip, limit: 10/s, algorithm: fixed_window, cost: 11}\n",
-			 err, sizeof(err)));
-	assert_non_null(strstr(err, "t.yaml:3:5: rule 'a': sliding_log keeps every arrival"));
-	assert_non_null(strstr(err, "t.yaml:4:5: rule 'b': cost 6 exceeds burst 5"));
-	assert_non_null(strstr(err, "t.yaml:5:5: rule 'c': cost 11 exceeds the limit"));
+	assert_null(load(
+		"version: 1\nrules:\n"
+		"  - {name: a, scope: ip, limit: 100/s, algorithm: "
+		"sliding_log}\n"
+		"  - {name: b, scope: ip, limit: 10/s, burst: 5, cost: 6}\n"
+		"  - {name: c, scope: ip, limit: 10/s, algorithm: "
+		"fixed_window, cost: 11}\n",
+		err, sizeof(err)));
+	assert_non_null(strstr(
+		err, "t.yaml:3:5: rule 'a': sliding_log keeps every arrival"));
+	assert_non_null(
+		strstr(err, "t.yaml:4:5: rule 'b': cost 6 exceeds burst 5"));
+	assert_non_null(
+		strstr(err, "t.yaml:5:5: rule 'c': cost 11 exceeds the limit"));
 }
 
 int
