@@ -22,6 +22,7 @@ sl_limit_params_init(struct sl_limit_params *p, uint8_t algo, uint64_t count,
 	p->algo = algo;
 	p->count = count;
 	p->period_ns = period_ns;
+	p->period_ms = (uint32_t)(period_ns / 1000000ULL);
 	p->burst = burst ? burst : count;
 	switch (algo) {
 	case SL_LIM_TOKEN_BUCKET:
@@ -65,7 +66,10 @@ tb_deficit(const struct sl_limit_params *p, const struct sl_limit_state *s,
 	if (elapsed >= p->fill_ns)
 		return 0; /* also keeps elapsed * count from overflowing */
 	refill = elapsed * p->count;
-	return s->a > refill ? s->a - refill : 0;
+	/* owed beyond a (lowered) burst is an empty bucket, not a negative one */
+	if (s->a > refill)
+		return s->a - refill < p->cap ? s->a - refill : p->cap;
+	return 0;
 }
 
 static void
@@ -368,13 +372,74 @@ log_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
 	s->used = 1;
 }
 
+/* ---- a rule's numbers changed under existing state ---- */
+
+#define unlikely_stale(p, s) __builtin_expect(stale(p, s), 0)
+
+static int
+stale(const struct sl_limit_params *p, const struct sl_limit_state *s)
+{
+	return s->used && (s->tag_period_ms != p->period_ms ||
+			   s->tag_count != (uint32_t)p->count);
+}
+
+/*
+ * Re-reads state written under other numbers. Owed tokens stay owed (a
+ * token bucket's credit unit is its period); window usage is carried into
+ * the current window rather than dropped with the old one.
+ */
+static void
+restate(const struct sl_limit_params *p, struct sl_limit_state *s,
+	uint64_t now)
+{
+	uint64_t wid = now / p->period_ns, cur, prev;
+
+	switch (p->algo) {
+	case SL_LIM_TOKEN_BUCKET:
+		if (s->tag_period_ms && s->tag_period_ms != p->period_ms) {
+			unsigned __int128 a = (unsigned __int128)s->a *
+					      p->period_ms / s->tag_period_ms;
+
+			s->a = a > p->cap ? p->cap : (uint64_t)a;
+		}
+		break;
+	case SL_LIM_GCRA:
+		s->b = 0; /* a fraction of the old interval: under 1 ns */
+		break;
+	case SL_LIM_FIXED_WINDOW:
+		if (s->tag_period_ms != p->period_ms)
+			s->a = wid + 1;
+		break;
+	case SL_LIM_SLIDING_WINDOW:
+		if (s->tag_period_ms != p->period_ms) {
+			cur = s->b & 0xffffffffu;
+			prev = s->b >> 32;
+			cur = cur + prev > 0xffffffffu ? 0xffffffffu : cur + prev;
+			s->a = wid + 1;
+			s->b = cur;
+		}
+		break;
+	}
+	s->tag_period_ms = p->period_ms;
+	s->tag_count = (uint32_t)p->count;
+}
+
 /* ---- dispatch ---- */
 
 void
 sl_limit_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
 	       uint32_t cost, uint64_t now_ns, struct sl_limit_result *r)
 {
+	struct sl_limit_state tmp;
+
 	memset(r, 0, sizeof(*r));
+	if (unlikely_stale(p, s)) {
+		/* the log is never restated: the header is all it needs */
+		memcpy(&tmp, s, sizeof(tmp));
+		restate(p, &tmp, now_ns);
+		if (p->algo != SL_LIM_SLIDING_LOG)
+			s = &tmp;
+	}
 	switch (p->algo) {
 	case SL_LIM_TOKEN_BUCKET:
 		tb_check(p, s, cost, now_ns, r);
@@ -398,6 +463,10 @@ void
 sl_limit_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
 		uint32_t cost, uint64_t now_ns)
 {
+	if (unlikely_stale(p, s))
+		restate(p, s, now_ns);
+	s->tag_period_ms = p->period_ms;
+	s->tag_count = (uint32_t)p->count;
 	switch (p->algo) {
 	case SL_LIM_TOKEN_BUCKET:
 		tb_commit(p, s, cost, now_ns);

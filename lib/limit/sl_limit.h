@@ -9,6 +9,10 @@
  * arithmetic is integer and exact (rates are kept as count per period, never
  * as a rounded rate), and nothing allocates after the table is created.
  *
+ * State survives a change of a rule's numbers (a reload): it is re-read in
+ * the new numbers, never in the client's favour — raising a limit gives
+ * more room as the bucket refills, lowering it takes effect at once.
+ *
  * Every algorithm is split in two steps so that a request that matches
  * several limits can be checked against all of them and charged to none
  * unless all allow: sl_limit_check() says what would happen and touches
@@ -33,6 +37,7 @@ struct sl_limit_params {
 	uint64_t count; /* units per period (the window quota) */
 	uint64_t period_ns;
 	uint64_t burst; /* token_bucket and gcra capacity */
+	uint32_t period_ms;
 	/* derived by sl_limit_params_init */
 	uint64_t cap;      /* token bucket: burst * period_ns credit */
 	uint64_t fill_ns;  /* token bucket: time from empty to full */
@@ -46,6 +51,9 @@ struct sl_limit_params {
 struct sl_limit_state {
 	uint64_t a; /* deficit | tat | window id + 1 */
 	uint64_t b; /* last refill | tat fraction | counts */
+	/* the numbers it was last charged under: a reload may change them */
+	uint32_t tag_period_ms;
+	uint32_t tag_count;
 	uint8_t used;
 	uint8_t log_head; /* oldest entry */
 	uint8_t log_n;

@@ -283,6 +283,55 @@ bucket_pins(void **state)
 	sl_bucket_table_free(t);
 }
 
+/* A reload changes a rule's numbers under live state: never a free bucket. */
+static void
+rule_changes(void **state)
+{
+	struct sl_limit_params a, b;
+	struct sl_limit_state *s = fresh();
+	struct sl_limit_result r;
+	uint64_t t = 100 * S;
+
+	(void)state;
+	/* raising the rate: more room at the next refill, not a full bucket */
+	sl_limit_params_init(&a, SL_LIM_TOKEN_BUCKET, 10, 60 * S, 10);
+	sl_limit_params_init(&b, SL_LIM_TOKEN_BUCKET, 20, 60 * S, 10);
+	assert_true(take(&a, s, 10, t, &r));
+	assert_false(take(&b, s, 1, t + 2 * S, &r));
+	assert_true(take(&b, s, 1, t + 3 * S, &r)); /* 20/min: one per 3 s */
+	assert_false(take(&b, s, 1, t + 3 * S, &r));
+	/* lowering the burst under what is owed: empty at once */
+	memset(s, 0, sizeof(*s));
+	sl_limit_params_init(&b, SL_LIM_TOKEN_BUCKET, 10, 60 * S, 1);
+	assert_true(take(&a, s, 2, t, &r));
+	assert_false(take(&b, s, 1, t, &r));
+	/* the same rate written per minute instead of per second: owed stays owed */
+	memset(s, 0, sizeof(*s));
+	sl_limit_params_init(&a, SL_LIM_TOKEN_BUCKET, 10, S, 10);
+	sl_limit_params_init(&b, SL_LIM_TOKEN_BUCKET, 600, 60 * S, 10);
+	assert_true(take(&a, s, 10, t, &r));
+	assert_false(take(&b, s, 1, t, &r));
+	assert_true(take(&b, s, 1, t + 100 * MS, &r));
+	/* a window that grows keeps what was used in the old one */
+	memset(s, 0, sizeof(*s));
+	sl_limit_params_init(&a, SL_LIM_FIXED_WINDOW, 5, 60 * S, 0);
+	sl_limit_params_init(&b, SL_LIM_FIXED_WINDOW, 5, 3600 * S, 0);
+	assert_true(take(&a, s, 5, t, &r));
+	assert_false(take(&b, s, 1, t + 61 * S, &r));
+	memset(s, 0, sizeof(*s));
+	sl_limit_params_init(&a, SL_LIM_SLIDING_WINDOW, 5, 60 * S, 0);
+	sl_limit_params_init(&b, SL_LIM_SLIDING_WINDOW, 5, 3600 * S, 0);
+	assert_true(take(&a, s, 5, t, &r));
+	assert_false(take(&b, s, 1, t + 61 * S, &r));
+	/* GCRA keeps its schedule: a lower rate waits longer, never less */
+	memset(s, 0, sizeof(*s));
+	sl_limit_params_init(&a, SL_LIM_GCRA, 10, S, 1);
+	sl_limit_params_init(&b, SL_LIM_GCRA, 3, S, 1);
+	assert_true(take(&a, s, 1, t, &r));
+	assert_false(take(&b, s, 1, t + 50 * MS, &r));
+	free(s);
+}
+
 int
 main(void)
 {
@@ -295,6 +344,7 @@ main(void)
 		cmocka_unit_test(bad_params),
 		cmocka_unit_test(bucket_flood),
 		cmocka_unit_test(bucket_pins),
+		cmocka_unit_test(rule_changes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
