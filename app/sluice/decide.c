@@ -78,6 +78,7 @@ sl_policy_build(const struct sl_config *cfg)
 		/* the loader already refused what cannot be represented */
 		rule_params(r, &r->limit, r->burst, &p->params[i]);
 		p->name_len[i] = (uint32_t)strlen(r->name);
+		p->slot[i] = (uint16_t)i; /* the reloader maps names to slots */
 		ri.rule_len = p->name_len[i];
 		if (sl_reply_tpl_build(&p->tpl429[i], &ri) != 0)
 			goto fail;
@@ -231,7 +232,7 @@ pend_429(struct sl_worker *w, const struct sl_policy *pol,
 static enum sl_req_action
 block(struct sl_worker *w)
 {
-	w->pending.tpl = &w->app->policy->tpl403;
+	w->pending.tpl = &w->pol->tpl403;
 	w->ctr.blocked++;
 	return SL_REQ_STOP;
 }
@@ -263,14 +264,14 @@ commit_all(struct sl_worker *w, const struct sl_policy *pol, struct check *cs,
 		struct sl_limit_result after;
 
 		if (cs[i].denied) { /* a shadow rule that would have said no */
-			w->rules[cs[i].rule].shadow_rejected++;
+			w->rules[pol->slot[cs[i].rule]].shadow_rejected++;
 			continue;
 		}
 		sl_limit_commit(&cs[i].params, cs[i].st, r->cost, w->now_ns);
 		/* full again once what it holds has drained */
 		sl_limit_check(&cs[i].params, cs[i].st, 0, w->now_ns, &after);
 		sl_bucket_touch(t, cs[i].st, w->now_ns + after.reset_ns);
-		w->rules[cs[i].rule].allowed++;
+		w->rules[pol->slot[cs[i].rule]].allowed++;
 	}
 }
 
@@ -278,7 +279,7 @@ enum sl_req_action
 sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	  const struct sl_pkt *p)
 {
-	const struct sl_policy *pol = w->app->policy;
+	const struct sl_policy *pol = w->pol;
 	const struct sl_ruleset *rs = pol->rs;
 	struct sl_identity id;
 	struct sl_match_req m;
@@ -337,7 +338,7 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 		return SL_REQ_CONTINUE;
 	}
 	w->ctr.rejected++;
-	w->rules[cs[strict].rule].rejected++;
+	w->rules[pol->slot[cs[strict].rule]].rejected++;
 	pend_429(w, pol, &cs[strict]);
 	return SL_REQ_STOP;
 }
@@ -345,7 +346,7 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 void
 sl_decide_invalid(struct sl_worker *w, const struct sl_flow_event *ev)
 {
-	const struct sl_policy *pol = w->app->policy;
+	const struct sl_policy *pol = w->pol;
 
 	w->ctr.invalid++;
 	if (ev->kind == SL_EV_HEAD_TOO_LARGE) {

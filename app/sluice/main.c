@@ -89,25 +89,19 @@ on_signal(int sig)
 		sl_quit = 1;
 }
 
-/*
- * SIGHUP re-validates the file. Rules are not applied live yet (the
- * snapshot swap arrives with enforcement); an invalid file is reported
- * and the running configuration stays.
- */
+/* SIGHUP: the same reload as the telemetry command and the file watch. */
 static void
-reload(const struct opts *o)
+reload(struct sl_app *app)
 {
 	char err[ERRBUF];
-	struct sl_config *c = sl_config_load(o->config, err, sizeof(err));
 
-	if (c == NULL) {
-		SL_LOG(ERR, "reload refused, keeping the running rules:\n%s",
+	if (sl_reload(app, err, sizeof(err)) == 0)
+		SL_LOG(NOTICE, "reload (SIGHUP): rules version %s%s%s",
+		       sl_ruleset_version(app->policy->rs), err[0] ? "; " : "",
 		       err);
-		return;
-	}
-	SL_LOG(NOTICE, "reload: %s is valid (rules=%u version=%s)", o->config,
-	       c->n_rules, c->version);
-	sl_config_free(c);
+	else
+		SL_LOG(ERR, "reload (SIGHUP) refused, running rules kept:\n%s",
+		       err);
 }
 
 static void
@@ -202,7 +196,9 @@ main(int argc, char **argv)
 	app.policy = sl_policy_build(cfg);
 	if (app.policy == NULL)
 		rte_exit(EXIT_FAILURE, "cannot compile the rules\n");
-	sl_telemetry_set_rules(app.policy->rs);
+	app.config_path = o.config;
+	if (sl_reload_init(&app) != 0)
+		rte_exit(EXIT_FAILURE, "cannot set up live reload\n");
 	if (rte_lcore_count() < 2)
 		rte_exit(EXIT_FAILURE,
 			 "need at least 2 lcores (main + worker)\n");
@@ -220,12 +216,14 @@ main(int argc, char **argv)
 	ws = start_workers(&app, &n_workers);
 	SL_LOG(NOTICE, "running: %u worker(s), rules=%u version=%s", n_workers,
 	       cfg->n_rules, cfg->version);
-	while (!sl_quit) {
+	for (i = 0; !sl_quit; i++) {
 		usleep(50000);
 		if (reload_requested) {
 			reload_requested = 0;
-			reload(&o);
+			reload(&app);
 		}
+		if (i % 20 == 19)
+			sl_reload_poll(&app);
 	}
 	rte_eal_mp_wait_lcore();
 	print_final();

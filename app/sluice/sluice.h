@@ -10,6 +10,7 @@
 #include <rte_common.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
 
 #include "sl_flow.h"
 #include "sl_http.h"
@@ -38,6 +39,8 @@ struct sl_policy {
 	uint32_t jitter_ppm;
 	struct sl_limit_params params[SL_MAX_RULES];
 	uint32_t name_len[SL_MAX_RULES];
+	/* counter slot per rule: stable for a rule name across reloads */
+	uint16_t slot[SL_MAX_RULES];
 	struct sl_reply_tpl tpl429[SL_MAX_RULES];
 	struct sl_reply_tpl tpl403, tpl431;
 	struct sl_reply_tpl tpl400[SL_HTTP_E__COUNT];
@@ -54,7 +57,14 @@ struct sl_app {
 	uint64_t idle_tsc;
 	struct sl_http_cfg http;
 	struct sl_ident_cfg ident;
+	/*
+	 * The running rules. Workers load it once per burst and report a
+	 * quiescent state after each loop; a reload swaps it and frees the
+	 * old one after the grace period (RCU), so workers never lock.
+	 */
 	struct sl_policy *policy;
+	struct rte_rcu_qsbr *qs;
+	const char *config_path;
 	int64_t wall0_s; /* Unix time at TSC 0, for override expiry */
 	uint8_t service[65536 / 8]; /* bitmap of inspected destination ports */
 };
@@ -80,6 +90,7 @@ struct sl_worker {
 	struct sl_bucket_table *logs; /* sliding_log state */
 	uint64_t now_ns;
 	uint64_t rng;
+	const struct sl_policy *pol; /* this burst's rules */
 	struct sl_pending pending;
 	unsigned int lcore;
 	uint16_t queue;
@@ -106,6 +117,12 @@ int sl_worker_reset_flows(struct sl_worker *w);
 void sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		     int from);
 void sl_worker_flush(struct sl_worker *w);
+
+/* Live reload (reload.c): from the file; returns 0, or -1 with errors. */
+int sl_reload(struct sl_app *app, char *msg, size_t len);
+int sl_reload_init(struct sl_app *app);
+/* Reloads when the file changed on disk; call every second or so. */
+void sl_reload_poll(struct sl_app *app);
 
 /* Shared by sluice and sluice-bench. */
 void sl_app_setup(struct sl_app *app, struct sl_config *cfg);

@@ -239,6 +239,7 @@ sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	uint16_t i;
 
 	w->now_ns = tsc_ns(w->app, w->now);
+	w->pol = __atomic_load_n(&w->app->policy, __ATOMIC_ACQUIRE);
 	w->ctr.rx += n;
 	for (i = 0; i < n && i < 3; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
@@ -274,6 +275,10 @@ sl_worker_main(void *arg)
 	const struct sl_app *app = w->app;
 
 	SL_LOG(INFO, "worker on lcore %u polls queue %u", w->lcore, w->queue);
+	if (app->qs != NULL) {
+		rte_rcu_qsbr_thread_register(app->qs, w->lcore);
+		rte_rcu_qsbr_thread_online(app->qs, w->lcore);
+	}
 	w->next_drain = rte_rdtsc() + app->drain_tsc;
 	while (!sl_quit) {
 		w->now = rte_rdtsc();
@@ -288,6 +293,13 @@ sl_worker_main(void *arg)
 		sl_flow_expire(w->flows, w->now, SL_EXPIRE_BUDGET);
 		sl_bucket_expire(w->buckets, w->now_ns, SL_EXPIRE_BUDGET);
 		sl_bucket_expire(w->logs, w->now_ns, SL_EXPIRE_BUDGET);
+		/* nothing read from the rules is held past this point */
+		if (app->qs != NULL)
+			rte_rcu_qsbr_quiescent(app->qs, w->lcore);
+	}
+	if (app->qs != NULL) {
+		rte_rcu_qsbr_thread_offline(app->qs, w->lcore);
+		rte_rcu_qsbr_thread_unregister(app->qs, w->lcore);
 	}
 	flush(w, UP);
 	flush(w, DOWN);

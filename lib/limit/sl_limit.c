@@ -66,7 +66,8 @@ tb_deficit(const struct sl_limit_params *p, const struct sl_limit_state *s,
 	if (elapsed >= p->fill_ns)
 		return 0; /* also keeps elapsed * count from overflowing */
 	refill = elapsed * p->count;
-	/* owed beyond a (lowered) burst is an empty bucket, not a negative one */
+	/* owed beyond a (lowered) burst is an empty bucket, not a negative one
+	 */
 	if (s->a > refill)
 		return s->a - refill < p->cap ? s->a - refill : p->cap;
 	return 0;
@@ -389,8 +390,7 @@ stale(const struct sl_limit_params *p, const struct sl_limit_state *s)
  * the current window rather than dropped with the old one.
  */
 static void
-restate(const struct sl_limit_params *p, struct sl_limit_state *s,
-	uint64_t now)
+restate(const struct sl_limit_params *p, struct sl_limit_state *s, uint64_t now)
 {
 	uint64_t wid = now / p->period_ns, cur, prev;
 
@@ -414,7 +414,8 @@ restate(const struct sl_limit_params *p, struct sl_limit_state *s,
 		if (s->tag_period_ms != p->period_ms) {
 			cur = s->b & 0xffffffffu;
 			prev = s->b >> 32;
-			cur = cur + prev > 0xffffffffu ? 0xffffffffu : cur + prev;
+			cur = cur + prev > 0xffffffffu ? 0xffffffffu
+						       : cur + prev;
 			s->a = wid + 1;
 			s->b = cur;
 		}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,12 +13,18 @@
 
 static struct sl_telemetry_src srcs[MAX_SRC];
 static unsigned int n_srcs;
+/* Swapped by a reload while a telemetry client may be reading it. */
+static pthread_mutex_t rules_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct sl_ruleset *rules;
+static const uint16_t *rule_slots;
 
 void
-sl_telemetry_set_rules(const struct sl_ruleset *rs)
+sl_telemetry_set_rules(const struct sl_ruleset *rs, const uint16_t *slots)
 {
+	pthread_mutex_lock(&rules_lock);
 	rules = rs;
+	rule_slots = slots;
+	pthread_mutex_unlock(&rules_lock);
 }
 
 static void
@@ -220,8 +227,11 @@ cmd_rules(const char *cmd, const char *params, struct rte_tel_data *d)
 	RTE_SET_USED(cmd);
 	RTE_SET_USED(params);
 	rte_tel_data_start_dict(d);
-	if (rules == NULL)
+	pthread_mutex_lock(&rules_lock);
+	if (rules == NULL) {
+		pthread_mutex_unlock(&rules_lock);
 		return 0;
+	}
 	rte_tel_data_add_dict_string(d, "version", sl_ruleset_version(rules));
 	n = sl_ruleset_count(rules);
 	for (r = 0; r < n; r++) {
@@ -232,11 +242,14 @@ cmd_rules(const char *cmd, const char *params, struct rte_tel_data *d)
 		unsigned int i;
 
 		if (one == NULL)
-			return -ENOMEM;
+			break;
 		for (i = 0; i < n_srcs; i++) {
-			a += srcs[i].rules[r].allowed;
-			j += srcs[i].rules[r].rejected;
-			s += srcs[i].rules[r].shadow_rejected;
+			const struct sl_rule_ctr *rc =
+				&srcs[i].rules[rule_slots[r]];
+
+			a += rc->allowed;
+			j += rc->rejected;
+			s += rc->shadow_rejected;
 		}
 		rte_tel_data_start_dict(one);
 		rte_tel_data_add_dict_string(one, "name", rule->name);
@@ -249,6 +262,7 @@ cmd_rules(const char *cmd, const char *params, struct rte_tel_data *d)
 		tel_key(key, rule->name, sizeof(key));
 		rte_tel_data_add_dict_container(d, key, one, 0);
 	}
+	pthread_mutex_unlock(&rules_lock);
 	return 0;
 }
 

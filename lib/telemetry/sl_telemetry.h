@@ -66,8 +66,12 @@ struct sl_telemetry_src {
 /* Registers the /sluice commands over n workers; returns 0 or -errno. */
 int sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n);
 
-/* The rule set whose names and version /sluice/rules reports. */
-void sl_telemetry_set_rules(const struct sl_ruleset *rs);
+/*
+ * The rule set whose names and version /sluice/rules reports, and the
+ * counter slot of each of its rules. Once it returns, no telemetry reader
+ * uses the previous rule set any more.
+ */
+void sl_telemetry_set_rules(const struct sl_ruleset *rs, const uint16_t *slots);
 
 /* Sums every worker's counters into out (flow stats into fs). */
 void sl_telemetry_sum(struct sl_counters *out, struct sl_flow_stats *fs);

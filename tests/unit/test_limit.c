@@ -305,7 +305,8 @@ rule_changes(void **state)
 	sl_limit_params_init(&b, SL_LIM_TOKEN_BUCKET, 10, 60 * S, 1);
 	assert_true(take(&a, s, 2, t, &r));
 	assert_false(take(&b, s, 1, t, &r));
-	/* the same rate written per minute instead of per second: owed stays owed */
+	/* the same rate written per minute instead of per second: owed stays
+	 * owed */
 	memset(s, 0, sizeof(*s));
 	sl_limit_params_init(&a, SL_LIM_TOKEN_BUCKET, 10, S, 10);
 	sl_limit_params_init(&b, SL_LIM_TOKEN_BUCKET, 600, 60 * S, 10);

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Live reload: SIGHUP, the /sluice/reload telemetry command, or the file
+ * changing on disk. A new file is validated whole and compiled into a new
+ * policy, which replaces the running one under RCU: workers pick it up at
+ * their next burst, the old one is freed once every worker has passed a
+ * quiescent state. Buckets are keyed by rule name, so they carry over.
+ * An invalid file changes nothing.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <rte_malloc.h>
+#include <rte_telemetry.h>
+
+#include "sluice.h"
+
+/* Counter slots by rule name, for the life of the process. */
+static char slot_names[SL_MAX_RULES][SL_NAME_MAX];
+static uint32_t n_slots;
+static pthread_mutex_t reload_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sl_app *the_app;
+static struct stat last_stat;
+
+static int
+slot_of(const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < n_slots; i++)
+		if (strcmp(slot_names[i], name) == 0)
+			return (int)i;
+	if (n_slots == SL_MAX_RULES)
+		return -1;
+	strcpy(slot_names[n_slots], name);
+	return (int)n_slots++;
+}
+
+static int
+assign_slots(struct sl_policy *p, char *msg, size_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->n_rules; i++) {
+		int s = slot_of(sl_ruleset_rule(p->rs, i)->name);
+
+		if (s < 0) {
+			snprintf(msg, len,
+				 "more than %d distinct rule names since start: "
+				 "restart to apply\n",
+				 SL_MAX_RULES);
+			return -1;
+		}
+		p->slot[i] = (uint16_t)s;
+	}
+	return 0;
+}
+
+static void
+remember_stat(const char *path)
+{
+	if (stat(path, &last_stat) != 0)
+		memset(&last_stat, 0, sizeof(last_stat));
+}
+
+/* What only a restart can change: said, never silently ignored. */
+static void
+note_restart_only(const struct sl_config *old, const struct sl_config *c,
+		  char *msg, size_t len)
+{
+	if (memcmp(&old->dataplane, &c->dataplane, sizeof(c->dataplane)) != 0 ||
+	    memcmp(&old->identity, &c->identity, sizeof(c->identity)) != 0)
+		snprintf(msg, len,
+			 "note: dataplane and identity changes take effect at "
+			 "the next restart\n");
+}
+
+int
+sl_reload(struct sl_app *app, char *msg, size_t len)
+{
+	struct sl_config *c;
+	struct sl_policy *p, *old;
+
+	msg[0] = '\0';
+	pthread_mutex_lock(&reload_lock);
+	remember_stat(app->config_path);
+	c = sl_config_load(app->config_path, msg, len);
+	if (c == NULL) {
+		pthread_mutex_unlock(&reload_lock);
+		return -1;
+	}
+	p = sl_policy_build(c);
+	if (p == NULL || assign_slots(p, msg, len) != 0) {
+		if (p == NULL)
+			snprintf(msg, len, "out of memory compiling the rules\n");
+		sl_policy_free(p);
+		sl_config_free(c);
+		pthread_mutex_unlock(&reload_lock);
+		return -1;
+	}
+	note_restart_only(app->cfg, c, msg, len);
+	old = app->policy;
+	__atomic_store_n(&app->policy, p, __ATOMIC_RELEASE);
+	sl_telemetry_set_rules(p->rs, p->slot);
+	/* every worker has finished any burst that may still read old */
+	rte_rcu_qsbr_synchronize(app->qs, RTE_QSBR_THRID_INVALID);
+	sl_policy_free(old);
+	sl_config_free(c);
+	pthread_mutex_unlock(&reload_lock);
+	return 0;
+}
+
+static int
+cmd_reload(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	char msg[4096];
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	rte_tel_data_start_dict(d);
+	if (sl_reload(the_app, msg, sizeof(msg)) == 0) {
+		rte_tel_data_add_dict_string(
+			d, "version",
+			sl_ruleset_version(the_app->policy->rs));
+		if (msg[0])
+			rte_tel_data_add_dict_string(d, "note", msg);
+		SL_LOG(NOTICE, "reload (telemetry): rules version %s",
+		       sl_ruleset_version(the_app->policy->rs));
+	} else {
+		/* a telemetry string holds at most RTE_TEL_MAX_STRING_LEN */
+		msg[RTE_TEL_MAX_STRING_LEN - 1] = '\0';
+		rte_tel_data_add_dict_string(d, "error", msg);
+		SL_LOG(ERR, "reload (telemetry) refused, running rules kept");
+	}
+	return 0;
+}
+
+int
+sl_reload_init(struct sl_app *app)
+{
+	size_t sz = rte_rcu_qsbr_get_memsize(RTE_MAX_LCORE);
+	char msg[256];
+
+	the_app = app;
+	app->qs = rte_zmalloc("sl_rcu", sz, RTE_CACHE_LINE_SIZE);
+	if (app->qs == NULL || rte_rcu_qsbr_init(app->qs, RTE_MAX_LCORE) != 0)
+		return -1;
+	if (assign_slots(app->policy, msg, sizeof(msg)) != 0)
+		return -1;
+	sl_telemetry_set_rules(app->policy->rs, app->policy->slot);
+	remember_stat(app->config_path);
+	return rte_telemetry_register_cmd(
+		"/sluice/reload", cmd_reload,
+		"Reloads the config file; returns the version or the errors");
+}
+
+void
+sl_reload_poll(struct sl_app *app)
+{
+	struct stat st;
+	char msg[8192];
+
+	if (stat(app->config_path, &st) != 0 ||
+	    (st.st_mtim.tv_sec == last_stat.st_mtim.tv_sec &&
+	     st.st_mtim.tv_nsec == last_stat.st_mtim.tv_nsec &&
+	     st.st_size == last_stat.st_size && st.st_ino == last_stat.st_ino))
+		return;
+	if (sl_reload(app, msg, sizeof(msg)) == 0)
+		SL_LOG(NOTICE, "reload (file changed): rules version %s%s%s",
+		       sl_ruleset_version(app->policy->rs), msg[0] ? "; " : "",
+		       msg);
+	else
+		SL_LOG(ERR, "reload (file changed) refused, running rules "
+			    "kept:\n%s",
+		       msg);
+}
