@@ -230,10 +230,12 @@ pend_429(struct sl_worker *w, const struct sl_policy *pol,
 }
 
 static enum sl_req_action
-block(struct sl_worker *w)
+block(struct sl_worker *w, const struct sl_identity *id)
 {
 	w->pending.tpl = &w->pol->tpl403;
 	w->ctr.blocked++;
+	sl_top_add(&w->top, id->hash, SL_SLOT_BLOCKLIST, id->kind, id->ip_af,
+		   id->id, id->len);
 	return SL_REQ_STOP;
 }
 
@@ -295,7 +297,7 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	if ((req->api_key.len &&
 	     sl_ruleset_key_blocked(rs, req->api_key.p, req->api_key.len)) ||
 	    sl_ruleset_ip_blocked(rs, id.ip_af, id.client_ip))
-		return block(w);
+		return block(w, &id);
 	m.method = sl_method_bit(req->method.p, req->method.len);
 	m.target = req->target.p;
 	m.target_len = req->target.len;
@@ -339,6 +341,8 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	}
 	w->ctr.rejected++;
 	w->rules[pol->slot[cs[strict].rule]].rejected++;
+	sl_top_add(&w->top, id.hash, pol->slot[cs[strict].rule], id.kind,
+		   id.ip_af, id.id, id.len);
 	pend_429(w, pol, &cs[strict]);
 	return SL_REQ_STOP;
 }

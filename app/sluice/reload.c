@@ -47,10 +47,11 @@ assign_slots(struct sl_policy *p, char *msg, size_t len)
 		int s = slot_of(sl_ruleset_rule(p->rs, i)->name);
 
 		if (s < 0) {
-			snprintf(msg, len,
-				 "more than %d distinct rule names since start: "
-				 "restart to apply\n",
-				 SL_MAX_RULES);
+			snprintf(
+				msg, len,
+				"more than %d distinct rule names since start: "
+				"restart to apply\n",
+				SL_MAX_RULES);
 			return -1;
 		}
 		p->slot[i] = (uint16_t)s;
@@ -94,7 +95,8 @@ sl_reload(struct sl_app *app, char *msg, size_t len)
 	p = sl_policy_build(c);
 	if (p == NULL || assign_slots(p, msg, len) != 0) {
 		if (p == NULL)
-			snprintf(msg, len, "out of memory compiling the rules\n");
+			snprintf(msg, len,
+				 "out of memory compiling the rules\n");
 		sl_policy_free(p);
 		sl_config_free(c);
 		pthread_mutex_unlock(&reload_lock);
@@ -122,8 +124,7 @@ cmd_reload(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_start_dict(d);
 	if (sl_reload(the_app, msg, sizeof(msg)) == 0) {
 		rte_tel_data_add_dict_string(
-			d, "version",
-			sl_ruleset_version(the_app->policy->rs));
+			d, "version", sl_ruleset_version(the_app->policy->rs));
 		if (msg[0])
 			rte_tel_data_add_dict_string(d, "note", msg);
 		SL_LOG(NOTICE, "reload (telemetry): rules version %s",
@@ -172,7 +173,8 @@ sl_reload_poll(struct sl_app *app)
 		       sl_ruleset_version(app->policy->rs), msg[0] ? "; " : "",
 		       msg);
 	else
-		SL_LOG(ERR, "reload (file changed) refused, running rules "
-			    "kept:\n%s",
+		SL_LOG(ERR,
+		       "reload (file changed) refused, running rules "
+		       "kept:\n%s",
 		       msg);
 }

@@ -20,6 +20,7 @@ sl_app_setup(struct sl_app *app, struct sl_config *cfg)
 	app->port[1] = cfg->dataplane.upstream_port;
 	app->tsc_hz = rte_get_tsc_hz();
 	app->drain_tsc = app->tsc_hz / 1000000 * SL_DRAIN_US;
+	app->ns_mult = (1000000000ULL << 20) / app->tsc_hz;
 	app->idle_tsc = app->tsc_hz / 1000 * cfg->dataplane.flow_idle_ms;
 	for (i = 0; i < cfg->dataplane.n_service_ports; i++) {
 		uint16_t p = cfg->dataplane.service_ports[i];

@@ -55,6 +55,7 @@ struct sl_app {
 	uint64_t tsc_hz;
 	uint64_t drain_tsc;
 	uint64_t idle_tsc;
+	uint64_t ns_mult; /* ns = (cycles * ns_mult) >> 20, for short spans */
 	struct sl_http_cfg http;
 	struct sl_ident_cfg ident;
 	/*
@@ -92,6 +93,8 @@ struct sl_worker {
 	uint64_t rng;
 	const struct sl_policy *pol; /* this burst's rules */
 	struct sl_pending pending;
+	struct sl_top top;
+	struct sl_hist latency;
 	unsigned int lcore;
 	uint16_t queue;
 	uint64_t now;

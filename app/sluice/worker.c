@@ -110,12 +110,20 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 {
 	struct sl_worker *w = arg;
 
+	enum sl_req_action a;
+
 	w->cur_flow = f;
 	w->ctr.requests++;
-	if (ev->kind == SL_EV_REQUEST)
-		return sl_decide(w, ev->req, w->cur);
-	sl_decide_invalid(w, ev);
-	return SL_REQ_STOP;
+	if (ev->kind != SL_EV_REQUEST) {
+		sl_decide_invalid(w, ev);
+		return SL_REQ_STOP;
+	}
+	a = sl_decide(w, ev->req, w->cur);
+	/* one in 16: from the burst's arrival to this request's decision */
+	if ((w->ctr.requests & 15) == 0)
+		sl_hist_add(&w->latency,
+			    ((rte_rdtsc() - w->now) * w->app->ns_mult) >> 20);
+	return a;
 }
 
 static inline struct sl_flow_key

@@ -2,11 +2,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_common.h>
 #include <rte_telemetry.h>
 
+#include "sl_ident.h"
 #include "sl_telemetry.h"
 
 #define MAX_SRC 128
@@ -159,6 +161,21 @@ fill_reasons(struct rte_tel_data *d, const struct sl_counters *c)
 	rte_tel_data_add_dict_container(d, "malformed_reasons", mr, 0);
 }
 
+static void
+fill_latency(struct rte_tel_data *d)
+{
+	struct sl_hist h;
+	unsigned int i, b;
+
+	memset(&h, 0, sizeof(h));
+	for (i = 0; i < n_srcs; i++)
+		for (b = 0; srcs[i].latency && b < SL_HIST_BUCKETS; b++)
+			h.b[b] += srcs[i].latency->b[b];
+	U64(d, "latency_ns_p50", sl_hist_quantile(&h, 0.5));
+	U64(d, "latency_ns_p99", sl_hist_quantile(&h, 0.99));
+	U64(d, "latency_ns_p999", sl_hist_quantile(&h, 0.999));
+}
+
 static int
 cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
@@ -172,6 +189,7 @@ cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	bucket_sums(&b, srcs, n_srcs);
 	rte_tel_data_start_dict(d);
 	fill(d, &c, &f, &b);
+	fill_latency(d);
 	fill_reasons(d, &c);
 	return 0;
 }
@@ -266,6 +284,105 @@ cmd_rules(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+/* One identity and rule across workers. */
+struct top_row {
+	struct sl_top_entry e;
+	uint64_t count;
+};
+
+static int
+cmp_rows(const void *a, const void *b)
+{
+	const struct top_row *x = a, *y = b;
+
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+static uint32_t
+merge_top(struct top_row *rows, uint32_t max)
+{
+	struct sl_top_entry snap[SL_TOP_K];
+	uint32_t n = 0, i, k, j;
+
+	for (i = 0; i < n_srcs; i++) {
+		uint32_t m =
+			srcs[i].top ? sl_top_snapshot(srcs[i].top, snap) : 0;
+
+		for (k = 0; k < m; k++) {
+			for (j = 0; j < n; j++)
+				if (rows[j].e.rule_slot == snap[k].rule_slot &&
+				    rows[j].e.kind == snap[k].kind &&
+				    rows[j].e.len == snap[k].len &&
+				    memcmp(rows[j].e.id, snap[k].id,
+					   snap[k].len) == 0)
+					break;
+			if (j == n && n == max)
+				continue;
+			if (j == n) {
+				rows[n].e = snap[k];
+				rows[n++].count = 0;
+			}
+			rows[j].count += snap[k].count;
+		}
+	}
+	qsort(rows, n, sizeof(rows[0]), cmp_rows);
+	return n;
+}
+
+static const char *
+slot_name(uint16_t slot)
+{
+	uint32_t r, n;
+
+	if (slot == SL_SLOT_BLOCKLIST)
+		return "blocklist";
+	n = rules ? sl_ruleset_count(rules) : 0;
+	for (r = 0; r < n; r++)
+		if (rule_slots[r] == slot)
+			return sl_ruleset_rule(rules, r)->name;
+	return "(no longer configured)";
+}
+
+/*
+ * The most throttled identities, highest first, under keys "1", "2", …
+ * (DPDK's telemetry carries dicts inside dicts, not inside arrays).
+ */
+static int
+cmd_top(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	static struct top_row rows[MAX_SRC * SL_TOP_K];
+	uint32_t n, i, show;
+
+	RTE_SET_USED(cmd);
+	show = params && *params ? (uint32_t)atoi(params) : 20;
+	rte_tel_data_start_dict(d);
+	pthread_mutex_lock(&rules_lock);
+	n = merge_top(rows, RTE_DIM(rows));
+	for (i = 0; i < n && i < show; i++) {
+		struct rte_tel_data *one = rte_tel_data_alloc();
+		struct sl_identity id;
+		char s[SL_TOP_ID_MAX * 2 + 16];
+
+		if (one == NULL)
+			break;
+		memset(&id, 0, sizeof(id));
+		id.kind = rows[i].e.kind;
+		id.ip_af = rows[i].e.ip_af;
+		id.len = rows[i].e.len;
+		memcpy(id.id, rows[i].e.id, id.len);
+		sl_ident_format(&id, s, sizeof(s));
+		rte_tel_data_start_dict(one);
+		rte_tel_data_add_dict_string(one, "identity", s);
+		rte_tel_data_add_dict_string(one, "rule",
+					     slot_name(rows[i].e.rule_slot));
+		U64(one, "rejected", rows[i].count);
+		snprintf(s, sizeof(s), "%u", i + 1);
+		rte_tel_data_add_dict_container(d, s, one, 0);
+	}
+	pthread_mutex_unlock(&rules_lock);
+	return 0;
+}
+
 int
 sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n)
 {
@@ -286,5 +403,9 @@ sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n)
 		rc = rte_telemetry_register_cmd(
 			"/sluice/rules", cmd_rules,
 			"Rules version and counters per rule. No parameters");
+	if (rc == 0)
+		rc = rte_telemetry_register_cmd(
+			"/sluice/top", cmd_top,
+			"Most throttled identities. Parameter: how many (20)");
 	return rc;
 }

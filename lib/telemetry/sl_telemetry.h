@@ -18,6 +18,7 @@
 #include "sl_limit.h"
 #include "sl_net.h"
 #include "sl_rules.h"
+#include "sl_top.h"
 
 struct sl_counters {
 	uint64_t rx;
@@ -61,7 +62,12 @@ struct sl_telemetry_src {
 	const struct sl_flow_table *flows;
 	const struct sl_bucket_table *buckets;
 	const struct sl_rule_ctr *rules; /* SL_MAX_RULES entries */
+	const struct sl_top *top;        /* most throttled identities */
+	const struct sl_hist *latency;   /* decision path, sampled */
 };
+
+/* The rule slot that stands for the blocklist in sl_top entries. */
+#define SL_SLOT_BLOCKLIST 0xffff
 
 /* Registers the /sluice commands over n workers; returns 0 or -errno. */
 int sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n);

@@ -114,6 +114,8 @@ def main():
             s.wait_ready()
             st = s.wait_for(lambda st: st["rx"] >= len(down) + 1)
             rules = sltest.telemetry(s.prefix, "/sluice/rules")
+            top = sltest.telemetry(s.prefix, "/sluice/top")
+            top5 = sltest.telemetry(s.prefix, "/sluice/top,5")
             res.eq(s.stop(), 0, "sluice exits 0")
         out0 = [bytes(x) for x in rdpcap(p("out0.pcap"))]
         out1 = [bytes(x) for x in rdpcap(p("out1.pcap"))]
@@ -158,6 +160,17 @@ def main():
     res.eq(r["shadow-ip"]["shadow_rejected"], 2, "/sluice/rules: shadow_rejected")
     res.eq(r["key-burst"]["allowed"], 4, "/sluice/rules: key-burst allowed")
     res.check(len(rules["version"]) > 0, "/sluice/rules: version")
+    got_top = {(x["identity"], x["rule"]): x["rejected"] for x in top.values()}
+    res.eq(sorted(top.keys(), key=int), [str(i) for i in range(1, len(top) + 1)],
+           "/sluice/top: ranked 1..n")
+    res.eq(len(top5), 5, "/sluice/top,5: five rows")
+    want_top = {("key:k-free", "key-burst"): 1, ("key:k-free", "strict-endpoint"): 1,
+                ("key:k-six", "key-burst"): 1, ("ip:198.18.0.1", "login"): 1,
+                ("ip:198.18.9.5", "blocklist"): 1, ("ip:2001:2:0:9::", "blocklist"): 1,
+                ("key:k-bad", "blocklist"): 1}
+    res.eq(got_top, want_top, "/sluice/top: every throttled identity and its rule")
+    st_lat = [st["latency_ns_p50"], st["latency_ns_p99"], st["latency_ns_p999"]]
+    res.check(st_lat == sorted(st_lat), "/sluice/stats: latency quantiles are ordered %s" % st_lat)
     return res.finish()
 
 

@@ -22,7 +22,7 @@ def telemetry(prefix, cmd, timeout=2.0):
         info = json.loads(s.recv(65536).decode())
         s.send(cmd.encode())
         reply = json.loads(s.recv(info.get("max_output_len", 16384)).decode())
-        return reply[cmd]
+        return reply[cmd.split(",")[0]]
     finally:
         s.close()
 

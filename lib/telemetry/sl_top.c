@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <string.h>
+
+#include "sl_top.h"
+
+static void
+write_entry(struct sl_top *t, uint32_t i, uint64_t hash, uint16_t rule_slot,
+	    uint8_t kind, uint8_t ip_af, const uint8_t *id, uint32_t len,
+	    uint64_t count, uint64_t err)
+{
+	struct sl_top_entry *e = &t->e[i];
+
+	__atomic_store_n(&e->seq, e->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	t->hash[i] = hash;
+	e->rule_slot = rule_slot;
+	e->kind = kind;
+	e->ip_af = ip_af;
+	e->len = (uint8_t)(len < SL_TOP_ID_MAX ? len : SL_TOP_ID_MAX);
+	memcpy(e->id, id, e->len);
+	e->count = count;
+	e->err = err;
+	__atomic_store_n(&e->seq, e->seq + 1, __ATOMIC_RELEASE);
+}
+
+void
+sl_top_add(struct sl_top *t, uint64_t hash, uint16_t rule_slot, uint8_t kind,
+	   uint8_t ip_af, const uint8_t *id, uint32_t len)
+{
+	uint32_t i, min = 0;
+
+	hash ^= (uint64_t)rule_slot * 0x9e3779b97f4a7c15ULL;
+	for (i = 0; i < t->n; i++) {
+		if (t->hash[i] == hash && t->e[i].rule_slot == rule_slot) {
+			/* a counter alone: a torn read is off by one at worst */
+			__atomic_store_n(&t->e[i].count, t->e[i].count + 1,
+					 __ATOMIC_RELAXED);
+			return;
+		}
+	}
+	if (t->n < SL_TOP_K) {
+		write_entry(t, t->n, hash, rule_slot, kind, ip_af, id, len, 1,
+			    0);
+		t->n++;
+		return;
+	}
+	/* space-saving: the newcomer inherits the smallest count as error */
+	for (i = 1; i < SL_TOP_K; i++)
+		if (t->e[i].count < t->e[min].count)
+			min = i;
+	write_entry(t, min, hash, rule_slot, kind, ip_af, id, len,
+		    t->e[min].count + 1, t->e[min].count);
+}
+
+uint32_t
+sl_top_snapshot(const struct sl_top *t, struct sl_top_entry *out)
+{
+	uint32_t i, n = 0, lim = __atomic_load_n(&t->n, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < lim && i < SL_TOP_K; i++) {
+		uint32_t s1 = __atomic_load_n(&t->e[i].seq, __ATOMIC_ACQUIRE);
+
+		if (s1 & 1)
+			continue;
+		memcpy(&out[n], &t->e[i], sizeof(out[n]));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&t->e[i].seq, __ATOMIC_RELAXED) == s1)
+			n++;
+	}
+	return n;
+}
+
+void
+sl_hist_add(struct sl_hist *h, uint64_t ns)
+{
+	uint32_t i = ns ? 64 - (uint32_t)__builtin_clzll(ns) : 0;
+
+	if (i >= SL_HIST_BUCKETS)
+		i = SL_HIST_BUCKETS - 1;
+	h->b[i]++;
+}
+
+uint64_t
+sl_hist_quantile(const struct sl_hist *h, double q)
+{
+	uint64_t total = 0, seen = 0, want;
+	uint32_t i;
+
+	for (i = 0; i < SL_HIST_BUCKETS; i++)
+		total += h->b[i];
+	if (total == 0)
+		return 0;
+	want = (uint64_t)(q * (double)total);
+	if (want >= total)
+		want = total - 1;
+	for (i = 0; i < SL_HIST_BUCKETS; i++) {
+		seen += h->b[i];
+		if (seen > want)
+			return i == 0 ? 1 : (1ULL << i);
+	}
+	return 1ULL << (SL_HIST_BUCKETS - 1);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sl_top.h"
+
+static void
+heavy_hitters_survive_a_flood(void **state)
+{
+	static struct sl_top t;
+	struct sl_top_entry out[SL_TOP_K];
+	uint32_t n, i, k;
+	uint64_t heavy = 0;
+
+	(void)state;
+	/* three heavy identities among 100 000 one-off ones */
+	for (i = 0; i < 100000; i++) {
+		uint8_t id[8];
+
+		memcpy(id, &i, 4);
+		sl_top_add(&t, 1000 + i, 1, 1, 4, id, 4);
+		for (k = 0; k < 3; k++)
+			if (i % (k + 2) == 0)
+				sl_top_add(&t, k, 2, 1, 4, (const uint8_t *)"heavy", 5);
+	}
+	n = sl_top_snapshot(&t, out);
+	assert_int_equal(n, SL_TOP_K);
+	for (i = 0; i < n; i++) {
+		if (out[i].rule_slot != 2)
+			continue;
+		heavy++;
+		/* never under the truth, over it by at most err */
+		assert_true(out[i].count - out[i].err <= 100000 / 2);
+		assert_true(out[i].count >= 100000 / 4);
+	}
+	assert_int_equal(heavy, 3);
+}
+
+static void
+histogram_quantiles(void **state)
+{
+	struct sl_hist h;
+	int i;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	assert_int_equal(sl_hist_quantile(&h, 0.5), 0);
+	for (i = 0; i < 990; i++)
+		sl_hist_add(&h, 300); /* bucket [256, 512) */
+	for (i = 0; i < 10; i++)
+		sl_hist_add(&h, 70000); /* bucket [65536, 131072) */
+	assert_int_equal(sl_hist_quantile(&h, 0.5), 512);
+	assert_int_equal(sl_hist_quantile(&h, 0.98), 512);
+	assert_int_equal(sl_hist_quantile(&h, 0.999), 131072);
+	sl_hist_add(&h, UINT64_MAX); /* clamps into the last bucket */
+	assert_int_equal(h.b[SL_HIST_BUCKETS - 1], 1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(heavy_hitters_survive_a_flood),
+		cmocka_unit_test(histogram_quantiles),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
