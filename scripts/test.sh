@@ -22,7 +22,8 @@ summary() {
 	# meson's own summary is not a line CI reads: count from its log.
 	/usr/bin/python3 - "$@" <<'PY'
 import json, sys
-p = f = 0
+fmt = int(sys.argv.pop(1))
+p, f = 1 - fmt, fmt  # the format check counts as one test
 for path in sys.argv[1:]:
     for line in open(path):
         r = json.loads(line)["result"]
@@ -33,7 +34,8 @@ PY
 }
 
 rc=0
-scripts/format.sh --check || rc=1
+fmt=0
+scripts/format.sh --check || { rc=1; fmt=1; }
 build build
 meson test -C build --print-errorlogs --num-processes 1 || rc=1
 build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined \
@@ -44,6 +46,6 @@ ASAN_OPTIONS=detect_leaks=1 \
 # EAL keeps its memory until exit by design: leaks are not checked there
 ASAN_OPTIONS=detect_leaks=0 meson test -C build-asan --suite func \
 	--print-errorlogs --logbase testlog-func || rc=1
-summary build/meson-logs/testlog.json build-asan/meson-logs/testlog.json \
+summary "$fmt" build/meson-logs/testlog.json build-asan/meson-logs/testlog.json \
 	build-asan/meson-logs/testlog-func.json
 exit $rc

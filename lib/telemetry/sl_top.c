@@ -32,7 +32,8 @@ sl_top_add(struct sl_top *t, uint64_t hash, uint16_t rule_slot, uint8_t kind,
 	hash ^= (uint64_t)rule_slot * 0x9e3779b97f4a7c15ULL;
 	for (i = 0; i < t->n; i++) {
 		if (t->hash[i] == hash && t->e[i].rule_slot == rule_slot) {
-			/* a counter alone: a torn read is off by one at worst */
+			/* a counter alone: a torn read is off by one at worst
+			 */
 			__atomic_store_n(&t->e[i].count, t->e[i].count + 1,
 					 __ATOMIC_RELAXED);
 			return;

@@ -12,8 +12,8 @@
 
 #include <stdint.h>
 
-#define SL_TOP_K       32
-#define SL_TOP_ID_MAX  96
+#define SL_TOP_K        32
+#define SL_TOP_ID_MAX   96
 #define SL_HIST_BUCKETS 40
 
 struct sl_top_entry {

@@ -25,7 +25,8 @@ heavy_hitters_survive_a_flood(void **state)
 		sl_top_add(&t, 1000 + i, 1, 1, 4, id, 4);
 		for (k = 0; k < 3; k++)
 			if (i % (k + 2) == 0)
-				sl_top_add(&t, k, 2, 1, 4, (const uint8_t *)"heavy", 5);
+				sl_top_add(&t, k, 2, 1, 4,
+					   (const uint8_t *)"heavy", 5);
 	}
 	n = sl_top_snapshot(&t, out);
 	assert_int_equal(n, SL_TOP_K);
