@@ -40,6 +40,12 @@ print("  %-30s %8.2f Mreq/s per core (median)" % ("decisions", med("decisions_pe
 ratios = sorted(r["cycles_per_request_reject"] / r["cycles_per_request_allow"] for r in rows)
 print("  %-30s %8.2f (median of per-run ratios; min %.2f, max %.2f)" % (
     "reject / allow", statistics.median(ratios), ratios[0], ratios[-1]))
+print("  %-30s p50 %d ns, p99 %d ns, p99.9 %d ns (median; log2 bucket bounds)" % (
+    "burst arrival to decision", med("latency_ns_p50"), med("latency_ns_p99"), med("latency_ns_p999")))
+r = rows[0]
+print("  %-30s %d B per flow, %d B per bucket; RSS %d kB -> %d kB over %d new addresses" % (
+    "memory", r["bytes_per_flow"], r["bytes_per_bucket"], r["rss_kb_before_flood"],
+    r["rss_kb_after_flood"], r["flood_addresses"]))
 ' "$name"
 }
 bench "dram-sized corpus" --packets 32768 --flows 32768 --keys 100000

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_bus_vdev.h>
 #include <rte_cycles.h>
@@ -31,6 +32,7 @@
 #include "sluice.h"
 
 struct bopts {
+	uint32_t flood;
 	uint32_t packets;
 	uint32_t flows;
 	uint32_t keys;
@@ -306,6 +308,7 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 		{"keys", required_argument, NULL, 'k'},
 		{"rounds", required_argument, NULL, 'r'},
 		{"zipf", required_argument, NULL, 'z'},
+		{"flood", required_argument, NULL, 'F'},
 		{"json", no_argument, NULL, 'j'},
 		{NULL, 0, NULL, 0},
 	};
@@ -328,6 +331,9 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 			break;
 		case 'z':
 			o->zipf = atof(optarg);
+			break;
+		case 'F':
+			o->flood = (uint32_t)atoi(optarg);
 			break;
 		case 'j':
 			o->json = 1;
@@ -395,10 +401,120 @@ bench_worker(const struct sl_app *app, int track_only)
 
 enum { M_FWD, M_FLOW, M_PARSE, M_ALLOW, M_REJECT, M_SCAN, M__N };
 
+/* What the flood measured. */
+struct flood_result {
+	uint64_t rss_kb_before, rss_kb_after;
+	uint64_t flows_evicted, buckets_evicted;
+	double bytes_per_flow, bytes_per_bucket;
+};
+
+static uint64_t
+rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long size = 0, res = 0;
+
+	if (f != NULL) {
+		if (fscanf(f, "%lu %lu", &size, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+}
+
+/* Requests from n distinct client addresses through one worker. */
+static void
+flood_pass(struct sl_worker *w, struct rte_mbuf **m, uint32_t from,
+	   uint32_t n)
+{
+	uint32_t i, k;
+
+	for (i = 0; i < n; i += SL_BURST) {
+		uint32_t b = RTE_MIN((uint32_t)SL_BURST, n - i);
+
+		for (k = 0; k < b; k++) {
+			uint8_t *f = rte_pktmbuf_mtod(m[k], uint8_t *);
+			uint32_t a = from + i + k;
+			struct sl_pkt p;
+
+			/* synthetic, never sent: any address will do */
+			f[26] = (uint8_t)(a >> 24);
+			f[27] = (uint8_t)(a >> 16);
+			f[28] = (uint8_t)(a >> 8);
+			f[29] = (uint8_t)a;
+			sl_pkt_parse(f, m[k]->data_len, &p);
+			sl_ipv4_cksum_set(f, &p);
+			sl_pkt_parse(f, m[k]->data_len, &p);
+			sl_tcp_cksum_set(f, &p);
+			rte_mbuf_refcnt_set(m[k], 2);
+		}
+		w->now = rte_rdtsc();
+		sl_worker_burst(w, m, (uint16_t)b, 0);
+		sl_worker_flush(w);
+	}
+}
+
+/*
+ * Memory under a flood of distinct client addresses, with the default
+ * table sizes and one rule per client address: resident size once the
+ * tables are full, and again after the flood. It must not grow.
+ */
+static void
+flood(const struct bopts *o, struct sl_app *base, struct flood_result *fr)
+{
+	static const char req[] = "GET /v1/flood HTTP/1.1\r\nHost: api\r\n\r\n";
+	struct sl_config *cfg = calloc(1, sizeof(*cfg));
+	struct sl_app *app = calloc(1, sizeof(*app));
+	struct sl_rule *r = calloc(1, sizeof(*r));
+	struct rte_mbuf *m[SL_BURST];
+	struct sl_worker *w;
+	uint32_t cap, k;
+
+	sl_config_defaults(cfg);
+	sl_app_setup(app, cfg);
+	app->pool = base->pool;
+	app->port[0] = base->port[0];
+	app->port[1] = base->port[1];
+	strcpy(r->name, "per-ip");
+	r->scope = SL_SCOPE_IP;
+	r->tier = -1;
+	r->limit = (struct sl_rate){100, 60000};
+	r->burst = 100;
+	r->cost = 1;
+	cfg->rules = r;
+	cfg->n_rules = 1;
+	app->policy = sl_policy_build(cfg);
+	cfg->rules = NULL;
+	cfg->n_rules = 0;
+	w = bench_worker(app, 0);
+	if (app->policy == NULL || rte_pktmbuf_alloc_bulk(app->pool, m, SL_BURST))
+		rte_exit(EXIT_FAILURE, "flood: out of memory\n");
+	for (k = 0; k < SL_BURST; k++)
+		write_frame(m[k], 0, req, (int)sizeof(req) - 1);
+	cap = RTE_MAX(cfg->dataplane.flows_per_worker,
+		      cfg->dataplane.buckets_per_worker);
+	flood_pass(w, m, 0x0a000000u, cap + cap / 2); /* fill both tables */
+	fr->rss_kb_before = rss_kb();
+	flood_pass(w, m, 0x0b000000u, o->flood);
+	fr->rss_kb_after = rss_kb();
+	if (w->ctr.allowed < (uint64_t)o->flood)
+		rte_exit(EXIT_FAILURE, "flood: only %lu of %u requests decided\n",
+			 w->ctr.allowed, o->flood);
+	fr->flows_evicted = sl_flow_stats(w->flows)->evicted;
+	fr->buckets_evicted = sl_bucket_stats(w->buckets)->evicted;
+	fr->bytes_per_flow = (double)sl_flow_table_bytes(w->flows) /
+			     cfg->dataplane.flows_per_worker;
+	fr->bytes_per_bucket = (double)sl_bucket_table_bytes(w->buckets) /
+			       cfg->dataplane.buckets_per_worker;
+	rte_pktmbuf_free_bulk(m, SL_BURST);
+}
+
 static void
 report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
-       double *v)
+       double *v, const struct sl_hist *lat, const struct flood_result *fr)
 {
+	uint64_t p50 = sl_hist_quantile(lat, 0.5), p99 = sl_hist_quantile(lat, 0.99),
+		 p999 = sl_hist_quantile(lat, 0.999);
 	static const char *const label[M__N] = {
 		"forward (tx_burst, untouched)",
 		"classify + checksum + flow",
@@ -422,6 +538,15 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 			printf("%-38s %12.1f %12.2f %10.2f\n", label[i], v[i],
 			       app->tsc_hz / v[i] / 1e6, v[i] / v[M_FWD]);
 		printf("reject / allow: %.2f\n", v[M_REJECT] / v[M_ALLOW]);
+		printf("latency, burst arrival to decision (bucket upper bounds): "
+		       "p50 %lu ns, p99 %lu ns, p99.9 %lu ns\n",
+		       p50, p99, p999);
+		printf("memory: %.0f bytes per flow, %.0f per bucket; flood of %u "
+		       "addresses: RSS %lu kB before, %lu kB after "
+		       "(%lu flows, %lu buckets evicted)\n",
+		       fr->bytes_per_flow, fr->bytes_per_bucket, o->flood,
+		       fr->rss_kb_before, fr->rss_kb_after, fr->flows_evicted,
+		       fr->buckets_evicted);
 	}
 	printf("{\"packets\": %u, \"flows\": %u, \"keys\": %u, \"zipf\": %.2f, "
 	       "\"head_bytes_avg\": %.1f, \"rounds\": %u, \"tsc_hz\": %lu, "
@@ -431,16 +556,23 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 	       "\"cycles_per_request_allow\": %.1f, "
 	       "\"cycles_per_request_reject\": %.1f, "
 	       "\"scan_floor_cycles\": %.1f, "
-	       "\"decisions_per_sec_per_core\": %.0f}\n",
+	       "\"decisions_per_sec_per_core\": %.0f, "
+	       "\"latency_ns_p50\": %lu, \"latency_ns_p99\": %lu, "
+	       "\"latency_ns_p999\": %lu, \"bytes_per_flow\": %.0f, "
+	       "\"bytes_per_bucket\": %.0f, \"flood_addresses\": %u, "
+	       "\"rss_kb_before_flood\": %lu, \"rss_kb_after_flood\": %lu}\n",
 	       c->n, o->flows, o->keys, o->zipf, (double)c->head_bytes / c->n,
 	       o->rounds, app->tsc_hz, v[M_FWD], v[M_FLOW], v[M_PARSE],
-	       v[M_ALLOW], v[M_REJECT], v[M_SCAN], app->tsc_hz / v[M_PARSE]);
+	       v[M_ALLOW], v[M_REJECT], v[M_SCAN], app->tsc_hz / v[M_PARSE], p50,
+	       p99, p999, fr->bytes_per_flow, fr->bytes_per_bucket, o->flood,
+	       fr->rss_kb_before, fr->rss_kb_after);
 }
 
 int
 main(int argc, char **argv)
 {
-	struct bopts o = {.packets = 32768,
+	struct bopts o = {.flood = 1000000,
+			  .packets = 32768,
 			  .flows = 32768,
 			  .keys = 100000,
 			  .rounds = 15,
@@ -450,6 +582,7 @@ main(int argc, char **argv)
 	struct sl_app *tight = calloc(1, sizeof(*tight));
 	struct sl_worker *w[M__N];
 	struct corpus c = {0};
+	struct flood_result fr;
 	uint64_t *t[M__N], found = 0;
 	double v[M__N];
 	uint32_t r;
@@ -462,7 +595,7 @@ main(int argc, char **argv)
 		rte_exit(EXIT_FAILURE,
 			 "usage: sluice-bench [EAL] -- [--packets N] [--flows "
 			 "N>=packets] "
-			 "[--keys N] [--rounds N>=2] [--zipf S] [--json]\n"
+			 "[--keys N] [--rounds N>=2] [--zipf S] [--flood N] [--json]\n"
 			 "(one request per connection per round, so that every "
 			 "request of the reject pass is decided)\n");
 	sl_logtype =
@@ -527,7 +660,8 @@ main(int argc, char **argv)
 			 w[M_REJECT]->ctr.malformed);
 	for (m = 0; m < M__N; m++)
 		v[m] = median_per(t[m], o.rounds, c.n);
-	report(&o, &c, app, v);
+	flood(&o, app, &fr);
+	report(&o, &c, app, v, &w[M_PARSE]->latency, &fr);
 	rte_eal_cleanup();
 	return 0;
 }
