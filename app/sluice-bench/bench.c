@@ -424,8 +424,7 @@ rss_kb(void)
 
 /* Requests from n distinct client addresses through one worker. */
 static void
-flood_pass(struct sl_worker *w, struct rte_mbuf **m, uint32_t from,
-	   uint32_t n)
+flood_pass(struct sl_worker *w, struct rte_mbuf **m, uint32_t from, uint32_t n)
 {
 	uint32_t i, k;
 
@@ -487,7 +486,8 @@ flood(const struct bopts *o, struct sl_app *base, struct flood_result *fr)
 	cfg->rules = NULL;
 	cfg->n_rules = 0;
 	w = bench_worker(app, 0);
-	if (app->policy == NULL || rte_pktmbuf_alloc_bulk(app->pool, m, SL_BURST))
+	if (app->policy == NULL ||
+	    rte_pktmbuf_alloc_bulk(app->pool, m, SL_BURST))
 		rte_exit(EXIT_FAILURE, "flood: out of memory\n");
 	for (k = 0; k < SL_BURST; k++)
 		write_frame(m[k], 0, req, (int)sizeof(req) - 1);
@@ -498,7 +498,8 @@ flood(const struct bopts *o, struct sl_app *base, struct flood_result *fr)
 	flood_pass(w, m, 0x0b000000u, o->flood);
 	fr->rss_kb_after = rss_kb();
 	if (w->ctr.allowed < (uint64_t)o->flood)
-		rte_exit(EXIT_FAILURE, "flood: only %lu of %u requests decided\n",
+		rte_exit(EXIT_FAILURE,
+			 "flood: only %lu of %u requests decided\n",
 			 w->ctr.allowed, o->flood);
 	fr->flows_evicted = sl_flow_stats(w->flows)->evicted;
 	fr->buckets_evicted = sl_bucket_stats(w->buckets)->evicted;
@@ -513,7 +514,8 @@ static void
 report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
        double *v, const struct sl_hist *lat, const struct flood_result *fr)
 {
-	uint64_t p50 = sl_hist_quantile(lat, 0.5), p99 = sl_hist_quantile(lat, 0.99),
+	uint64_t p50 = sl_hist_quantile(lat, 0.5),
+		 p99 = sl_hist_quantile(lat, 0.99),
 		 p999 = sl_hist_quantile(lat, 0.999);
 	static const char *const label[M__N] = {
 		"forward (tx_burst, untouched)",
@@ -538,10 +540,12 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 			printf("%-38s %12.1f %12.2f %10.2f\n", label[i], v[i],
 			       app->tsc_hz / v[i] / 1e6, v[i] / v[M_FWD]);
 		printf("reject / allow: %.2f\n", v[M_REJECT] / v[M_ALLOW]);
-		printf("latency, burst arrival to decision (bucket upper bounds): "
+		printf("latency, burst arrival to decision (bucket upper "
+		       "bounds): "
 		       "p50 %lu ns, p99 %lu ns, p99.9 %lu ns\n",
 		       p50, p99, p999);
-		printf("memory: %.0f bytes per flow, %.0f per bucket; flood of %u "
+		printf("memory: %.0f bytes per flow, %.0f per bucket; flood of "
+		       "%u "
 		       "addresses: RSS %lu kB before, %lu kB after "
 		       "(%lu flows, %lu buckets evicted)\n",
 		       fr->bytes_per_flow, fr->bytes_per_bucket, o->flood,
@@ -563,9 +567,9 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 	       "\"rss_kb_before_flood\": %lu, \"rss_kb_after_flood\": %lu}\n",
 	       c->n, o->flows, o->keys, o->zipf, (double)c->head_bytes / c->n,
 	       o->rounds, app->tsc_hz, v[M_FWD], v[M_FLOW], v[M_PARSE],
-	       v[M_ALLOW], v[M_REJECT], v[M_SCAN], app->tsc_hz / v[M_PARSE], p50,
-	       p99, p999, fr->bytes_per_flow, fr->bytes_per_bucket, o->flood,
-	       fr->rss_kb_before, fr->rss_kb_after);
+	       v[M_ALLOW], v[M_REJECT], v[M_SCAN], app->tsc_hz / v[M_PARSE],
+	       p50, p99, p999, fr->bytes_per_flow, fr->bytes_per_bucket,
+	       o->flood, fr->rss_kb_before, fr->rss_kb_after);
 }
 
 int
@@ -595,7 +599,8 @@ main(int argc, char **argv)
 		rte_exit(EXIT_FAILURE,
 			 "usage: sluice-bench [EAL] -- [--packets N] [--flows "
 			 "N>=packets] "
-			 "[--keys N] [--rounds N>=2] [--zipf S] [--flood N] [--json]\n"
+			 "[--keys N] [--rounds N>=2] [--zipf S] [--flood N] "
+			 "[--json]\n"
 			 "(one request per connection per round, so that every "
 			 "request of the reject pass is decided)\n");
 	sl_logtype =
