@@ -32,6 +32,7 @@
 #include "sluice.h"
 
 struct bopts {
+	uint32_t workers;
 	uint32_t flood;
 	uint32_t packets;
 	uint32_t flows;
@@ -309,6 +310,7 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 		{"rounds", required_argument, NULL, 'r'},
 		{"zipf", required_argument, NULL, 'z'},
 		{"flood", required_argument, NULL, 'F'},
+		{"workers", required_argument, NULL, 'W'},
 		{"json", no_argument, NULL, 'j'},
 		{NULL, 0, NULL, 0},
 	};
@@ -335,6 +337,9 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 		case 'F':
 			o->flood = (uint32_t)atoi(optarg);
 			break;
+		case 'W':
+			o->workers = (uint32_t)atoi(optarg);
+			break;
 		case 'j':
 			o->json = 1;
 			break;
@@ -358,7 +363,7 @@ setup_ports(struct sl_app *app)
 			rte_exit(EXIT_FAILURE,
 				 "cannot create net_null ports\n");
 	}
-	if (sl_ports_init(app, 1) != 0)
+	if (sl_ports_init(app, (uint16_t)rte_lcore_count()) != 0)
 		rte_exit(EXIT_FAILURE, "port setup failed\n");
 }
 
@@ -400,6 +405,94 @@ bench_worker(const struct sl_app *app, int track_only)
 }
 
 enum { M_FWD, M_FLOW, M_PARSE, M_ALLOW, M_REJECT, M_SCAN, M__N };
+
+/*
+ * Scaling: every lcore runs the keep-alive decision pass over its own
+ * copy of the corpus at the same time, on its own queue; each times only
+ * its passes, so the sum of their rates is the appliance's with that many
+ * workers sharing caches and memory bandwidth.
+ */
+struct scale_job {
+	struct sl_worker *w;
+	struct corpus c;
+	uint32_t rounds;
+	uint64_t cycles;
+	volatile uint32_t *start;
+};
+
+static int
+scale_run(void *arg)
+{
+	struct scale_job *j = arg;
+	uint32_t r;
+
+	while (!*j->start)
+		rte_pause();
+	for (r = 0; r <= j->rounds; r++) {
+		uint64_t d;
+
+		set_round(&j->c, r);
+		d = pass_worker(j->w, &j->c);
+		if (r > 0)
+			j->cycles += d;
+	}
+	return 0;
+}
+
+static struct scale_job *
+scale_setup(const struct bopts *o, struct sl_app *app)
+{
+	static struct scale_job jobs[RTE_MAX_LCORE];
+	unsigned int lc, n = 0;
+
+	RTE_LCORE_FOREACH(lc)
+	{
+		struct scale_job *j = &jobs[n];
+
+		if (n == o->workers)
+			break;
+		j->w = bench_worker(app, 0);
+		j->w->queue = (uint16_t)n;
+		j->w->lcore = lc;
+		j->rounds = o->rounds;
+		rng = 0x9e3779b97f4a7c15ULL; /* the same corpus for everyone */
+		if (build_corpus(&j->c, o, app->pool) != 0)
+			rte_exit(EXIT_FAILURE,
+				 "scale: out of mbufs (try -m 2048)\n");
+		n++;
+	}
+	if (n < o->workers)
+		rte_exit(EXIT_FAILURE, "--workers %u needs %u lcores (-l)\n",
+			 o->workers, o->workers);
+	return jobs;
+}
+
+/* Runs n workers at once; returns their summed rate (requests/s). */
+static double
+scale_run_n(struct scale_job *jobs, uint32_t n, const struct sl_app *app,
+	    double *per_worker)
+{
+	volatile uint32_t start = 0;
+	double total = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		jobs[i].start = &start;
+		jobs[i].cycles = 0;
+		sl_worker_reset_flows(jobs[i].w);
+	}
+	for (i = 1; i < n; i++)
+		rte_eal_remote_launch(scale_run, &jobs[i], jobs[i].w->lcore);
+	start = 1;
+	scale_run(&jobs[0]);
+	rte_eal_mp_wait_lcore();
+	for (i = 0; i < n; i++) {
+		per_worker[i] = (double)app->tsc_hz * jobs[i].c.n *
+				jobs[i].rounds / (double)jobs[i].cycles;
+		total += per_worker[i];
+	}
+	return total;
+}
 
 /* What the flood measured. */
 struct flood_result {
@@ -575,7 +668,8 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 int
 main(int argc, char **argv)
 {
-	struct bopts o = {.flood = 1000000,
+	struct bopts o = {.workers = 1,
+			  .flood = 1000000,
 			  .packets = 32768,
 			  .flows = 32768,
 			  .keys = 100000,
@@ -611,9 +705,9 @@ main(int argc, char **argv)
 	cfg->dataplane.head_buffers_per_worker = 1024;
 	cfg->dataplane.flow_idle_ms = 3600000;
 	sl_app_setup(app, cfg);
-	app->pool = rte_pktmbuf_pool_create("bench", o.packets * 2 + 4096, 256,
-					    0, RTE_MBUF_DEFAULT_BUF_SIZE,
-					    rte_socket_id());
+	app->pool = rte_pktmbuf_pool_create(
+		"bench", o.packets * (1 + o.workers) + 4096, 256, 0,
+		RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
 	if (app->pool == NULL)
 		rte_exit(EXIT_FAILURE, "mbuf pool: %s (try -m 1024)\n",
 			 rte_strerror(rte_errno));
@@ -667,6 +761,26 @@ main(int argc, char **argv)
 		v[m] = median_per(t[m], o.rounds, c.n);
 	flood(&o, app, &fr);
 	report(&o, &c, app, v, &w[M_PARSE]->latency, &fr);
+	if (o.workers > 1) {
+		struct scale_job *jobs = scale_setup(&o, app);
+		double per[RTE_MAX_LCORE], one, total;
+		uint32_t i;
+
+		one = scale_run_n(jobs, 1, app, per);
+		total = scale_run_n(jobs, o.workers, app, per);
+		if (!o.json) {
+			printf("scale: 1 worker %.2f Mreq/s; %u workers %.2f "
+			       "Mreq/s (",
+			       one / 1e6, o.workers, total / 1e6);
+			for (i = 0; i < o.workers; i++)
+				printf("%s%.2f", i ? " " : "", per[i] / 1e6);
+			printf("), speedup %.2f\n", total / one);
+		}
+		printf("{\"workers\": %u, \"scale_mreq_per_sec_1\": %.3f, "
+		       "\"scale_mreq_per_sec\": %.3f, \"scale_speedup\": "
+		       "%.2f}\n",
+		       o.workers, one / 1e6, total / 1e6, total / one);
+	}
 	rte_eal_cleanup();
 	return 0;
 }
