@@ -162,25 +162,36 @@ struct check {
 	struct sl_limit_result res;
 };
 
+/* The bucket of a rule for this request, and its numbers (overrides in). */
+static struct sl_bucket_key
+rule_key(struct sl_worker *w, const struct sl_policy *pol, uint16_t rule,
+	 const struct scope_id *s, struct sl_limit_params *params)
+{
+	const struct sl_rule *r = sl_ruleset_rule(pol->rs, rule);
+	uint64_t rid = sl_ruleset_rule_id(pol->rs, rule);
+	struct sl_bucket_key k = {rid ^ s->h1,
+				  (rid * 0x9e3779b97f4a7c15ULL) + s->h2};
+	const struct sl_override *o = NULL;
+
+	*params = pol->params[rule];
+	if (s->kind != 0xff)
+		o = sl_ruleset_override(pol->rs, rule, s->kind, s->b, s->len,
+					w->app->wall0_s +
+						(int64_t)(w->now_ns / NS));
+	if (o != NULL)
+		rule_params(r, &o->limit, o->burst, params);
+	return k;
+}
+
 static void
 check_one(struct sl_worker *w, const struct sl_policy *pol, struct check *c,
 	  struct scope_id *s)
 {
 	const struct sl_rule *r = sl_ruleset_rule(pol->rs, c->rule);
-	uint64_t rid = sl_ruleset_rule_id(pol->rs, c->rule);
-	struct sl_bucket_key k = {rid ^ s->h1,
-				  (rid * 0x9e3779b97f4a7c15ULL) + s->h2};
-	const struct sl_override *o = NULL;
+	struct sl_bucket_key k = rule_key(w, pol, c->rule, s, &c->params);
 	struct sl_bucket_table *t =
 		r->algo == SL_ALGO_SLIDING_LOG ? w->logs : w->buckets;
 
-	c->params = pol->params[c->rule];
-	if (s->kind != 0xff)
-		o = sl_ruleset_override(pol->rs, c->rule, s->kind, s->b, s->len,
-					w->app->wall0_s +
-						(int64_t)(w->now_ns / NS));
-	if (o != NULL)
-		rule_params(r, &o->limit, o->burst, &c->params);
 	c->st = sl_bucket_get(t, &k, w->now_ns);
 	sl_limit_check(&c->params, c->st, r->cost, w->now_ns, &c->res);
 }
@@ -201,9 +212,9 @@ rnd(struct sl_worker *w)
 }
 
 /* Retry-After: never earlier than true, spread by up to the jitter. */
-static uint64_t
-retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
-	      uint64_t period_ns)
+uint64_t
+sl_retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
+		 uint64_t period_ns)
 {
 	uint64_t s = ns == SL_NEVER ? secs_up(period_ns) : secs_up(ns);
 	uint64_t spread;
@@ -221,8 +232,8 @@ pend_429(struct sl_worker *w, const struct sl_policy *pol,
 	struct sl_reply_nums *v = &w->pending.nums;
 
 	w->pending.tpl = &pol->tpl429[c->rule];
-	v->retry_after_s = retry_seconds(w, c->res.retry_after_ns,
-					 pol->jitter_ppm, c->params.period_ns);
+	v->retry_after_s = sl_retry_seconds(
+		w, c->res.retry_after_ns, pol->jitter_ppm, c->params.period_ns);
 	v->limit = c->params.count;
 	v->window_s = secs_up(c->params.period_ns);
 	v->remaining = c->res.remaining;
@@ -277,6 +288,56 @@ commit_all(struct sl_worker *w, const struct sl_policy *pol, struct check *cs,
 	}
 }
 
+/*
+ * With a coordinator: every enforcing limit is spent from a lease; shadow
+ * rules are counted from this worker's own buckets, never waited for.
+ */
+static enum sl_req_action
+decide_leased(struct sl_worker *w, const struct sl_policy *pol,
+	      const struct sl_http_req *req, const struct sl_identity *id,
+	      const uint16_t *idx, uint32_t n, struct scope_id *scopes)
+{
+	struct sl_need ns[SL_MAX_MATCH];
+	uint32_t i, k = 0, shadow_denied = 0;
+	enum sl_req_action a;
+
+	for (i = 0; i < n; i++) {
+		const struct sl_rule *r = sl_ruleset_rule(pol->rs, idx[i]);
+		struct scope_id *s = &scopes[r->scope];
+		struct sl_limit_params lp;
+		struct check c = {.rule = idx[i]};
+
+		if (!s->done)
+			scope_bytes(s, r->scope, req, id);
+		if (r->shadow) {
+			check_one(w, pol, &c, s);
+			c.denied = !c.res.allow;
+			shadow_denied += c.denied;
+			commit_all(w, pol, &c, 1);
+			continue;
+		}
+		ns[k].key = rule_key(w, pol, idx[i], s, &lp);
+		ns[k].count = lp.count;
+		ns[k].burst = lp.burst;
+		ns[k].period_ms = lp.period_ms;
+		ns[k].algo = lp.algo;
+		ns[k].cost = r->cost;
+		ns[k].accuracy_ppm = r->accuracy_ppm;
+		ns[k].slot = pol->slot[idx[i]];
+		ns[k].on_failure = r->on_store_failure;
+		k++;
+	}
+	if (k == 0) {
+		w->ctr.allowed++;
+		w->ctr.shadow_rejected += shadow_denied > 0;
+		return SL_REQ_CONTINUE;
+	}
+	a = sl_park_decide(w, ns, k, w->parkable, id);
+	if (a != SL_REQ_STOP)
+		w->ctr.shadow_rejected += shadow_denied > 0;
+	return a;
+}
+
 enum sl_req_action
 sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	  const struct sl_pkt *p)
@@ -312,6 +373,8 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	memset(scopes, 0, sizeof(scopes[0]) * 5);
 	sl_bucket_begin(w->buckets);
 	sl_bucket_begin(w->logs);
+	if (w->app->coord != NULL)
+		return decide_leased(w, pol, req, &id, idx, n, scopes);
 	for (i = 0; i < n; i++) {
 		const struct sl_rule *r = sl_ruleset_rule(rs, idx[i]);
 		struct scope_id *s = &scopes[r->scope];

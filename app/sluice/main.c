@@ -12,6 +12,7 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
+#include "coord.h"
 #include "sluice.h"
 
 #define ERRBUF 8192
@@ -154,6 +155,32 @@ start_workers(struct sl_app *app, unsigned int *n_out)
 	return ws;
 }
 
+void
+sl_main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag)
+{
+	uint64_t hz = rte_get_tsc_hz(), next = rte_rdtsc(), idle = 0;
+	uint32_t ticks = 0;
+
+	while (!sl_quit) {
+		uint64_t now = rte_rdtsc();
+
+		/* the coordinator answers within microseconds while busy */
+		if (sl_coord_poll(app->coord, sl_tsc_ns(app, now)) > 0)
+			idle = 0;
+		else if (++idle > 1024)
+			rte_delay_us_sleep(20);
+		if (now < next)
+			continue;
+		next = now + hz / 20;
+		if (*reload_flag) {
+			*reload_flag = 0;
+			reload(app);
+		}
+		if (++ticks % 20 == 0)
+			sl_reload_poll(app);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -213,18 +240,20 @@ main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	/* the node's authority for every limit, shared by the workers */
+	app.holders = app.n_queues * app.expected;
+	app.coord = sl_coord_create(app.n_queues,
+				    cfg->dataplane.buckets_per_worker * 2);
+	if (app.coord == NULL)
+		rte_exit(EXIT_FAILURE, "cannot create the coordinator\n");
+	if (cfg->store.present)
+		SL_LOG(WARNING, "store: Redis is not supported yet; this node "
+				"is its own authority (limits exact across its "
+				"workers, not across appliances)");
 	ws = start_workers(&app, &n_workers);
 	SL_LOG(NOTICE, "running: %u worker(s), rules=%u version=%s", n_workers,
 	       cfg->n_rules, cfg->version);
-	for (i = 0; !sl_quit; i++) {
-		usleep(50000);
-		if (reload_requested) {
-			reload_requested = 0;
-			reload(&app);
-		}
-		if (i % 20 == 19)
-			sl_reload_poll(&app);
-	}
+	sl_main_loop(&app, &reload_requested);
 	rte_eal_mp_wait_lcore();
 	print_final();
 	sl_ports_close(&app);

@@ -21,6 +21,11 @@ sl_app_setup(struct sl_app *app, struct sl_config *cfg)
 	app->tsc_hz = rte_get_tsc_hz();
 	app->drain_tsc = app->tsc_hz / 1000000 * SL_DRAIN_US;
 	app->ns_mult = (1000000000ULL << 20) / app->tsc_hz;
+	/* the node's own coordinator: how long a request may wait for it */
+	app->store_timeout_ns =
+		cfg->dataplane.coordinator_timeout_ms * 1000000ULL;
+	app->expected = cfg->store.expected_appliances;
+	app->holders = app->expected;
 	app->idle_tsc = app->tsc_hz / 1000 * cfg->dataplane.flow_idle_ms;
 	for (i = 0; i < cfg->dataplane.n_service_ports; i++) {
 		uint16_t p = cfg->dataplane.service_ports[i];

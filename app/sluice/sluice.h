@@ -20,6 +20,10 @@
 #include "sl_rules.h"
 #include "sl_telemetry.h"
 
+#include "park.h"
+
+struct sl_coord;
+
 #define SL_BURST         32
 #define SL_DRAIN_US      100 /* a partly filled TX buffer waits at most this */
 #define SL_EXPIRE_BUDGET 32  /* flow entries examined for idleness per loop */
@@ -65,6 +69,10 @@ struct sl_app {
 	 */
 	struct sl_policy *policy;
 	struct rte_rcu_qsbr *qs;
+	struct sl_coord *coord; /* the node's authority; NULL: local buckets */
+	uint64_t store_timeout_ns;
+	uint32_t holders;  /* leases per limit at once: workers x appliances */
+	uint32_t expected; /* store.expected_appliances */
 	const char *config_path;
 	int64_t wall0_s; /* Unix time at TSC 0, for override expiry */
 	uint8_t service[65536 / 8]; /* bitmap of inspected destination ports */
@@ -95,6 +103,15 @@ struct sl_worker {
 	struct sl_pending pending;
 	struct sl_top top;
 	struct sl_hist latency;
+	/* leases and parked requests (park.c) */
+	struct sl_bucket_table *leases;
+	void *park;
+	uint16_t park_free[SL_PARK_MAX];
+	uint16_t n_park_free;
+	uint16_t park_head, park_tail, park_new;
+	uint8_t n_parked_timeouts_due;
+	uint8_t parkable;  /* the event being decided may wait */
+	uint32_t rest_off; /* where the bytes after its head start */
 	unsigned int lcore;
 	uint16_t queue;
 	uint64_t now;
@@ -145,6 +162,14 @@ void sl_reply_send(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
 void sl_reply_ack(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
 		  const struct sl_pkt *p);
 void sl_worker_send(struct sl_worker *w, int dir, struct rte_mbuf *m);
+uint64_t sl_tsc_ns(const struct sl_app *app, uint64_t tsc);
+/* Runs the coordinator and the housekeeping on the main lcore until quit. */
+void sl_main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag);
+/* One frame from port index from, as if just received. */
+void sl_worker_handle(struct sl_worker *w, struct rte_mbuf *m, int from);
+/* Retry-After seconds: never earlier than true, spread by the jitter. */
+uint64_t sl_retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
+			  uint64_t period_ns);
 
 static inline int
 sl_is_service_port(const struct sl_app *app, uint16_t port)

@@ -36,7 +36,10 @@ sl_worker_init(struct sl_worker *w, const struct sl_app *app,
 	w->flows = sl_flow_table_create(&fp);
 	w->buckets = sl_bucket_table_create(c->dataplane.buckets_per_worker, 0);
 	w->logs = sl_bucket_table_create(nlog < 1024 ? 1024 : nlog, 1);
-	return w->flows && w->buckets && w->logs ? 0 : -ENOMEM;
+	if (w->flows == NULL || w->buckets == NULL || w->logs == NULL ||
+	    sl_park_init(w) != 0)
+		return -ENOMEM;
+	return 0;
 }
 
 /* Forgets every connection (benchmarks: each round starts afresh). */
@@ -63,11 +66,12 @@ sl_worker_free(struct sl_worker *w)
 	sl_flow_table_free(w->flows);
 	sl_bucket_table_free(w->buckets);
 	sl_bucket_table_free(w->logs);
+	sl_park_free(w);
 }
 
 /* TSC to nanoseconds, exact, once per burst. */
-static inline uint64_t
-tsc_ns(const struct sl_app *app, uint64_t tsc)
+uint64_t
+sl_tsc_ns(const struct sl_app *app, uint64_t tsc)
 {
 	return tsc / app->tsc_hz * 1000000000ULL +
 	       tsc % app->tsc_hz * 1000000000ULL / app->tsc_hz;
@@ -117,6 +121,18 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 	if (ev->kind != SL_EV_REQUEST) {
 		sl_decide_invalid(w, ev);
 		return SL_REQ_STOP;
+	}
+	/* a request may wait for the coordinator only if what follows its
+	 * head in this segment is its own body */
+	w->rest_off = ev->seg_end;
+	{
+		uint32_t rest = w->cur->payload_len > ev->seg_end
+					? w->cur->payload_len - ev->seg_end
+					: 0;
+
+		w->parkable =
+			rest == 0 || (ev->req->has_cl && !ev->req->chunked &&
+				      rest <= ev->req->content_length);
 	}
 	a = sl_decide(w, ev->req, w->cur);
 	/* one in 16: from the burst's arrival to this request's decision */
@@ -190,13 +206,19 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 	case SL_SEG_ABSORBED:
 		sl_reply_ack(w, m, sl_flow_lookup(w->flows, &k), p);
 		break;
+	case SL_SEG_PARKED:
+		sl_park_attach(w, m, p, &k, w->cur_flow, w->rest_off);
+		break;
+	case SL_SEG_HOLD:
+		sl_park_hold(w, sl_flow_last(w->flows), m);
+		break;
 	default:
 		rte_pktmbuf_free(m);
 	}
 }
 
-static void
-handle(struct sl_worker *w, struct rte_mbuf *m, int from)
+void
+sl_worker_handle(struct sl_worker *w, struct rte_mbuf *m, int from)
 {
 	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
 	struct sl_pkt p;
@@ -246,7 +268,7 @@ sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
 {
 	uint16_t i;
 
-	w->now_ns = tsc_ns(w->app, w->now);
+	w->now_ns = sl_tsc_ns(w->app, w->now);
 	w->pol = __atomic_load_n(&w->app->policy, __ATOMIC_ACQUIRE);
 	w->ctr.rx += n;
 	for (i = 0; i < n && i < 3; i++)
@@ -254,7 +276,7 @@ sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	for (i = 0; i < n; i++) {
 		if (i + 3 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void *));
-		handle(w, pkts[i], from);
+		sl_worker_handle(w, pkts[i], from);
 	}
 }
 
@@ -290,7 +312,7 @@ sl_worker_main(void *arg)
 	w->next_drain = rte_rdtsc() + app->drain_tsc;
 	while (!sl_quit) {
 		w->now = rte_rdtsc();
-		w->now_ns = tsc_ns(app, w->now);
+		w->now_ns = sl_tsc_ns(app, w->now);
 		poll_port(w, DOWN);
 		poll_port(w, UP);
 		if (w->now >= w->next_drain) {
@@ -301,6 +323,11 @@ sl_worker_main(void *arg)
 		sl_flow_expire(w->flows, w->now, SL_EXPIRE_BUDGET);
 		sl_bucket_expire(w->buckets, w->now_ns, SL_EXPIRE_BUDGET);
 		sl_bucket_expire(w->logs, w->now_ns, SL_EXPIRE_BUDGET);
+		if (app->coord != NULL) {
+			w->pol =
+				__atomic_load_n(&app->policy, __ATOMIC_ACQUIRE);
+			sl_park_poll(w);
+		}
 		/* nothing read from the rules is held past this point */
 		if (app->qs != NULL)
 			rte_rcu_qsbr_quiescent(app->qs, w->lcore);

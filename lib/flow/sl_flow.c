@@ -5,6 +5,7 @@
 
 #define STOP    (-1)
 #define NO_SLOT (-2)
+#define PARKED  (-3)
 
 struct seg_ctx {
 	struct sl_flow_table *t;
@@ -87,9 +88,15 @@ static int
 complete(struct seg_ctx *c, const struct sl_http_req *req, uint32_t head_len,
 	 uint32_t seg_end)
 {
-	if (emit(c, SL_EV_REQUEST, req, head_len, seg_end) == SL_REQ_STOP)
+	enum sl_req_action a = emit(c, SL_EV_REQUEST, req, head_len, seg_end);
+
+	if (a == SL_REQ_STOP)
 		return STOP;
 	after_request(c->f, req);
+	if (a == SL_REQ_PARK) {
+		c->f->parked = 1;
+		return PARKED;
+	}
 	return 0;
 }
 
@@ -122,10 +129,11 @@ head_unbuffered(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 	struct sl_http_req req;
 	int rc = sl_http_parse_request((const char *)p, n, t->p.http, &req);
 
-	if (rc > 0)
-		return complete(c, &req, (uint32_t)rc, off + (uint32_t)rc) == 0
-			       ? rc
-			       : STOP;
+	if (rc > 0) {
+		int r = complete(c, &req, (uint32_t)rc, off + (uint32_t)rc);
+
+		return r == 0 ? rc : r;
+	}
 	if (rc == SL_HTTP_ERROR)
 		return give_up(c, SL_EV_PARSE_ERROR, &req, off + n);
 	if (n >= t->p.max_head_bytes)
@@ -167,7 +175,7 @@ head_buffered(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 		/* The request points into buf: release only after the event. */
 		rc = complete(c, &req, (uint32_t)rc, off + here);
 		sl_flow_release_head(t, f);
-		return rc == 0 ? (int)here : STOP;
+		return rc == 0 ? (int)here : rc;
 	}
 	if (rc == SL_HTTP_ERROR)
 		return give_up(c, SL_EV_PARSE_ERROR, &req, off + take);
@@ -229,6 +237,8 @@ process(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 		}
 		if (r == NO_SLOT)
 			return SL_SEG_DROP;
+		if (r == PARKED)
+			return SL_SEG_PARKED;
 		if (r == STOP)
 			return f->state == SL_FLOW_ABSORB ? SL_SEG_STOPPED
 							  : SL_SEG_FORWARD;
@@ -318,6 +328,7 @@ sl_flow_client_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 		.t = t, .f = sl_flow_find(t, k, h), .fn = fn, .arg = arg};
 	enum sl_seg_verdict v = SL_SEG_FORWARD;
 
+	t->last = NULL;
 	if (tcp_flags & 0x04) { /* RST */
 		if (c.f != NULL) {
 			sl_flow_remove(t, c.f);
@@ -340,6 +351,9 @@ sl_flow_client_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 				     : SL_FLOW_RESYNC;
 	}
 	c.f->last_seen = now;
+	t->last = c.f;
+	if (c.f->parked && (len > 0 || (tcp_flags & 0x01)))
+		return SL_SEG_HOLD;
 	if (c.f->state == SL_FLOW_ABSORB)
 		return absorb(c.f, seq, tcp_flags, len);
 	if (len > 0)
@@ -350,6 +364,24 @@ sl_flow_client_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 		c.f->c_next++;
 	}
 	return v;
+}
+
+struct sl_flow *
+sl_flow_last(const struct sl_flow_table *t)
+{
+	return t->last;
+}
+
+enum sl_seg_verdict
+sl_flow_resume(struct sl_flow_table *t, struct sl_flow *f, const uint8_t *rest,
+	       uint32_t len, sl_flow_event_fn fn, void *arg)
+{
+	struct seg_ctx c = {.t = t, .f = f, .fn = fn, .arg = arg};
+
+	f->parked = 0;
+	if (len == 0 || f->state == SL_FLOW_ABSORB)
+		return SL_SEG_FORWARD;
+	return process(&c, rest, len, 0);
 }
 
 void

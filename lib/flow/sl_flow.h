@@ -59,6 +59,8 @@ struct sl_flow {
 	uint8_t s_fin;
 	uint8_t s_seen;
 	uint8_t in_use;
+	uint8_t parked;    /* a request on it waits for a decision */
+	uint16_t park_idx; /* the caller's, while parked */
 };
 
 struct sl_flow_params {
@@ -89,6 +91,7 @@ struct sl_flow_event {
 enum sl_req_action {
 	SL_REQ_CONTINUE = 0,
 	SL_REQ_STOP, /* the caller answered: absorb the rest of the flow */
+	SL_REQ_PARK, /* undecided yet: stop here, resume with sl_flow_resume */
 };
 
 typedef enum sl_req_action (*sl_flow_event_fn)(void *arg, struct sl_flow *f,
@@ -99,6 +102,8 @@ enum sl_seg_verdict {
 	SL_SEG_DROP, /* ahead of a gap, or absorbed: the client retransmits */
 	SL_SEG_STOPPED,  /* a callback returned SL_REQ_STOP */
 	SL_SEG_ABSORBED, /* data or FIN after our answer: acknowledge, drop */
+	SL_SEG_PARKED,   /* a callback returned SL_REQ_PARK */
+	SL_SEG_HOLD,     /* data behind a parked request: the caller keeps it */
 };
 
 struct sl_flow_stats {
@@ -130,6 +135,14 @@ enum sl_seg_verdict sl_flow_client_segment(struct sl_flow_table *t,
 					   uint64_t now, sl_flow_event_fn fn,
 					   void *arg);
 
+/*
+ * Goes on after a parked request was allowed: rest is what followed its
+ * head in the parked segment (events may fire for it as usual).
+ */
+enum sl_seg_verdict sl_flow_resume(struct sl_flow_table *t, struct sl_flow *f,
+				   const uint8_t *rest, uint32_t len,
+				   sl_flow_event_fn fn, void *arg);
+
 /* A server-to-client segment; k is in client/server orientation. */
 void sl_flow_server_segment(struct sl_flow_table *t,
 			    const struct sl_flow_key *k, uint32_t seq,
@@ -138,6 +151,8 @@ void sl_flow_server_segment(struct sl_flow_table *t,
 
 struct sl_flow *sl_flow_lookup(struct sl_flow_table *t,
 			       const struct sl_flow_key *k);
+/* The flow of the last client segment (NULL if it had none). */
+struct sl_flow *sl_flow_last(const struct sl_flow_table *t);
 
 /* Evicts up to budget idle entries; call once per worker loop. */
 uint32_t sl_flow_expire(struct sl_flow_table *t, uint64_t now, uint32_t budget);

@@ -25,6 +25,7 @@ struct sl_flow_table {
 	uint32_t *free_heads;
 	uint32_t n_free_heads;
 	struct sl_flow_stats st;
+	struct sl_flow *last;
 };
 
 struct sl_flow *sl_flow_find(struct sl_flow_table *t,

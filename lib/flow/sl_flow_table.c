@@ -137,6 +137,8 @@ sl_flow_remove(struct sl_flow_table *t, struct sl_flow *f)
 	struct bucket *bk = &t->buckets[f->bucket];
 
 	sl_flow_release_head(t, f);
+	if (t->last == f)
+		t->last = NULL;
 	bk->sig[f->bslot] = 0;
 	bk->idx[f->bslot] = 0;
 	f->in_use = 0;

@@ -40,6 +40,15 @@ struct sl_bucket_table {
 struct sl_bucket_table *
 sl_bucket_table_create(uint32_t capacity, int log_capable)
 {
+	return sl_bucket_table_create_sized(
+		capacity,
+		sizeof(struct sl_limit_state) +
+			(log_capable ? SL_LOG_MAX * sizeof(uint32_t) : 0));
+}
+
+struct sl_bucket_table *
+sl_bucket_table_create_sized(uint32_t capacity, size_t value_size)
+{
 	struct sl_bucket_table *t = calloc(1, sizeof(*t));
 	uint32_t nb = 1, i;
 
@@ -51,9 +60,7 @@ sl_bucket_table_create(uint32_t capacity, int log_capable)
 		nb <<= 1;
 	t->capacity = capacity;
 	t->mask = nb - 1;
-	t->stride = (sizeof(struct sl_limit_state) +
-		     (log_capable ? SL_LOG_MAX * sizeof(uint32_t) : 0) + 7) &
-		    ~(size_t)7;
+	t->stride = (value_size + 7) & ~(size_t)7;
 	t->bkts = aligned_alloc(64, (size_t)nb * sizeof(struct bkt));
 	t->ents = calloc(capacity, sizeof(struct entry));
 	t->states = calloc(capacity, t->stride);
@@ -270,6 +277,15 @@ sl_bucket_touch(struct sl_bucket_table *t, struct sl_limit_state *s,
 uint32_t
 sl_bucket_expire(struct sl_bucket_table *t, uint64_t now, uint32_t budget)
 {
+	return sl_bucket_sweep(t, now, budget, NULL, NULL);
+}
+
+uint32_t
+sl_bucket_sweep(struct sl_bucket_table *t, uint64_t now, uint32_t budget,
+		void (*fn)(void *arg, const struct sl_bucket_key *k,
+			   void *value),
+		void *arg)
+{
 	uint32_t n = 0;
 
 	while (budget--) {
@@ -278,6 +294,10 @@ sl_bucket_expire(struct sl_bucket_table *t, uint64_t now, uint32_t budget)
 		t->sweep = (t->sweep + 1) % t->capacity;
 		if (t->ents[i].in_use && t->ents[i].pin != t->gen &&
 		    t->ents[i].full_at <= now) {
+			struct sl_bucket_key k = {t->ents[i].k1, t->ents[i].k2};
+
+			if (fn != NULL)
+				fn(arg, &k, state_of(t, i));
 			drop(t, i, now);
 			n++;
 		}

@@ -425,6 +425,41 @@ restate(const struct sl_limit_params *p, struct sl_limit_state *s, uint64_t now)
 	s->tag_count = (uint32_t)p->count;
 }
 
+/* ---- refunds ---- */
+
+void
+sl_limit_refund(const struct sl_limit_params *p, struct sl_limit_state *s,
+		uint64_t units, uint64_t now)
+{
+	uint64_t wid, back;
+
+	if (!s->used || units == 0 || stale(p, s))
+		return;
+	switch (p->algo) {
+	case SL_LIM_TOKEN_BUCKET:
+		s->a = tb_deficit(p, s, now);
+		back = units * p->period_ns;
+		s->a = s->a > back ? s->a - back : 0;
+		if (now > s->b)
+			s->b = now;
+		break;
+	case SL_LIM_GCRA:
+		back = units * p->t_q + units * p->t_r / p->count;
+		s->a = s->a > now + back ? s->a - back : now;
+		break;
+	case SL_LIM_FIXED_WINDOW:
+		wid = now / p->period_ns;
+		if (s->a == wid + 1)
+			s->b = s->b > units ? s->b - units : 0;
+		break;
+	case SL_LIM_SLIDING_WINDOW:
+		wid = now / p->period_ns;
+		if (s->a == wid + 1 && (s->b & 0xffffffffu) >= units)
+			s->b -= units;
+		break;
+	}
+}
+
 /* ---- dispatch ---- */
 
 void

@@ -19,6 +19,7 @@
  * nothing; sl_limit_commit() charges.
  */
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum sl_limit_algo {
@@ -80,6 +81,13 @@ void sl_limit_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
 		     uint32_t cost, uint64_t now_ns);
 
 /*
+ * Gives back units charged earlier and not used (an expired lease).
+ * Only while they still count: a window that has moved on keeps nothing.
+ */
+void sl_limit_refund(const struct sl_limit_params *p, struct sl_limit_state *s,
+		     uint64_t units, uint64_t now_ns);
+
+/*
  * Bucket table: fixed capacity, keyed by a 128-bit fingerprint of
  * (rule, identity). An absent entry is a full bucket, so the table may
  * drop any entry at the price of generosity; it drops first the entries
@@ -103,6 +111,10 @@ struct sl_bucket_table;
 /* log_capable: entries carry a timestamp log (larger). */
 struct sl_bucket_table *sl_bucket_table_create(uint32_t capacity,
 					       int log_capable);
+/* A table whose values are value_size bytes of the caller's (zeroed when new).
+ */
+struct sl_bucket_table *sl_bucket_table_create_sized(uint32_t capacity,
+						     size_t value_size);
 void sl_bucket_table_free(struct sl_bucket_table *t);
 
 /* Starts a request: entries got until the next call are never evicted. */
@@ -119,6 +131,12 @@ void sl_bucket_touch(struct sl_bucket_table *t, struct sl_limit_state *s,
 
 uint32_t sl_bucket_expire(struct sl_bucket_table *t, uint64_t now_ns,
 			  uint32_t budget);
+/* The same, showing each entry to fn before it goes. */
+uint32_t sl_bucket_sweep(struct sl_bucket_table *t, uint64_t now_ns,
+			 uint32_t budget,
+			 void (*fn)(void *arg, const struct sl_bucket_key *k,
+				    void *value),
+			 void *arg);
 
 const struct sl_bucket_stats *sl_bucket_stats(const struct sl_bucket_table *t);
 uint64_t sl_bucket_table_bytes(const struct sl_bucket_table *t);

@@ -276,6 +276,7 @@ sl_config_defaults(struct sl_config *c)
 	c->dataplane.head_buffers_per_worker = 4096;
 	c->dataplane.flow_idle_ms = 300000;
 	c->dataplane.mbufs = 16383;
+	c->dataplane.coordinator_timeout_ms = 50;
 	strcpy(c->identity.api_key_header, "X-API-Key");
 	c->identity.ipv6_prefix = 64;
 	strcpy(c->tiers[0], "free");

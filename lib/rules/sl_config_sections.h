@@ -162,7 +162,16 @@ f_service_ports(struct loader *L, yaml_node_t *v, void *o)
 	}
 }
 
+static void
+f_coord_timeout(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "coordinator_timeout_ms", 1, 10000,
+		 DP(L)->coordinator_timeout_ms);
+}
+
 static const struct field dataplane_fields[] = {
+	{"coordinator_timeout_ms", f_coord_timeout},
 	{"downstream_port", f_down},
 	{"upstream_port", f_up},
 	{"service_ports", f_service_ports},

@@ -113,6 +113,7 @@ struct sl_config {
 		uint32_t head_buffers_per_worker;
 		uint32_t flow_idle_ms;
 		uint32_t mbufs;
+		uint32_t coordinator_timeout_ms;
 	} dataplane;
 	struct {
 		char api_key_header[SL_NAME_MAX];

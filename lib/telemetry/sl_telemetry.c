@@ -120,6 +120,9 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "replies", c->replies);
 	U64(d, "absorbed", c->absorbed);
 	U64(d, "reply_alloc_failed", c->reply_alloc_failed);
+	U64(d, "coord_asks", c->coord_asks);
+	U64(d, "parked", c->parked);
+	U64(d, "park_dropped", c->park_dropped);
 	U64(d, "buckets_active", b->active);
 	U64(d, "buckets_created", b->created);
 	U64(d, "buckets_evicted", b->evicted);

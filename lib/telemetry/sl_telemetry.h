@@ -45,6 +45,9 @@ struct sl_counters {
 	uint64_t replies;  /* answers built: 429, 403, 400, 431 */
 	uint64_t absorbed; /* client segments acknowledged after one */
 	uint64_t reply_alloc_failed; /* no mbuf for the RST to the backend */
+	uint64_t coord_asks;   /* lease requests sent to the coordinator */
+	uint64_t parked;       /* requests that waited for an answer */
+	uint64_t park_dropped; /* later segments dropped while waiting */
 	uint64_t parse_error[SL_HTTP_E__COUNT];
 	uint64_t malformed_reason[SL_BAD__COUNT];
 } __attribute__((aligned(64)));

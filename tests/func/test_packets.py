@@ -201,18 +201,18 @@ def main():
             want1.append(bytes(x))
         elif isinstance(fate, tuple):
             want1.append(pktcheck.expected_rst(x, fate[1]))
-    pktcheck.same_frames(res, out1, want1, "upstream, RSTs included")
+    pktcheck.same_frames_per_conn(res, out1, want1, "upstream, RSTs included")
     fwd0, built = pktcheck.split_out0(out0, up)
     res.check(fwd0 == [bytes(x) for x in up], "downstream frames byte-for-byte, in order")
     answers = [(x, fate[0]) for x, fate in down if isinstance(fate, tuple)]
     res.eq(len(built), len(answers), "one reply per answered request")
-    for frame, (reqpkt, status) in zip(built, answers):
+    built_by = pktcheck.by_conn(built)
+    for reqpkt, status in answers:
+        frame = built_by.get(pktcheck.conn_of(bytes(reqpkt)), [b""])[0]
         hdrs, body = pktcheck.check_answer(res, frame, reqpkt, status, "%d reply" % status)
-    if len(built) == 2:
-        res.eq(pktcheck.http_reply(built[0])[2],
-               b'{"error":"bad_request","reason":"cl_and_te"}\n', "400 body names the reason")
-        res.eq(pktcheck.http_reply(built[1])[2],
-               b'{"error":"request_header_fields_too_large"}\n', "431 body")
+        want_body = {400: b'{"error":"bad_request","reason":"cl_and_te"}\n',
+                     431: b'{"error":"request_header_fields_too_large"}\n'}[status]
+        res.eq(body, want_body, "%d body" % status)
 
     res.eq(st["rx"], total, "rx")
     res.eq(st["tx"], len(want1) + len(up) + len(answers), "tx")

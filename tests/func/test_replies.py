@@ -128,13 +128,17 @@ def main():
             want1.append(bytes(x))
         elif isinstance(fate, Case):
             want1.append(pktcheck.expected_rst(x, fate.rst_seq))
-    pktcheck.same_frames(res, out1, want1, "upstream: forwarded frames and RSTs")
+    pktcheck.same_frames_per_conn(res, out1, want1, "upstream: forwarded frames and RSTs")
 
     # Downstream: replies and ACKs in order.
-    expect = [fate for _, fate in down if fate != "fwd"]
+    expect = [(x, f) for x, f in down if f != "fwd"]
     res.eq(len(built), len(expect), "downstream: one frame per answer or absorbed segment")
+    # per connection, in order: the reply, then the ACKs of what followed
+    built_by = pktcheck.by_conn(built)
     last_reply = {}
-    for frame, (pkt, fate) in zip(built, [(x, f) for x, f in down if f != "fwd"]):
+    for pkt, fate in expect:
+        queue = built_by.get(pktcheck.conn_of(bytes(pkt)), [])
+        frame = queue.pop(0) if queue else b""
         if isinstance(fate, Case):
             hdrs, body = pktcheck.check_answer(res, frame, pkt, fate.status, fate.name)
             last_reply[id(pkt)] = frame

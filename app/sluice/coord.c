@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_malloc.h>
+
+#include "coord.h"
+
+#define RING_SIZE   4096
+#define COORD_BURST 64
+#define LEASE_NS    100000000ULL /* 100 ms */
+
+struct sl_coord *
+sl_coord_create(uint32_t workers, uint32_t capacity)
+{
+	struct sl_coord *c = rte_zmalloc("sl_coord", sizeof(*c), 64);
+	uint32_t i;
+
+	if (c == NULL)
+		return NULL;
+	c->n = workers;
+	c->lease_ns = LEASE_NS;
+	c->state = sl_bucket_table_create(capacity, 1);
+	if (c->state == NULL)
+		return NULL;
+	for (i = 0; i < workers; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "sl_ask%u", i);
+		c->ask[i] = rte_ring_create_elem(
+			name, sizeof(struct sl_coord_msg), RING_SIZE,
+			SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		snprintf(name, sizeof(name), "sl_ans%u", i);
+		c->ans[i] = rte_ring_create_elem(
+			name, sizeof(struct sl_coord_msg), RING_SIZE,
+			SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (c->ask[i] == NULL || c->ans[i] == NULL)
+			return NULL;
+	}
+	return c;
+}
+
+/* Units granted now stay good until the lease or the window ends. */
+static uint64_t
+lease_end(const struct sl_coord *c, const struct sl_limit_params *p,
+	  uint64_t now)
+{
+	uint64_t end = now + c->lease_ns;
+
+	if (p->algo == SL_LIM_FIXED_WINDOW ||
+	    p->algo == SL_LIM_SLIDING_WINDOW) {
+		uint64_t w = (now / p->period_ns + 1) * p->period_ns;
+
+		if (w < end)
+			end = w;
+	}
+	return end;
+}
+
+static void
+answer(struct sl_coord *c, const struct sl_coord_msg *q, struct sl_coord_msg *a,
+       uint64_t now)
+{
+	struct sl_limit_params p;
+	struct sl_bucket_key k = {q->k1, q->k2};
+	struct sl_limit_state *s;
+	struct sl_limit_result r, after;
+	uint32_t g = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->k1 = q->k1;
+	a->k2 = q->k2;
+	a->type = SL_CO_ANSWER;
+	a->worker = q->worker;
+	c->st.asks++;
+	if (sl_limit_params_init(&p, q->algo, q->ask.count,
+				 q->period_ms * 1000000ULL, q->ask.burst) != 0)
+		return; /* unreadable: refused, retry 0 */
+	sl_bucket_begin(c->state);
+	s = sl_bucket_get(c->state, &k, now);
+	sl_limit_check(&p, s, q->ask.want, now, &r);
+	if (r.allow) {
+		g = q->ask.want;
+	} else if (q->ask.need < q->ask.want) {
+		sl_limit_check(&p, s, q->ask.need, now, &r);
+		g = r.allow ? q->ask.need : 0;
+	}
+	if (g == 0) {
+		c->st.refusals++;
+		a->ans.retry_ns = r.retry_after_ns;
+		a->ans.reset_ns = r.reset_ns;
+		a->ans.remaining = r.remaining;
+		return;
+	}
+	sl_limit_commit(&p, s, g, now);
+	sl_limit_check(&p, s, 0, now, &after);
+	sl_bucket_touch(c->state, s, now + after.reset_ns);
+	c->st.granted_units += g;
+	a->ans.granted = g;
+	a->ans.expires_ns = lease_end(c, &p, now);
+	a->ans.remaining = after.remaining;
+	a->ans.reset_ns = after.reset_ns;
+}
+
+static void
+give_back(struct sl_coord *c, const struct sl_coord_msg *q, uint64_t now)
+{
+	struct sl_limit_params p;
+	struct sl_bucket_key k = {q->k1, q->k2};
+
+	if (sl_limit_params_init(&p, q->algo, q->back.count,
+				 q->period_ms * 1000000ULL, q->back.burst) != 0)
+		return;
+	sl_bucket_begin(c->state);
+	sl_limit_refund(&p, sl_bucket_get(c->state, &k, now), q->back.units,
+			now);
+	c->st.given_back += q->back.units;
+}
+
+uint32_t
+sl_coord_poll(struct sl_coord *c, uint64_t now)
+{
+	struct sl_coord_msg in[COORD_BURST], out[COORD_BURST];
+	uint32_t w, total = 0;
+
+	for (w = 0; w < c->n; w++) {
+		unsigned int n, i, k = 0;
+
+		n = rte_ring_dequeue_burst_elem(c->ask[w], in, sizeof(in[0]),
+						COORD_BURST, NULL);
+		for (i = 0; i < n; i++) {
+			if (in[i].type == SL_CO_ASK)
+				answer(c, &in[i], &out[k++], now);
+			else if (in[i].type == SL_CO_GIVE_BACK)
+				give_back(c, &in[i], now);
+		}
+		/* the ring holds RING_SIZE: a worker never has more in flight
+		 */
+		if (k && rte_ring_enqueue_burst_elem(
+				 c->ans[w], out, sizeof(out[0]), k, NULL) < k)
+			c->st.answers_dropped++;
+		total += n;
+	}
+	sl_bucket_expire(c->state, now, 64);
+	return total;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef SLUICE_COORD_H
+#define SLUICE_COORD_H
+
+/*
+ * The coordinator: the node's authority for every leased limit, run on
+ * the main lcore. Each worker talks to it through its own pair of
+ * single-producer/single-consumer rings; nothing is shared otherwise.
+ * With no store configured it is the authority itself (exact across the
+ * node's workers); a store, later, stands behind it with the same
+ * messages.
+ */
+
+#include <stdint.h>
+
+#include <rte_ring.h>
+
+#include "sl_limit.h"
+
+enum sl_coord_type {
+	SL_CO_ASK = 1,   /* reserve units for a lease */
+	SL_CO_GIVE_BACK, /* unspent units of an expired lease */
+	SL_CO_ANSWER,    /* units granted (0: refused) */
+};
+
+/* One ring element: 64 bytes, one cache line. */
+struct sl_coord_msg {
+	uint64_t k1, k2; /* the bucket: rule name and identity */
+	uint8_t type;
+	uint8_t algo;
+	uint16_t worker;
+	uint32_t period_ms;
+	union {
+		struct {
+			uint64_t count, burst;
+			uint32_t want, need;
+		} ask;
+		struct {
+			uint64_t count, burst, units;
+		} back;
+		struct {
+			uint32_t granted;
+			uint32_t pad;
+			uint64_t expires_ns, retry_ns, reset_ns, remaining;
+		} ans;
+	};
+};
+
+struct sl_coord_stats {
+	uint64_t asks, granted_units, refusals, given_back, answers_dropped;
+};
+
+struct sl_coord {
+	struct rte_ring *ask[RTE_MAX_LCORE];
+	struct rte_ring *ans[RTE_MAX_LCORE];
+	uint32_t n;
+	struct sl_bucket_table *state;
+	uint64_t lease_ns; /* a lease lasts at most this long */
+	struct sl_coord_stats st;
+};
+
+struct sl_app;
+
+struct sl_coord *sl_coord_create(uint32_t workers, uint32_t capacity);
+/* Serves what the workers asked; returns how many messages. */
+uint32_t sl_coord_poll(struct sl_coord *c, uint64_t now_ns);
+
+#endif /* SLUICE_COORD_H */
