@@ -19,7 +19,7 @@
 #include "sl_net.h"
 
 #define SL_PARK_MAX  512
-#define SL_PARK_HELD 8
+#define SL_PARK_HELD 16 /* an initial congestion window and more */
 
 /* One limit a request needs, kept by value: it outlives a reload. */
 struct sl_need {
