@@ -119,6 +119,7 @@ struct sl_worker {
 	struct sl_txbuf
 		tx[2]; /* [1] towards upstream, [0] towards downstream */
 	const struct sl_pkt *cur; /* the segment being inspected */
+	struct rte_mbuf *cur_m;   /* and its mbuf */
 	struct sl_flow *cur_flow; /* its flow, once an event named it */
 } __rte_cache_aligned;
 

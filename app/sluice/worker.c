@@ -109,6 +109,19 @@ sl_worker_send(struct sl_worker *w, int dir, struct rte_mbuf *m)
  * heads the strict parser refuses, or that exceed max_head_bytes, are
  * answered 400 / 431. Answering stops the flow: the rest is absorbed.
  */
+/* Whether a chunked body takes all that follows its head in the segment. */
+static int
+chunked_takes_all(const struct sl_worker *w, uint32_t off, uint32_t rest)
+{
+	const char *b = rte_pktmbuf_mtod(w->cur_m, const char *) +
+			w->cur->payload_off + off;
+	struct sl_chunked ck;
+	int done;
+
+	sl_chunked_init(&ck);
+	return sl_chunked_consume(&ck, b, rest, &done) == (long)rest;
+}
+
 static enum sl_req_action
 on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 {
@@ -133,6 +146,8 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 		w->parkable =
 			rest == 0 || (ev->req->has_cl && !ev->req->chunked &&
 				      rest <= ev->req->content_length);
+		if (!w->parkable && ev->req->chunked)
+			w->parkable = chunked_takes_all(w, ev->seg_end, rest);
 	}
 	a = sl_decide(w, ev->req, w->cur);
 	/* one in 16: from the burst's arrival to this request's decision */
@@ -193,6 +208,7 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 	}
 	w->ctr.inspected++;
 	w->cur = p;
+	w->cur_m = m;
 	v = sl_flow_client_segment(w->flows, &k, p->seq, p->tcp_flags,
 				   frame + p->payload_off, p->payload_len,
 				   w->now, on_event, w);
