@@ -29,9 +29,11 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
+#include "coord.h"
 #include "sluice.h"
 
 struct bopts {
+	int coord;
 	uint32_t workers;
 	uint32_t flood;
 	uint32_t packets;
@@ -311,6 +313,7 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 		{"zipf", required_argument, NULL, 'z'},
 		{"flood", required_argument, NULL, 'F'},
 		{"workers", required_argument, NULL, 'W'},
+		{"coord", no_argument, NULL, 'C'},
 		{"json", no_argument, NULL, 'j'},
 		{NULL, 0, NULL, 0},
 	};
@@ -339,6 +342,9 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 			break;
 		case 'W':
 			o->workers = (uint32_t)atoi(optarg);
+			break;
+		case 'C':
+			o->coord = 1;
 			break;
 		case 'j':
 			o->json = 1;
@@ -382,6 +388,7 @@ bench_policy(struct sl_config *cfg, uint64_t count, uint64_t period_ms)
 	r->limit.period_ms = period_ms;
 	r->burst = count;
 	r->cost = 1;
+	r->accuracy_ppm = 20000; /* the default 2 % */
 	cfg->rules = r;
 	cfg->n_rules = 1;
 	p = sl_policy_build(cfg);
@@ -492,6 +499,81 @@ scale_run_n(struct scale_job *jobs, uint32_t n, const struct sl_app *app,
 		total += per_worker[i];
 	}
 	return total;
+}
+
+/*
+ * The lease protocol in one thread: a worker decides bursts of the corpus
+ * against a per-key limit of 10 000/s, and between bursts the coordinator
+ * answers and the parked requests are resolved. Counts the coordinator's
+ * messages per 1000 admitted requests: the traffic a store behind it
+ * would see, against one store call per request.
+ */
+static void
+coord_run(const struct bopts *o, struct sl_app *base, uint32_t keys,
+	  const char *label)
+{
+	struct bopts ko = *o;
+	struct sl_config *cfg = calloc(1, sizeof(*cfg));
+	struct sl_app *app = calloc(1, sizeof(*app));
+	struct corpus c = {0};
+	struct sl_worker *w;
+	uint32_t r, i;
+
+	*app = *base;
+	ko.keys = keys;
+	sl_config_defaults(cfg);
+	app->policy = bench_policy(cfg, 10000, 1000);
+	app->coord = sl_coord_create(1, 1u << 20);
+	app->holders = 1;
+	app->expected = 1;
+	app->store_timeout_ns = 50000000ULL;
+	if (app->coord == NULL)
+		rte_exit(EXIT_FAILURE,
+			 "coord: cannot create the coordinator\n");
+	w = bench_worker(app, 0);
+	rng = 0x2545f4914f6cdd1dULL;
+	if (build_corpus(&c, &ko, app->pool) != 0)
+		rte_exit(EXIT_FAILURE, "coord: out of mbufs\n");
+	for (r = 0; r < o->rounds; r++) {
+		set_round(&c, r);
+		for (i = 0; i < c.n; i += SL_BURST) {
+			uint64_t ns;
+
+			w->now = rte_rdtsc();
+			sl_worker_burst(
+				w, &c.m[i],
+				(uint16_t)RTE_MIN((uint32_t)SL_BURST, c.n - i),
+				0);
+			ns = sl_tsc_ns(app, rte_rdtsc());
+			sl_coord_poll(app->coord, ns);
+			w->now = rte_rdtsc();
+			w->now_ns = sl_tsc_ns(app, w->now);
+			sl_park_poll(w);
+		}
+		/* whatever still waits is answered before the next round */
+		while (w->park_head != 0xffff) {
+			sl_coord_poll(app->coord, sl_tsc_ns(app, rte_rdtsc()));
+			w->now = rte_rdtsc();
+			w->now_ns = sl_tsc_ns(app, w->now);
+			sl_park_poll(w);
+		}
+		sl_worker_flush(w);
+	}
+	for (i = 0; i < c.n; i++)
+		rte_pktmbuf_free(c.m[i]);
+	printf("{\"coord\": \"%s\", \"keys\": %u, \"requests\": %lu, "
+	       "\"admitted\": %lu, \"refused\": %lu, "
+	       "\"coord_messages_per_1000_admitted\": %.1f, "
+	       "\"store_calls_per_1000_admitted_per_request_design\": %.1f, "
+	       "\"parked\": %lu, \"parked_ns_p50\": %lu, "
+	       "\"parked_ns_p99\": %lu}\n",
+	       label, keys, w->ctr.requests, w->ctr.allowed, w->ctr.rejected,
+	       1000.0 * (double)(w->ctr.coord_asks) /
+		       (double)(w->ctr.allowed ? w->ctr.allowed : 1),
+	       1000.0 * (double)w->ctr.requests /
+		       (double)(w->ctr.allowed ? w->ctr.allowed : 1),
+	       w->ctr.parked, sl_hist_quantile(&w->park_latency, 0.5),
+	       sl_hist_quantile(&w->park_latency, 0.99));
 }
 
 /* What the flood measured. */
@@ -761,6 +843,10 @@ main(int argc, char **argv)
 		v[m] = median_per(t[m], o.rounds, c.n);
 	flood(&o, app, &fr);
 	report(&o, &c, app, v, &w[M_PARSE]->latency, &fr);
+	if (o.coord) {
+		coord_run(&o, app, 1, "hot key, 10000/s");
+		coord_run(&o, app, 100000, "100000 keys, 10000/s each");
+	}
 	if (o.workers > 1) {
 		struct scale_job *jobs = scale_setup(&o, app);
 		double per[RTE_MAX_LCORE], one, total;

@@ -13,6 +13,7 @@
 struct sl_coord *
 sl_coord_create(uint32_t workers, uint32_t capacity)
 {
+	static uint32_t made; /* ring names are global to the process */
 	struct sl_coord *c = rte_zmalloc("sl_coord", sizeof(*c), 64);
 	uint32_t i;
 
@@ -26,17 +27,18 @@ sl_coord_create(uint32_t workers, uint32_t capacity)
 	for (i = 0; i < workers; i++) {
 		char name[32];
 
-		snprintf(name, sizeof(name), "sl_ask%u", i);
+		snprintf(name, sizeof(name), "sl_ask%u_%u", made, i);
 		c->ask[i] = rte_ring_create_elem(
 			name, sizeof(struct sl_coord_msg), RING_SIZE,
 			SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-		snprintf(name, sizeof(name), "sl_ans%u", i);
+		snprintf(name, sizeof(name), "sl_ans%u_%u", made, i);
 		c->ans[i] = rte_ring_create_elem(
 			name, sizeof(struct sl_coord_msg), RING_SIZE,
 			SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (c->ask[i] == NULL || c->ans[i] == NULL)
 			return NULL;
 	}
+	made++;
 	return c;
 }
 

@@ -342,6 +342,11 @@ sl_park_decide(struct sl_worker *w, struct sl_need *ns, uint32_t n,
 	struct sl_parked *e;
 	uint16_t i;
 	int strict, st = evaluate(w, ns, n, ls, &strict);
+	uint32_t j;
+
+	/* every arrival counts towards the rate, refused or waiting too */
+	for (j = 0; j < n; j++)
+		sl_lease_seen(ls[j], ns[j].cost, w->now_ns);
 
 	if (st == ST_OK) {
 		spend(w, ns, n, ls);
@@ -412,6 +417,10 @@ finish(struct sl_worker *w, uint16_t i, enum sl_req_action a)
 	uint8_t nh = e->n_held, k;
 
 	memcpy(held, e->held, sizeof(held));
+	/* how long it waited: the coordinator's added latency */
+	sl_hist_add(&w->park_latency,
+		    sl_tsc_ns(w->app, rte_rdtsc()) -
+			    (e->deadline_ns - w->app->store_timeout_ns));
 	if (f != NULL && f->park_idx != i)
 		f = NULL; /* the flow was evicted and picked up again */
 	if (a == SL_REQ_CONTINUE) {

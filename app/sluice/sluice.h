@@ -103,6 +103,7 @@ struct sl_worker {
 	struct sl_pending pending;
 	struct sl_top top;
 	struct sl_hist latency;
+	struct sl_hist park_latency; /* parked until decided */
 	/* leases and parked requests (park.c) */
 	struct sl_bucket_table *leases;
 	void *park;

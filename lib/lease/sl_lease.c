@@ -20,10 +20,15 @@ observe(struct sl_lease *l, uint32_t cost, uint64_t now)
 	l->last_ns = now;
 }
 
+void
+sl_lease_seen(struct sl_lease *l, uint32_t cost, uint64_t now)
+{
+	observe(l, cost, now);
+}
+
 enum sl_lease_take
 sl_lease_take(struct sl_lease *l, uint32_t cost, uint64_t now)
 {
-	observe(l, cost, now);
 	if (now < l->refused_until)
 		return SL_LEASE_REFUSED;
 	if (l->units >= cost && now < l->expires_ns) {

@@ -47,6 +47,9 @@ enum sl_lease_take {
 	SL_LEASE_REFUSED,   /* the authority said no, and it still holds */
 };
 
+/* A request for cost units arrived: feeds the rate that sizes the lease. */
+void sl_lease_seen(struct sl_lease *l, uint32_t cost, uint64_t now_ns);
+
 /* Tries to spend cost units now; never blocks. */
 enum sl_lease_take sl_lease_take(struct sl_lease *l, uint32_t cost,
 				 uint64_t now_ns);
