@@ -32,7 +32,7 @@ sizing(void **state)
 	for (i = 0; i < 2000; i++) {
 		l.units = 1;
 		l.expires_ns = UINT64_MAX;
-		sl_lease_take(&l, 1, t + (uint64_t)i * 100000); /* 10000/s */
+		sl_lease_seen(&l, 1, t + (uint64_t)i * 100000); /* 10000/s */
 	}
 	assert_true(sl_lease_want(&l, &bulk, 1) > 50);
 	assert_true(sl_lease_want(&l, &bulk, 1) <= 100);
