@@ -3,8 +3,10 @@
 #include <string.h>
 
 #include <rte_malloc.h>
+#include <rte_telemetry.h>
 
 #include "coord.h"
+#include "sluice.h"
 
 #define RING_SIZE   4096
 #define COORD_BURST 64
@@ -145,4 +147,60 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 	}
 	sl_bucket_expire(c->state, now, 64);
 	return total;
+}
+
+/* ---- /sluice/store ---- */
+
+static const struct sl_coord *tel_coord;
+static const struct sl_worker *tel_workers;
+static unsigned int tel_n;
+
+static int
+cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	const struct sl_coord_stats *s = &tel_coord->st;
+	struct sl_hist h;
+	uint64_t parked = 0, degraded = 0, dropped = 0;
+	unsigned int i, b;
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	memset(&h, 0, sizeof(h));
+	for (i = 0; i < tel_n; i++) {
+		parked += tel_workers[i].ctr.parked;
+		degraded += tel_workers[i].ctr.degraded;
+		dropped += tel_workers[i].ctr.park_dropped;
+		for (b = 0; b < SL_HIST_BUCKETS; b++)
+			h.b[b] += tel_workers[i].park_latency.b[b];
+	}
+	rte_tel_data_start_dict(d);
+	/* the node is its own authority: nothing to be unreachable */
+	rte_tel_data_add_dict_string(d, "kind", "local");
+	rte_tel_data_add_dict_string(d, "state", "closed");
+	rte_tel_data_add_dict_u64(d, "asks", s->asks);
+	rte_tel_data_add_dict_u64(d, "granted_units", s->granted_units);
+	rte_tel_data_add_dict_u64(d, "refusals", s->refusals);
+	rte_tel_data_add_dict_u64(d, "given_back_units", s->given_back);
+	rte_tel_data_add_dict_u64(d, "answers_dropped", s->answers_dropped);
+	rte_tel_data_add_dict_u64(d, "parked", parked);
+	rte_tel_data_add_dict_u64(d, "park_dropped", dropped);
+	rte_tel_data_add_dict_u64(d, "degraded", degraded);
+	rte_tel_data_add_dict_u64(d, "parked_ns_p50",
+				  sl_hist_quantile(&h, 0.5));
+	rte_tel_data_add_dict_u64(d, "parked_ns_p99",
+				  sl_hist_quantile(&h, 0.99));
+	rte_tel_data_add_dict_u64(d, "lease_ms", tel_coord->lease_ns / 1000000);
+	return 0;
+}
+
+int
+sl_coord_telemetry(const struct sl_coord *c, const struct sl_worker *ws,
+		   unsigned int n)
+{
+	tel_coord = c;
+	tel_workers = ws;
+	tel_n = n;
+	return rte_telemetry_register_cmd(
+		"/sluice/store", cmd_store,
+		"The authority behind the leases: kind, state, lease traffic");
 }

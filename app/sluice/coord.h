@@ -62,6 +62,11 @@ struct sl_coord {
 struct sl_app;
 
 struct sl_coord *sl_coord_create(uint32_t workers, uint32_t capacity);
+struct sl_worker;
+/* Registers /sluice/store over the coordinator and the workers. */
+int sl_coord_telemetry(const struct sl_coord *c, const struct sl_worker *ws,
+		       unsigned int n);
+
 /* Serves what the workers asked; returns how many messages. */
 uint32_t sl_coord_poll(struct sl_coord *c, uint64_t now_ns);
 

@@ -251,6 +251,8 @@ main(int argc, char **argv)
 				"is its own authority (limits exact across its "
 				"workers, not across appliances)");
 	ws = start_workers(&app, &n_workers);
+	if (sl_coord_telemetry(app.coord, ws, n_workers) != 0)
+		SL_LOG(WARNING, "/sluice/store not registered");
 	SL_LOG(NOTICE, "running: %u worker(s), rules=%u version=%s", n_workers,
 	       cfg->n_rules, cfg->version);
 	sl_main_loop(&app, &reload_requested);

@@ -437,8 +437,6 @@ finish(struct sl_worker *w, uint16_t i, enum sl_req_action a)
 			f->parked = 0;
 			f->state = SL_FLOW_ABSORB;
 		}
-		if (w->pending.tpl == NULL)
-			w->pending.tpl = &w->pol->tpl429[0];
 		sl_reply_send(w, e->m, f, &e->p);
 	}
 	unlink_entry(w, i);
@@ -456,6 +454,10 @@ try_resolve(struct sl_worker *w, uint16_t i)
 
 	if (st == ST_OK) {
 		spend(w, e->need, e->n_need, ls);
+		finish(w, i, SL_REQ_CONTINUE);
+	} else if (st == ST_REFUSED &&
+		   tpl_of_slot(w->pol, e->need[strict].slot) == NULL) {
+		/* the rule that refused was removed while it waited */
 		finish(w, i, SL_REQ_CONTINUE);
 	} else if (st == ST_REFUSED) {
 		refuse_lease(w, &e->need[strict], ls[strict], &e->id);

@@ -51,6 +51,7 @@ def main():
                             st["requests"] == st["allowed"] + st["rejected"])
             wk = sltest.telemetry(s.prefix, "/sluice/workers")
             rules = sltest.telemetry(s.prefix, "/sluice/rules")
+            store = sltest.telemetry(s.prefix, "/sluice/store")
             res.eq(s.stop(), 0, "clean shutdown")
         # what reached the backend side
         up = []
@@ -75,6 +76,12 @@ def main():
     res.eq(r["exact-five"]["allowed"], 5, "/sluice/rules agrees for exact-five")
     res.check(st["coord_asks"] > 0 and st["parked"] > 0, "requests waited for the coordinator")
     res.eq(st["degraded"], 0, "no decision fell back to the degraded policy")
+    res.eq((store["kind"], store["state"]), ("local", "closed"), "/sluice/store: kind and state")
+    res.eq(store["asks"], st["coord_asks"], "/sluice/store: asks = the workers' coord_asks")
+    res.check(store["granted_units"] >= exact + login + bulk,
+              "/sluice/store: granted %d units for %d admissions" % (
+                  store["granted_units"], exact + login + bulk))
+    res.eq(store["parked"], st["parked"], "/sluice/store: parked")
     return res.finish()
 
 
