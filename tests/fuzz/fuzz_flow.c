@@ -10,6 +10,9 @@
 
 static const struct sl_http_cfg cfg = {.api_key_header = {"X-API-Key", 9}};
 
+/* Every third request waits (parked), then goes on from where it stopped. */
+static uint32_t seen, park_end;
+
 static enum sl_req_action
 on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 {
@@ -17,6 +20,10 @@ on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 	(void)f;
 	if (ev->kind == SL_EV_REQUEST && ev->req->target.len == 0)
 		abort();
+	if (ev->kind == SL_EV_REQUEST && ++seen % 3 == 0) {
+		park_end = ev->seg_end;
+		return SL_REQ_PARK;
+	}
 	return SL_REQ_CONTINUE;
 }
 
@@ -47,8 +54,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		off += 2;
 		if (len > size - off)
 			len = (uint32_t)(size - off);
-		sl_flow_client_segment(t, &k, seq - (uint32_t)back, 0x10,
-				       data + off, len, 0, on_ev, NULL);
+		if (sl_flow_client_segment(t, &k, seq - (uint32_t)back, 0x10,
+					   data + off, len, 0, on_ev,
+					   NULL) == SL_SEG_PARKED) {
+			struct sl_flow *f = sl_flow_last(t);
+
+			/* what followed the head, from the segment's new bytes
+			 */
+			if (f == NULL || park_end > len)
+				abort();
+			sl_flow_resume(t, f, data + off + park_end,
+				       len - park_end, on_ev, NULL);
+		}
 		seq += len;
 		off += len;
 	}
