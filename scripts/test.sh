@@ -1,8 +1,8 @@
 #!/bin/bash
 # Sets everything up, builds, and runs every test suite: unit (cmocka),
 # packet (net_pcap + scapy) and end-to-end (namespaces, af_packet, curl,
-# a real backend); then the unit and packet suites again with the whole
-# program built with ASan and UBSan.
+# a real backend); then all of them again with the whole program built
+# with ASan and UBSan.
 # Exits non-zero on any failure. Run as root on Debian 12.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +45,7 @@ ASAN_OPTIONS=detect_leaks=1 \
 	meson test -C build-asan --suite unit --print-errorlogs || rc=1
 # EAL keeps its memory until exit by design: leaks are not checked there
 ASAN_OPTIONS=detect_leaks=0 meson test -C build-asan --suite func \
-	--print-errorlogs --logbase testlog-func || rc=1
+	--suite e2e --print-errorlogs --logbase testlog-func || rc=1
 summary "$fmt" build/meson-logs/testlog.json build-asan/meson-logs/testlog.json \
 	build-asan/meson-logs/testlog-func.json
 exit $rc
