@@ -45,6 +45,14 @@ sl_top_add(struct sl_top *t, uint64_t hash, uint16_t rule_slot, uint8_t kind,
 		t->n++;
 		return;
 	}
+	/*
+	 * Full: under a flood of distinct identities most rejections are
+	 * newcomers that will never rank. One in eight gets in (a cheap
+	 * stride, no random numbers); a heavy hitter arrives often enough to
+	 * get in within a few of its rejections.
+	 */
+	if ((++t->misses & 7) != 0)
+		return;
 	/* space-saving: the newcomer inherits the smallest count as error */
 	for (i = 1; i < SL_TOP_K; i++)
 		if (t->e[i].count < t->e[min].count)

@@ -30,6 +30,7 @@ struct sl_top_entry {
 struct sl_top {
 	uint64_t hash[SL_TOP_K]; /* scanned first: four cache lines */
 	uint32_t n;
+	uint32_t misses;
 	struct sl_top_entry e[SL_TOP_K];
 };
 
