@@ -7,6 +7,7 @@
 
 #include "coord.h"
 #include "sluice.h"
+#include "store.h"
 
 #define RING_SIZE   4096
 #define COORD_BURST 64
@@ -106,6 +107,51 @@ answer(struct sl_coord *c, const struct sl_coord_msg *q, struct sl_coord_msg *a,
 	a->ans.reset_ns = after.reset_ns;
 }
 
+/*
+ * The store is out: the rule's on_store_failure decides, with this node's
+ * own authority under the reduced numbers (still exact across the node).
+ */
+static void
+answer_degraded(struct sl_coord *c, const struct sl_coord_msg *q,
+		struct sl_coord_msg *a, uint64_t now)
+{
+	struct sl_coord_msg d = *q;
+	uint32_t div = q->ask.on_failure == SL_LOCAL_STRICT ? q->ask.div_strict
+							    : q->ask.div_open;
+
+	c->st.degraded++;
+	if (q->ask.on_failure == SL_FAIL_CLOSED) {
+		memset(a, 0, sizeof(*a));
+		a->k1 = q->k1;
+		a->k2 = q->k2;
+		a->type = SL_CO_ANSWER;
+		a->worker = q->worker;
+		a->ans.retry_ns = 1000000000ULL;
+		a->ans.reset_ns = 1000000000ULL;
+		c->st.refusals++;
+		return;
+	}
+	if (div < 1)
+		div = 1;
+	d.ask.count = RTE_MAX(q->ask.count / div, 1ULL);
+	d.ask.burst = RTE_MAX(q->ask.burst / div, 1ULL);
+	/* kept apart from the shared state's keys */
+	d.k2 ^= 0xdeadbeefcafef00dULL;
+	answer(c, &d, a, now);
+	a->k2 = q->k2;
+}
+
+void
+sl_coord_answer_degraded(struct sl_coord *c, const struct sl_coord_msg *q,
+			 uint64_t now)
+{
+	struct sl_coord_msg a;
+
+	answer_degraded(c, q, &a, now);
+	if (rte_ring_enqueue_elem(c->ans[a.worker], &a, sizeof(a)) != 0)
+		c->st.answers_dropped++;
+}
+
 static void
 give_back(struct sl_coord *c, const struct sl_coord_msg *q, uint64_t now)
 {
@@ -133,9 +179,18 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 		n = rte_ring_dequeue_burst_elem(c->ask[w], in, sizeof(in[0]),
 						COORD_BURST, NULL);
 		for (i = 0; i < n; i++) {
-			if (in[i].type == SL_CO_ASK)
+			if (in[i].type == SL_CO_ASK && c->store == NULL)
 				answer(c, &in[i], &out[k++], now);
-			else if (in[i].type == SL_CO_GIVE_BACK)
+			else if (in[i].type == SL_CO_ASK &&
+				 (!sl_store_usable(c->store, now) ||
+				  sl_store_ask(c->store, c, &in[i], now) != 0))
+				answer_degraded(c, &in[i], &out[k++], now);
+			else if (in[i].type == SL_CO_ASK)
+				c->st.asks++; /* answered when the store replies
+					       */
+			else if (in[i].type == SL_CO_GIVE_BACK &&
+				 (c->store == NULL ||
+				  sl_store_give_back(c->store, &in[i]) != 0))
 				give_back(c, &in[i], now);
 		}
 		/* the ring holds RING_SIZE: a worker never has more in flight
@@ -145,6 +200,8 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 			c->st.answers_dropped++;
 		total += n;
 	}
+	if (c->store != NULL)
+		sl_store_poll(c->store, c, now);
 	sl_bucket_expire(c->state, now, 64);
 	return total;
 }
@@ -174,9 +231,28 @@ cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
 			h.b[b] += tel_workers[i].park_latency.b[b];
 	}
 	rte_tel_data_start_dict(d);
-	/* the node is its own authority: nothing to be unreachable */
-	rte_tel_data_add_dict_string(d, "kind", "local");
-	rte_tel_data_add_dict_string(d, "state", "closed");
+	if (tel_coord->store == NULL) {
+		/* the node is its own authority: nothing to be unreachable */
+		rte_tel_data_add_dict_string(d, "kind", "local");
+		rte_tel_data_add_dict_string(d, "state", "closed");
+	} else {
+		static const char *const st[] = {"closed", "open", "half_open"};
+		const struct sl_store_stats *ss =
+			sl_store_stats(tel_coord->store);
+
+		rte_tel_data_add_dict_string(d, "kind", "redis");
+		rte_tel_data_add_dict_string(d, "state", st[ss->state]);
+		rte_tel_data_add_dict_u64(d, "connected", ss->connected);
+		rte_tel_data_add_dict_u64(d, "store_calls", ss->calls);
+		rte_tel_data_add_dict_u64(d, "store_replies", ss->replies);
+		rte_tel_data_add_dict_u64(d, "store_errors", ss->errors);
+		rte_tel_data_add_dict_u64(d, "store_timeouts", ss->timeouts);
+		rte_tel_data_add_dict_u64(d, "circuit_opened", ss->opened);
+		rte_tel_data_add_dict_u64(
+			d, "rtt_ns_avg",
+			ss->replies ? ss->rtt_ns_sum / ss->replies : 0);
+	}
+	rte_tel_data_add_dict_u64(d, "store_degraded", s->degraded);
 	rte_tel_data_add_dict_u64(d, "asks", s->asks);
 	rte_tel_data_add_dict_u64(d, "granted_units", s->granted_units);
 	rte_tel_data_add_dict_u64(d, "refusals", s->refusals);

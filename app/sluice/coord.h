@@ -34,6 +34,10 @@ struct sl_coord_msg {
 		struct {
 			uint64_t count, burst;
 			uint32_t want, need;
+			uint8_t on_failure; /* enum sl_store_fail */
+			uint8_t pad[3];
+			uint32_t div_open;   /* fail_open divides by this */
+			uint32_t div_strict; /* local_strict by this */
 		} ask;
 		struct {
 			uint64_t count, burst, units;
@@ -48,9 +52,13 @@ struct sl_coord_msg {
 
 struct sl_coord_stats {
 	uint64_t asks, granted_units, refusals, given_back, answers_dropped;
+	uint64_t degraded; /* answered by on_store_failure: the store was out */
 };
 
+struct sl_store;
+
 struct sl_coord {
+	struct sl_store *store; /* NULL: the node is its own authority */
 	struct rte_ring *ask[RTE_MAX_LCORE];
 	struct rte_ring *ans[RTE_MAX_LCORE];
 	uint32_t n;
@@ -66,6 +74,10 @@ struct sl_worker;
 /* Registers /sluice/store over the coordinator and the workers. */
 int sl_coord_telemetry(const struct sl_coord *c, const struct sl_worker *ws,
 		       unsigned int n);
+
+/* Answers an ask by its rule's on_store_failure (the store failed it). */
+void sl_coord_answer_degraded(struct sl_coord *c, const struct sl_coord_msg *q,
+			      uint64_t now_ns);
 
 /* Serves what the workers asked; returns how many messages. */
 uint32_t sl_coord_poll(struct sl_coord *c, uint64_t now_ns);

@@ -13,6 +13,7 @@
 #include <rte_mbuf.h>
 
 #include "coord.h"
+#include "store.h"
 #include "sluice.h"
 
 #define ERRBUF 8192
@@ -246,10 +247,21 @@ main(int argc, char **argv)
 				    cfg->dataplane.buckets_per_worker * 2);
 	if (app.coord == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create the coordinator\n");
-	if (cfg->store.present)
-		SL_LOG(WARNING, "store: Redis is not supported yet; this node "
-				"is its own authority (limits exact across its "
-				"workers, not across appliances)");
+	if (cfg->store.present) {
+		const struct sl_endpoint *e = &cfg->store.endpoints[0];
+
+		if (cfg->store.cluster)
+			SL_LOG(WARNING,
+			       "store: Redis Cluster is not supported "
+			       "yet; using %s:%u as a single node",
+			       e->host, e->port);
+		app.coord->store =
+			sl_store_create(e->host, e->port, cfg->store.timeout_ms,
+					cfg->store.probe_interval_ms);
+		if (app.coord->store == NULL)
+			rte_exit(EXIT_FAILURE, "cannot create the store\n");
+		SL_LOG(NOTICE, "store: Redis at %s:%u", e->host, e->port);
+	}
 	ws = start_workers(&app, &n_workers);
 	if (sl_coord_telemetry(app.coord, ws, n_workers) != 0)
 		SL_LOG(WARNING, "/sluice/store not registered");

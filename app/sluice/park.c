@@ -105,6 +105,9 @@ ask(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l,
 	m.ask.burst = n->burst;
 	m.ask.want = (uint32_t)(want > UINT32_MAX ? UINT32_MAX : want);
 	m.ask.need = (uint32_t)need;
+	m.ask.on_failure = n->on_failure;
+	m.ask.div_open = w->app->expected;
+	m.ask.div_strict = w->app->holders;
 	if (rte_ring_enqueue_elem(w->app->coord->ask[w->queue], &m,
 				  sizeof(m)) != 0)
 		return -1;

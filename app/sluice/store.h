@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef SLUICE_STORE_H
+#define SLUICE_STORE_H
+
+/*
+ * The Redis store behind the coordinator: one hiredis asynchronous
+ * connection driven from the coordinator's own loop (no thread, no
+ * blocking call), the two scripts loaded once (EVALSHA, EVAL again on
+ * NOSCRIPT), asks pipelined as they come. A circuit breaker opens after
+ * repeated failures or timeouts; while it is open the coordinator decides
+ * by each rule's on_store_failure, and a probe every probe_interval_ms
+ * tries the store again.
+ */
+
+#include <stdint.h>
+
+#include "coord.h"
+
+enum sl_breaker { SL_BR_CLOSED = 0, SL_BR_OPEN, SL_BR_HALF_OPEN };
+
+struct sl_store;
+
+struct sl_store *sl_store_create(const char *host, uint16_t port,
+				 uint32_t timeout_ms, uint32_t probe_ms);
+
+/* Whether asks may go to the store now (breaker closed, or one probe). */
+int sl_store_usable(struct sl_store *s, uint64_t now_ns);
+
+/* Sends an ask; its answer is pushed to the worker's ring later. */
+int sl_store_ask(struct sl_store *s, struct sl_coord *c,
+		 const struct sl_coord_msg *q, uint64_t now_ns);
+int sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q);
+
+/* Drives the connection: reads, writes, timeouts, probes. */
+void sl_store_poll(struct sl_store *s, struct sl_coord *c, uint64_t now_ns);
+
+/* For /sluice/store. */
+struct sl_store_stats {
+	uint8_t state;
+	uint8_t connected;
+	uint64_t calls, replies, errors, timeouts, opened, rtt_ns_last;
+	uint64_t rtt_ns_sum;
+};
+const struct sl_store_stats *sl_store_stats(const struct sl_store *s);
+
+#endif /* SLUICE_STORE_H */

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The two scripts the Redis store runs, with Redis TIME as the clock.
+ * reserve: KEYS[1]; ARGV algo, count, period_ms, burst, want, need ->
+ *   {granted, retry_ms, reset_ms, remaining}. granted is want, or the
+ *   most available at or above need, or 0 (refused).
+ * refund: the same KEYS and ARGV with ARGV[5] = units given back.
+ * Algorithms 0 and 1 (token bucket, GCRA) share the bucket conformance
+ * here; 2 fixed window; 3 sliding window counter; 4 sliding log (ZSET).
+ * Every key carries a TTL so idle state evaporates.
+ */
+#ifndef SLUICE_STORE_LUA_H
+#define SLUICE_STORE_LUA_H
+
+static const char SL_LUA_RESERVE[] =
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / "
+	"1000)\n"
+	"local algo, count, period = tonumber(ARGV[1]), tonumber(ARGV[2]), "
+	"tonumber(ARGV[3])\n"
+	"local burst, want, need = tonumber(ARGV[4]), tonumber(ARGV[5]), "
+	"tonumber(ARGV[6])\n"
+	"local k = KEYS[1]\n"
+	"if algo <= 1 then\n"
+	"  local s = redis.call('HMGET', k, 't', 'ts')\n"
+	"  local tok = tonumber(s[1]) or burst\n"
+	"  local ts = tonumber(s[2]) or now\n"
+	"  if now > ts then tok = math.min(burst, tok + (now - ts) * count / "
+	"period); ts = now end\n"
+	"  local g = 0\n"
+	"  if tok >= want then g = want elseif tok >= need then g = "
+	"math.floor(tok) end\n"
+	"  tok = tok - g\n"
+	"  redis.call('HSET', k, 't', tostring(tok), 'ts', ts)\n"
+	"  local full = math.ceil((burst - tok) * period / count)\n"
+	"  redis.call('PEXPIRE', k, full + 1000)\n"
+	"  local retry = 0\n"
+	"  if g == 0 then retry = math.ceil((need - tok) * period / count) "
+	"end\n"
+	"  return {g, retry, full, math.floor(tok)}\n"
+	"elseif algo == 2 then\n"
+	"  local w = math.floor(now / period)\n"
+	"  local kw = k .. ':' .. w\n"
+	"  local n = tonumber(redis.call('GET', kw) or '0')\n"
+	"  local g = 0\n"
+	"  if n + want <= count then g = want elseif n + need <= count then g "
+	"= count - n end\n"
+	"  if g > 0 then redis.call('INCRBY', kw, g); redis.call('PEXPIRE', "
+	"kw, period + 1000) end\n"
+	"  local left = (w + 1) * period - now\n"
+	"  local retry = 0\n"
+	"  if g == 0 then retry = left end\n"
+	"  return {g, retry, left, count - n - g}\n"
+	"elseif algo == 3 then\n"
+	"  local w = math.floor(now / period)\n"
+	"  local cur = tonumber(redis.call('GET', k .. ':' .. w) or '0')\n"
+	"  local prev = tonumber(redis.call('GET', k .. ':' .. (w - 1)) or "
+	"'0')\n"
+	"  local e = now - w * period\n"
+	"  local est = prev * (period - e) / period + cur\n"
+	"  local g = 0\n"
+	"  if est + want <= count then g = want elseif est + need <= count "
+	"then g = math.floor(count - est) end\n"
+	"  if g > 0 then redis.call('INCRBY', k .. ':' .. w, g); "
+	"redis.call('PEXPIRE', k .. ':' .. w, 2 * period + 1000) end\n"
+	"  local retry = 0\n"
+	"  if g == 0 then\n"
+	"    if prev > 0 and cur + need <= count then\n"
+	"      retry = math.ceil(period - (count - cur - need) * period / prev "
+	"- e)\n"
+	"    else retry = period - e + period end\n"
+	"    if retry < 1 then retry = 1 end\n"
+	"  end\n"
+	"  return {g, retry, period - e + period, math.max(0, math.floor(count "
+	"- est - g))}\n"
+	"else\n"
+	"  redis.call('ZREMRANGEBYSCORE', k, '-inf', now - period)\n"
+	"  local n = redis.call('ZCARD', k)\n"
+	"  if n + need <= count then\n"
+	"    local seq = redis.call('INCR', k .. ':seq')\n"
+	"    redis.call('PEXPIRE', k .. ':seq', period + 1000)\n"
+	"    for i = 1, need do redis.call('ZADD', k, now, seq .. ':' .. i) "
+	"end\n"
+	"    redis.call('PEXPIRE', k, period + 1000)\n"
+	"    return {need, 0, period, count - n - need}\n"
+	"  end\n"
+	"  local old = redis.call('ZRANGE', k, n + need - count - 1, n + need "
+	"- count - 1, 'WITHSCORES')\n"
+	"  local retry = tonumber(old[2]) + period - now\n"
+	"  if retry < 1 then retry = 1 end\n"
+	"  return {0, retry, retry, 0}\n"
+	"end\n";
+
+static const char SL_LUA_REFUND[] =
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / "
+	"1000)\n"
+	"local algo, count, period = tonumber(ARGV[1]), tonumber(ARGV[2]), "
+	"tonumber(ARGV[3])\n"
+	"local burst, units = tonumber(ARGV[4]), tonumber(ARGV[5])\n"
+	"local k = KEYS[1]\n"
+	"if algo <= 1 then\n"
+	"  local s = redis.call('HMGET', k, 't')\n"
+	"  if s[1] then redis.call('HSET', k, 't', tostring(math.min(burst, "
+	"tonumber(s[1]) + units))) end\n"
+	"elseif algo <= 3 then\n"
+	"  local kw = k .. ':' .. math.floor(now / period)\n"
+	"  local n = tonumber(redis.call('GET', kw) or '0')\n"
+	"  if n > 0 then redis.call('DECRBY', kw, math.min(n, units)) end\n"
+	"end\n"
+	"return 1\n";
+
+#endif

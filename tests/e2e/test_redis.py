@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""Two appliances, one Redis: each sluice (own namespaces, own
+--file-prefix) leases from a real redis-server on 127.0.0.1, so a limit
+holds across both. Redis stopped (SIGSTOP), then killed: no request
+stalls, each rule's on_store_failure decides, the circuit opens; Redis
+back: the circuit closes and the shared limit holds again.
+
+usage: test_redis.py PATH/TO/sluice
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sltest  # noqa: E402
+
+S4 = "198.18.0.2"
+CONF = """version: 1
+dataplane: {service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64,
+            mbufs: 4095, coordinator_timeout_ms: 200}
+identity: {api_key_header: X-API-Key}
+tiers: [free]
+rules:
+  - {name: shared, scope: key, match: {path_prefix: /v1/shared}, limit: 5/min, burst: 5}
+  - {name: open, scope: key, match: {path_prefix: /v1/open}, limit: 4/min, burst: 4,
+     on_store_failure: fail_open}
+  - {name: closed, scope: key, match: {path_prefix: /v1/closed}, limit: 100/min,
+     on_store_failure: fail_closed}
+store:
+  redis: {endpoints: ["127.0.0.1:%d"], timeout_ms: 20, probe_interval_ms: 300}
+  expected_appliances: 2
+response: {retry_jitter: 0}
+"""
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def start_redis(port, tmp):
+    r = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                          "--save", "", "--appendonly", "no", "--dir", tmp],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if subprocess.run(["redis-cli", "-p", str(port), "ping"],
+                          capture_output=True, text=True).stdout.strip() == "PONG":
+            return r
+        time.sleep(0.05)
+    raise RuntimeError("redis-server did not start")
+
+
+def main():
+    binary = sys.argv[1]
+    res = sltest.Results("redis")
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = os.path.join(tmp, "sluice.yaml")
+        with open(conf, "w") as f:
+            f.write(CONF % port)
+        redis = start_redis(port, tmp)
+        try:
+            with sltest.Topology(binary, conf, tmp, prefix="ra%d" % (os.getpid() % 1000)) as a, \
+                    sltest.Topology(binary, conf, tmp, prefix="rb%d" % (os.getpid() % 1000)) as b:
+                def get(t, path, key):
+                    t0 = time.time()
+                    st = t.curl("-H", "X-API-Key: " + key, "http://%s%s" % (S4, path))[0]
+                    return st, time.time() - t0
+
+                codes = []
+                for i in range(6):
+                    codes.append(get(a, "/v1/shared/a%d" % i, "k-shared")[0])
+                    codes.append(get(b, "/v1/shared/b%d" % i, "k-shared")[0])
+                res.eq(sorted(codes), [200] * 5 + [429] * 7,
+                       "5/min across two appliances through Redis: 5 of 12 (%s)" % codes)
+                keys = subprocess.run(["redis-cli", "-p", str(port), "--scan", "--pattern", "sl:*"],
+                                      capture_output=True, text=True).stdout.split()
+                res.check(len(keys) > 0, "state lives in Redis under hash-tagged keys")
+                ttl = int(subprocess.run(["redis-cli", "-p", str(port), "pttl", keys[0]],
+                                         capture_output=True, text=True).stdout or -1)
+                res.check(ttl > 0, "every key has a TTL (%d ms)" % ttl)
+                store = sltest.telemetry(a.sluice.prefix, "/sluice/store")
+                res.eq((store["kind"], store["state"]), ("redis", "closed"), "/sluice/store: redis, closed")
+
+                # Redis frozen: nobody waits long, each rule's policy decides
+                redis.send_signal(signal.SIGSTOP)
+                out = [get(a, "/v1/open/%d" % i, "k-open") for i in range(4)]
+                res.eq([c for c, _ in out], [200, 200, 429, 429],
+                       "fail_open: the limit divided by expected_appliances (4/2) while Redis is out")
+                res.check(max(d for _, d in out) < 2.0,
+                          "no request stalled (slowest %.3f s)" % max(d for _, d in out))
+                res.eq(get(a, "/v1/closed/1", "k-closed")[0], 429, "fail_closed refuses")
+                store = sltest.telemetry(a.sluice.prefix, "/sluice/store")
+                res.eq(store["state"], "open", "/sluice/store: the circuit opened")
+                res.check(store["store_degraded"] > 0, "degraded decisions counted")
+
+                # Redis back: the circuit closes, the shared limit holds again
+                redis.send_signal(signal.SIGCONT)
+                deadline = time.time() + 10
+                while time.time() < deadline:
+                    get(a, "/v1/closed/probe", "k-probe")
+                    if sltest.telemetry(a.sluice.prefix, "/sluice/store")["state"] == "closed":
+                        break
+                    time.sleep(0.2)
+                res.eq(sltest.telemetry(a.sluice.prefix, "/sluice/store")["state"], "closed",
+                       "the circuit closed again after Redis came back")
+                codes = [get(a if i % 2 else b, "/v1/shared/x%d" % i, "k-after")[0]
+                         for i in range(8)]
+                time.sleep(0.5)  # b's circuit closes on its own next probe
+                codes += [get(b, "/v1/shared/y%d" % i, "k-after")[0] for i in range(2)]
+                res.check(codes.count(200) <= 5 + 1,
+                          "limits back across appliances: %d of 10 admitted" % codes.count(200))
+
+                # Redis killed and restarted: the same
+                redis.kill()
+                redis.wait()
+                st, d = get(b, "/v1/closed/2", "k-closed2")
+                res.check(st == 429 and d < 2.0, "Redis killed: fail_closed refuses at once")
+                redis = start_redis(port, tmp)
+                deadline = time.time() + 10
+                while time.time() < deadline:
+                    if get(b, "/v1/closed/3", "k-closed3")[0] == 200:
+                        break
+                    time.sleep(0.3)
+                res.eq(sltest.telemetry(b.sluice.prefix, "/sluice/store")["state"], "closed",
+                       "Redis restarted: back to closed, requests pass again")
+                res.eq(a.sluice.stop(), 0, "appliance A stops cleanly")
+                res.eq(b.sluice.stop(), 0, "appliance B stops cleanly")
+        finally:
+            if redis.poll() is None:
+                redis.send_signal(signal.SIGCONT)
+                redis.kill()
+                redis.wait()
+    return res.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
