@@ -4,7 +4,7 @@
 #        scripts/format.sh --check  list unformatted files, exit 1 if any
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.c' '*.h' | grep -v '^tests/unit/frames.h$')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.c' '*.h' | grep -v '^tests/unit/frames.h$')
 if [ "${1:-}" = "--check" ]; then
 	bad=0
 	for f in "${files[@]}"; do

@@ -31,6 +31,8 @@ rules:
      on_store_failure: fail_open}
   - {name: closed, scope: key, match: {path_prefix: /v1/closed}, limit: 100/min,
      on_store_failure: fail_closed}
+  - {name: leased, scope: key, match: {path_prefix: /v1/bulk}, limit: 200/min, burst: 200,
+     accuracy: 0.1}
 store:
   redis: {endpoints: ["127.0.0.1:%d"], timeout_ms: 20, probe_interval_ms: 300}
   expected_appliances: 2
@@ -89,6 +91,23 @@ def main():
                 res.check(ttl > 0, "every key has a TTL (%d ms)" % ttl)
                 store = sltest.telemetry(a.sluice.prefix, "/sluice/store")
                 res.eq((store["kind"], store["state"]), ("redis", "closed"), "/sluice/store: redis, closed")
+
+                # a leased limit, demand above it from both appliances at once
+                loop = ("for i in $(seq 150); do curl -s -o /dev/null -w '%{http_code}\\n' "
+                        "--max-time 5 -H 'X-API-Key: k-bulk' http://" + S4 + "/v1/bulk/$i; done")
+                t0 = time.time()
+                pa = subprocess.Popen(["ip", "netns", "exec", a.cns, "sh", "-c", loop],
+                                      stdout=subprocess.PIPE, text=True)
+                pb = subprocess.Popen(["ip", "netns", "exec", b.cns, "sh", "-c", loop],
+                                      stdout=subprocess.PIPE, text=True)
+                out = pa.communicate(timeout=120)[0] + pb.communicate(timeout=120)[0]
+                secs = time.time() - t0
+                admitted = out.split().count("200")
+                refill = int(200 * secs / 60) + 1
+                res.check(180 <= admitted <= 200 + refill,
+                          "leased 200/min across two appliances: %d of 300 admitted in %.1f s "
+                          "(admitted/limit %.3f; bound 180..%d)" % (
+                              admitted, secs, admitted / 200.0, 200 + refill))
 
                 # Redis frozen: nobody waits long, each rule's policy decides
                 redis.send_signal(signal.SIGSTOP)
