@@ -177,6 +177,8 @@ sl_main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag)
 			*reload_flag = 0;
 			reload(app);
 		}
+		if (app->rulesync != NULL)
+			sl_rulesync_poll(app->rulesync, sl_tsc_ns(app, now));
 		if (++ticks % 20 == 0)
 			sl_reload_poll(app);
 	}
@@ -261,6 +263,9 @@ main(int argc, char **argv)
 		if (app.coord->store == NULL)
 			rte_exit(EXIT_FAILURE, "cannot create the store\n");
 		SL_LOG(NOTICE, "store: Redis at %s:%u", e->host, e->port);
+		app.rulesync = sl_rulesync_create(&app, e->host, e->port,
+						  cfg->store.rules_channel,
+						  cfg->store.reconcile_ms);
 	}
 	ws = start_workers(&app, &n_workers);
 	if (sl_coord_telemetry(app.coord, ws, n_workers) != 0)

@@ -78,28 +78,18 @@ note_restart_only(const struct sl_config *old, const struct sl_config *c,
 			 "the next restart\n");
 }
 
-int
-sl_reload(struct sl_app *app, char *msg, size_t len)
+/* Compiles c and swaps it in; takes c. Called with reload_lock held. */
+static int
+apply_config(struct sl_app *app, struct sl_config *c, char *msg, size_t len)
 {
-	struct sl_config *c;
-	struct sl_policy *p, *old;
+	struct sl_policy *p = sl_policy_build(c), *old;
 
-	msg[0] = '\0';
-	pthread_mutex_lock(&reload_lock);
-	remember_stat(app->config_path);
-	c = sl_config_load(app->config_path, msg, len);
-	if (c == NULL) {
-		pthread_mutex_unlock(&reload_lock);
-		return -1;
-	}
-	p = sl_policy_build(c);
 	if (p == NULL || assign_slots(p, msg, len) != 0) {
 		if (p == NULL)
 			snprintf(msg, len,
 				 "out of memory compiling the rules\n");
 		sl_policy_free(p);
 		sl_config_free(c);
-		pthread_mutex_unlock(&reload_lock);
 		return -1;
 	}
 	note_restart_only(app->cfg, c, msg, len);
@@ -110,8 +100,54 @@ sl_reload(struct sl_app *app, char *msg, size_t len)
 	rte_rcu_qsbr_synchronize(app->qs, RTE_QSBR_THRID_INVALID);
 	sl_policy_free(old);
 	sl_config_free(c);
-	pthread_mutex_unlock(&reload_lock);
 	return 0;
+}
+
+/* Set once a rule set published through the store has been applied. */
+static char published[32];
+
+int
+sl_reload(struct sl_app *app, char *msg, size_t len)
+{
+	struct sl_config *c;
+	int rc;
+
+	msg[0] = '\0';
+	pthread_mutex_lock(&reload_lock);
+	remember_stat(app->config_path);
+	if (published[0]) {
+		snprintf(msg, len,
+			 "rules are managed through the store (version %s): "
+			 "publish with sluicectl\n",
+			 published);
+		pthread_mutex_unlock(&reload_lock);
+		return -1;
+	}
+	c = sl_config_load(app->config_path, msg, len);
+	rc = c != NULL ? apply_config(app, c, msg, len) : -1;
+	pthread_mutex_unlock(&reload_lock);
+	return rc;
+}
+
+int
+sl_reload_text(struct sl_app *app, const char *version, const char *text,
+	       size_t n, char *msg, size_t len)
+{
+	char name[64];
+	struct sl_config *c;
+	int rc;
+
+	msg[0] = '\0';
+	snprintf(name, sizeof(name), "published:%s", version);
+	pthread_mutex_lock(&reload_lock);
+	c = sl_config_parse(name, text, n, msg, len);
+	if (c != NULL)
+		snprintf(c->version, sizeof(c->version), "%s", version);
+	rc = c != NULL ? apply_config(app, c, msg, len) : -1;
+	if (rc == 0)
+		snprintf(published, sizeof(published), "%s", version);
+	pthread_mutex_unlock(&reload_lock);
+	return rc;
 }
 
 static int

@@ -70,6 +70,7 @@ struct sl_app {
 	struct sl_policy *policy;
 	struct rte_rcu_qsbr *qs;
 	struct sl_coord *coord; /* the node's authority; NULL: local buckets */
+	struct sl_rulesync *rulesync; /* published rule sets; NULL: none */
 	uint64_t store_timeout_ns;
 	uint32_t holders;  /* leases per limit at once: workers x appliances */
 	uint32_t expected; /* store.expected_appliances */
@@ -143,6 +144,16 @@ void sl_worker_flush(struct sl_worker *w);
 /* Live reload (reload.c): from the file; returns 0, or -1 with errors. */
 int sl_reload(struct sl_app *app, char *msg, size_t len);
 int sl_reload_init(struct sl_app *app);
+/* Applies a rule set published through the store (the file then yields). */
+int sl_reload_text(struct sl_app *app, const char *version, const char *text,
+		   size_t n, char *msg, size_t len);
+/* Rule sets published through the store (rulesync.c). */
+struct sl_rulesync;
+struct sl_rulesync *sl_rulesync_create(struct sl_app *app, const char *host,
+				       uint16_t port, const char *channel,
+				       uint32_t reconcile_ms);
+void sl_rulesync_poll(struct sl_rulesync *r, uint64_t now_ns);
+
 /* Reloads when the file changed on disk; call every second or so. */
 void sl_reload_poll(struct sl_app *app);
 

@@ -284,6 +284,7 @@ sl_config_defaults(struct sl_config *c)
 	c->store.timeout_ms = 5;
 	c->store.probe_interval_ms = 5000;
 	c->store.expected_appliances = 1;
+	c->store.reconcile_ms = 30000;
 	strcpy(c->store.rules_channel, "sluice:rules");
 	c->response.retry_jitter_ppm = 200000;
 	c->response.headers = SL_HDR_DRAFT;

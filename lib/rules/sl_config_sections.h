@@ -848,7 +848,15 @@ f_channel(struct loader *L, yaml_node_t *v, void *o)
 	get_str(L, v, "rules_channel", ST(L)->rules_channel, SL_NAME_MAX);
 }
 
+static void
+f_reconcile(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "reconcile_ms", 100, 3600000, ST(L)->reconcile_ms);
+}
+
 static const struct field store_fields[] = {
+	{"reconcile_ms", f_reconcile},
 	{"redis", f_redis},
 	{"expected_appliances", f_expected},
 	{"rules_channel", f_channel},

@@ -143,6 +143,7 @@ struct sl_config {
 		uint32_t timeout_ms;
 		uint32_t probe_interval_ms;
 		uint32_t expected_appliances;
+		uint32_t reconcile_ms;
 		char rules_channel[SL_NAME_MAX];
 	} store;
 	struct {
