@@ -240,7 +240,10 @@ cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
 		const struct sl_store_stats *ss =
 			sl_store_stats(tel_coord->store);
 
-		rte_tel_data_add_dict_string(d, "kind", "redis");
+		rte_tel_data_add_dict_string(
+			d, "kind", ss->nodes > 1 ? "redis-cluster" : "redis");
+		rte_tel_data_add_dict_u64(d, "nodes", ss->nodes);
+		rte_tel_data_add_dict_u64(d, "redirects", ss->redirects);
 		rte_tel_data_add_dict_string(d, "state", st[ss->state]);
 		rte_tel_data_add_dict_u64(d, "connected", ss->connected);
 		rte_tel_data_add_dict_u64(d, "store_calls", ss->calls);

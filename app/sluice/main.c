@@ -252,17 +252,13 @@ main(int argc, char **argv)
 	if (cfg->store.present) {
 		const struct sl_endpoint *e = &cfg->store.endpoints[0];
 
-		if (cfg->store.cluster)
-			SL_LOG(WARNING,
-			       "store: Redis Cluster is not supported "
-			       "yet; using %s:%u as a single node",
-			       e->host, e->port);
-		app.coord->store =
-			sl_store_create(e->host, e->port, cfg->store.timeout_ms,
-					cfg->store.probe_interval_ms);
+		app.coord->store = sl_store_create(
+			e->host, e->port, cfg->store.cluster,
+			cfg->store.timeout_ms, cfg->store.probe_interval_ms);
 		if (app.coord->store == NULL)
 			rte_exit(EXIT_FAILURE, "cannot create the store\n");
-		SL_LOG(NOTICE, "store: Redis at %s:%u", e->host, e->port);
+		SL_LOG(NOTICE, "store: Redis%s at %s:%u",
+		       cfg->store.cluster ? " Cluster" : "", e->host, e->port);
 		app.rulesync = sl_rulesync_create(&app, e->host, e->port,
 						  cfg->store.rules_channel,
 						  cfg->store.reconcile_ms);

@@ -14,6 +14,8 @@
 
 #define INFLIGHT   8192
 #define FAILS_OPEN 3
+#define MAX_NODES  16
+#define SLOTS      16384
 
 struct inflight {
 	struct sl_coord_msg q;
@@ -21,16 +23,27 @@ struct inflight {
 	uint32_t gen;
 	uint8_t used;
 	uint8_t eval; /* sent as EVAL already: no second try */
+	uint8_t hops; /* MOVED/ASK redirections followed */
+	uint8_t node;
+};
+
+/* One Redis node (the only one, or a cluster master) and its connection. */
+struct node {
+	redisAsyncContext *ac;
+	struct sl_store *s;
+	char host[64];
+	uint16_t port;
+	uint8_t rd, wr;
+	char sha_reserve[48], sha_refund[48];
 };
 
 struct sl_store {
-	redisAsyncContext *ac;
-	char host[256];
-	uint16_t port;
-	uint8_t want_read, want_write;
+	struct node nodes[MAX_NODES];
+	uint32_t n_nodes;
+	uint8_t cluster;
+	uint8_t slot_node[SLOTS]; /* cluster: which node serves a slot */
 	uint32_t fails;
 	uint64_t timeout_ns, probe_ns, next_probe_ns;
-	char sha_reserve[48], sha_refund[48];
 	struct inflight fl[INFLIGHT];
 	uint32_t fifo[INFLIGHT]; /* in-flight indexes in send order */
 	uint32_t head, tail, n;
@@ -38,48 +51,52 @@ struct sl_store {
 	struct sl_store_stats st;
 };
 
+static struct sl_store *the_store;
+static struct sl_coord *the_coord;
+static uint64_t the_now;
+
+/* ---- the connection of one node ---- */
+
 static void
-ev_add_read(void *p)
+ev_rd(void *p)
 {
-	((struct sl_store *)p)->want_read = 1;
+	((struct node *)p)->rd = 1;
 }
+
 static void
-ev_del_read(void *p)
+ev_unrd(void *p)
 {
-	((struct sl_store *)p)->want_read = 0;
+	((struct node *)p)->rd = 0;
 }
+
 static void
-ev_add_write(void *p)
+ev_wr(void *p)
 {
-	((struct sl_store *)p)->want_write = 1;
+	((struct node *)p)->wr = 1;
 }
+
 static void
-ev_del_write(void *p)
+ev_unwr(void *p)
 {
-	((struct sl_store *)p)->want_write = 0;
+	((struct node *)p)->wr = 0;
 }
 
 static void
 on_connect(const redisAsyncContext *ac, int status)
 {
-	struct sl_store *s = ac->data;
+	struct node *n = ac->ev.data;
 
-	if (status != REDIS_OK) {
-		s->ac = NULL; /* hiredis frees it */
-		s->st.connected = 0;
-		return;
-	}
-	s->st.connected = 1;
+	if (status != REDIS_OK)
+		n->ac = NULL; /* hiredis frees it */
 }
 
 static void
 on_disconnect(const redisAsyncContext *ac, int status)
 {
-	struct sl_store *s = ac->data;
+	struct node *n = ac->ev.data;
 
 	(void)status;
-	s->ac = NULL;
-	s->st.connected = 0;
+	n->ac = NULL;
 }
 
 static void
@@ -94,82 +111,201 @@ on_sha(redisAsyncContext *ac, void *r, void *priv)
 }
 
 static void
-open_breaker(struct sl_store *s, uint64_t now)
+connect_node(struct node *n)
 {
-	if (s->st.state != SL_BR_OPEN) {
-		s->st.opened++;
-		SL_LOG(WARNING,
-		       "store %s:%u: circuit open, rules decide by "
-		       "on_store_failure",
-		       s->host, s->port);
-	}
-	s->st.state = SL_BR_OPEN;
-	s->next_probe_ns = now + s->probe_ns;
-}
-
-static void
-connect_store(struct sl_store *s)
-{
-	s->ac = redisAsyncConnect(s->host, s->port);
-	if (s->ac == NULL || s->ac->err) {
-		if (s->ac != NULL)
-			redisAsyncFree(s->ac);
-		s->ac = NULL;
+	n->ac = redisAsyncConnect(n->host, n->port);
+	if (n->ac == NULL || n->ac->err) {
+		if (n->ac != NULL)
+			redisAsyncFree(n->ac);
+		n->ac = NULL;
 		return;
 	}
-	s->ac->data = s;
-	s->ac->ev.data = s;
-	s->ac->ev.addRead = ev_add_read;
-	s->ac->ev.delRead = ev_del_read;
-	s->ac->ev.addWrite = ev_add_write;
-	s->ac->ev.delWrite = ev_del_write;
-	redisAsyncSetConnectCallback(s->ac, on_connect);
-	redisAsyncSetDisconnectCallback(s->ac, on_disconnect);
-	s->sha_reserve[0] = s->sha_refund[0] = '\0';
-	redisAsyncCommand(s->ac, on_sha, s->sha_reserve, "SCRIPT LOAD %s",
+	n->rd = n->wr = 0;
+	n->ac->data = n->s;
+	n->ac->ev.data = n;
+	n->ac->ev.addRead = ev_rd;
+	n->ac->ev.delRead = ev_unrd;
+	n->ac->ev.addWrite = ev_wr;
+	n->ac->ev.delWrite = ev_unwr;
+	redisAsyncSetConnectCallback(n->ac, on_connect);
+	redisAsyncSetDisconnectCallback(n->ac, on_disconnect);
+	n->sha_reserve[0] = n->sha_refund[0] = '\0';
+	redisAsyncCommand(n->ac, on_sha, n->sha_reserve, "SCRIPT LOAD %s",
 			  SL_LUA_RESERVE);
-	redisAsyncCommand(s->ac, on_sha, s->sha_refund, "SCRIPT LOAD %s",
+	redisAsyncCommand(n->ac, on_sha, n->sha_refund, "SCRIPT LOAD %s",
 			  SL_LUA_REFUND);
 }
 
+static int
+node_of(struct sl_store *s, const char *host, uint16_t port)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->n_nodes; i++)
+		if (s->nodes[i].port == port &&
+		    strcmp(s->nodes[i].host, host) == 0)
+			return (int)i;
+	if (s->n_nodes == MAX_NODES)
+		return -1;
+	i = s->n_nodes++;
+	memset(&s->nodes[i], 0, sizeof(s->nodes[i]));
+	s->nodes[i].s = s;
+	snprintf(s->nodes[i].host, sizeof(s->nodes[i].host), "%s", host);
+	s->nodes[i].port = port;
+	connect_node(&s->nodes[i]);
+	return (int)i;
+}
+
+/* ---- cluster: which node holds a key ---- */
+
+/* CRC16/XMODEM, as Redis Cluster hashes keys. */
+static uint16_t
+crc16(const char *b, size_t n)
+{
+	uint16_t crc = 0;
+	size_t i;
+	int k;
+
+	for (i = 0; i < n; i++) {
+		crc ^= (uint16_t)((uint8_t)b[i] << 8);
+		for (k = 0; k < 8; k++)
+			crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021
+						      : crc << 1);
+	}
+	return crc;
+}
+
+static uint16_t
+slot_of(const char *key)
+{
+	const char *l = strchr(key, '{'), *r = l ? strchr(l + 1, '}') : NULL;
+
+	if (l != NULL && r != NULL && r > l + 1)
+		return crc16(l + 1, (size_t)(r - l - 1)) % SLOTS;
+	return crc16(key, strlen(key)) % SLOTS;
+}
+
+/*
+ * The slot map, read once from a seed with a short blocking call at start
+ * (before any worker runs); later changes arrive as MOVED and are learnt
+ * one slot at a time.
+ */
+static int
+load_slots(struct sl_store *s, const char *host, uint16_t port)
+{
+	struct timeval tv = {1, 0};
+	redisContext *c = redisConnectWithTimeout(host, port, tv);
+	redisReply *r;
+	size_t i;
+
+	if (c == NULL || c->err) {
+		if (c != NULL)
+			redisFree(c);
+		return -1;
+	}
+	r = redisCommand(c, "CLUSTER SLOTS");
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+		if (r != NULL)
+			freeReplyObject(r);
+		redisFree(c);
+		return -1;
+	}
+	for (i = 0; i < r->elements; i++) {
+		redisReply *e = r->element[i], *m;
+		long long lo, hi, k;
+		int n;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3)
+			continue;
+		lo = e->element[0]->integer;
+		hi = e->element[1]->integer;
+		m = e->element[2];
+		if (m->type != REDIS_REPLY_ARRAY || m->elements < 2)
+			continue;
+		n = node_of(s, m->element[0]->str,
+			    (uint16_t)m->element[1]->integer);
+		for (k = lo; n >= 0 && k <= hi && k < SLOTS; k++)
+			s->slot_node[k] = (uint8_t)n;
+	}
+	freeReplyObject(r);
+	redisFree(c);
+	return s->n_nodes > 0 ? 0 : -1;
+}
+
 struct sl_store *
-sl_store_create(const char *host, uint16_t port, uint32_t timeout_ms,
-		uint32_t probe_ms)
+sl_store_create(const char *host, uint16_t port, int cluster,
+		uint32_t timeout_ms, uint32_t probe_ms)
 {
 	struct sl_store *s = calloc(1, sizeof(*s));
 
 	if (s == NULL)
 		return NULL;
-	snprintf(s->host, sizeof(s->host), "%s", host);
-	s->port = port;
+	s->cluster = (uint8_t)cluster;
 	s->timeout_ns = timeout_ms * 1000000ULL;
 	s->probe_ns = probe_ms * 1000000ULL;
-	connect_store(s);
+	if (cluster && load_slots(s, host, port) != 0)
+		SL_LOG(WARNING,
+		       "store: no slot map from %s:%u yet; asks are "
+		       "decided by on_store_failure until it answers",
+		       host, port);
+	if (!cluster)
+		node_of(s, host, port);
+	s->st.nodes = s->n_nodes;
 	return s;
+}
+
+/* ---- breaker ---- */
+
+static int
+any_connected(const struct sl_store *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->n_nodes; i++)
+		if (s->nodes[i].ac != NULL)
+			return 1;
+	return 0;
+}
+
+static void
+open_breaker(struct sl_store *s, uint64_t now)
+{
+	if (s->st.state != SL_BR_OPEN) {
+		s->st.opened++;
+		SL_LOG(WARNING, "store: circuit open, rules decide by "
+				"on_store_failure");
+	}
+	s->st.state = SL_BR_OPEN;
+	s->next_probe_ns = now + s->probe_ns;
 }
 
 int
 sl_store_usable(struct sl_store *s, uint64_t now)
 {
+	uint32_t i;
+
 	if (s->st.state == SL_BR_CLOSED)
-		return s->ac != NULL;
+		return s->n_nodes > 0;
 	if (s->st.state == SL_BR_OPEN && now >= s->next_probe_ns) {
-		/* half open: a fresh connection, the next ask is the probe */
-		if (s->ac != NULL)
-			redisAsyncFree(s->ac);
-		s->ac = NULL;
-		connect_store(s);
+		/* half open: fresh connections, the next ask is the probe */
+		for (i = 0; i < s->n_nodes; i++) {
+			if (s->nodes[i].ac != NULL)
+				redisAsyncFree(s->nodes[i].ac);
+			s->nodes[i].ac = NULL;
+			connect_node(&s->nodes[i]);
+		}
 		s->st.state = SL_BR_HALF_OPEN;
 		s->next_probe_ns = now + s->probe_ns;
 	}
-	return s->st.state == SL_BR_HALF_OPEN && s->n == 0 && s->ac != NULL;
+	return s->st.state == SL_BR_HALF_OPEN && s->n == 0 && any_connected(s);
 }
+
+/* ---- asks ---- */
 
 static void
 key_of(char *buf, size_t size, const struct sl_coord_msg *q)
 {
-	/* one hash tag per (rule, identity): a request's state stays in a slot
-	 */
+	/* one hash tag per (rule, identity): its state stays in one slot */
 	snprintf(buf, size, "sl:{%016llx}:%016llx", (unsigned long long)q->k1,
 		 (unsigned long long)q->k2);
 }
@@ -177,35 +313,43 @@ key_of(char *buf, size_t size, const struct sl_coord_msg *q)
 static void on_reply(redisAsyncContext *ac, void *r, void *priv);
 
 static int
-send_reserve(struct sl_store *s, uint32_t i, int eval)
+send_reserve(struct sl_store *s, uint32_t i, int eval, int asking)
 {
-	const struct sl_coord_msg *q = &s->fl[i].q;
+	struct inflight *f = &s->fl[i];
+	const struct sl_coord_msg *q = &f->q;
+	struct node *nd;
 	char key[64], a[6][24];
 	const char *argv[10];
 	size_t len[10];
 	int k;
 
 	key_of(key, sizeof(key), q);
+	if (s->cluster && !asking)
+		f->node = s->slot_node[slot_of(key)];
+	nd = &s->nodes[f->node];
+	if (nd->ac == NULL)
+		return REDIS_ERR;
 	snprintf(a[0], 24, "%u", q->algo);
 	snprintf(a[1], 24, "%llu", (unsigned long long)q->ask.count);
 	snprintf(a[2], 24, "%u", q->period_ms);
 	snprintf(a[3], 24, "%llu", (unsigned long long)q->ask.burst);
 	snprintf(a[4], 24, "%u", q->ask.want);
 	snprintf(a[5], 24, "%u", q->ask.need);
-	eval = eval || !s->sha_reserve[0];
+	eval = eval || !nd->sha_reserve[0];
 	argv[0] = eval ? "EVAL" : "EVALSHA";
-	argv[1] = eval ? SL_LUA_RESERVE : s->sha_reserve;
+	argv[1] = eval ? SL_LUA_RESERVE : nd->sha_reserve;
 	argv[2] = "1";
 	argv[3] = key;
 	for (k = 0; k < 6; k++)
 		argv[4 + k] = a[k];
 	for (k = 0; k < 10; k++)
 		len[k] = strlen(argv[k]);
-	s->fl[i].eval = (uint8_t)eval;
+	f->eval = (uint8_t)eval;
+	if (asking)
+		redisAsyncCommand(nd->ac, NULL, NULL, "ASKING");
 	return redisAsyncCommandArgv(
-		s->ac, on_reply,
-		(void *)(uintptr_t)((uint64_t)s->fl[i].gen << 16 | i), 10, argv,
-		len);
+		nd->ac, on_reply,
+		(void *)(uintptr_t)((uint64_t)f->gen << 16 | i), 10, argv, len);
 }
 
 int
@@ -215,15 +359,16 @@ sl_store_ask(struct sl_store *s, struct sl_coord *c,
 	uint32_t i;
 
 	(void)c;
-	if (s->ac == NULL || s->n == INFLIGHT)
+	if (s->n_nodes == 0 || s->n == INFLIGHT)
 		return -1;
 	for (i = s->tail; s->fl[i].used; i = (i + 1) % INFLIGHT)
 		;
+	memset(&s->fl[i], 0, sizeof(s->fl[i]));
 	s->fl[i].q = *q;
 	s->fl[i].sent_ns = now;
 	s->fl[i].gen = ++s->gen & 0xffffffu;
 	s->fl[i].used = 1;
-	if (send_reserve(s, i, 0) != REDIS_OK) {
+	if (send_reserve(s, i, 0, 0) != REDIS_OK) {
 		s->fl[i].used = 0;
 		return -1;
 	}
@@ -240,18 +385,22 @@ sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q)
 	char key[64], a[5][24];
 	const char *argv[9];
 	size_t len[9];
+	struct node *nd;
 	int k;
 
-	if (s->ac == NULL || s->st.state != SL_BR_CLOSED || !s->sha_refund[0])
+	if (s->n_nodes == 0 || s->st.state != SL_BR_CLOSED)
 		return -1;
 	key_of(key, sizeof(key), q);
+	nd = &s->nodes[s->cluster ? s->slot_node[slot_of(key)] : 0];
+	if (nd->ac == NULL || !nd->sha_refund[0])
+		return -1;
 	snprintf(a[0], 24, "%u", q->algo);
 	snprintf(a[1], 24, "%llu", (unsigned long long)q->back.count);
 	snprintf(a[2], 24, "%u", q->period_ms);
 	snprintf(a[3], 24, "%llu", (unsigned long long)q->back.burst);
 	snprintf(a[4], 24, "%llu", (unsigned long long)q->back.units);
 	argv[0] = "EVALSHA";
-	argv[1] = s->sha_refund;
+	argv[1] = nd->sha_refund;
 	argv[2] = "1";
 	argv[3] = key;
 	for (k = 0; k < 5; k++)
@@ -259,18 +408,45 @@ sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q)
 	for (k = 0; k < 9; k++)
 		len[k] = strlen(argv[k]);
 	s->st.calls++;
-	return redisAsyncCommandArgv(s->ac, NULL, NULL, 9, argv, len);
+	return redisAsyncCommandArgv(nd->ac, NULL, NULL, 9, argv, len);
 }
-
-static struct sl_store *the_store;
-static struct sl_coord *the_coord;
-static uint64_t the_now;
 
 static void
 answer_worker(struct sl_coord *c, struct sl_coord_msg *a)
 {
 	if (rte_ring_enqueue_elem(c->ans[a->worker], a, sizeof(*a)) != 0)
 		c->st.answers_dropped++;
+}
+
+/*
+ * A cluster said the key lives elsewhere: MOVED updates the slot map and
+ * the ask goes there; ASK goes there once, after ASKING. Returns 1 when
+ * the ask was sent again.
+ */
+static int
+redirect(struct sl_store *s, uint32_t i, const char *err)
+{
+	struct inflight *f = &s->fl[i];
+	int moved = strncmp(err, "MOVED ", 6) == 0;
+	char host[64];
+	unsigned int slot, port;
+	int n;
+
+	if ((!moved && strncmp(err, "ASK ", 4) != 0) || f->hops >= 3 ||
+	    sscanf(err + (moved ? 6 : 4), "%u %63[^:]:%u", &slot, host,
+		   &port) != 3 ||
+	    slot >= SLOTS)
+		return 0;
+	n = node_of(s, host, (uint16_t)port);
+	if (n < 0)
+		return 0;
+	f->hops++;
+	s->st.redirects++;
+	s->st.nodes = s->n_nodes;
+	if (moved)
+		s->slot_node[slot] = (uint8_t)n;
+	f->node = (uint8_t)n;
+	return send_reserve(s, i, f->eval, !moved) == REDIS_OK;
 }
 
 static void
@@ -285,11 +461,14 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 
 	(void)ac;
 	if (!f->used || f->gen != gen)
-		return; /* timed out already: the worker decided without it */
-	if (rep != NULL && rep->type == REDIS_REPLY_ERROR &&
-	    strstr(rep->str, "NOSCRIPT") != NULL && !f->eval && s->ac != NULL &&
-	    send_reserve(s, i, 1) == REDIS_OK)
-		return; /* sent again with the script itself, same slot */
+		return; /* timed out already: answered by policy */
+	if (rep != NULL && rep->type == REDIS_REPLY_ERROR) {
+		if (strstr(rep->str, "NOSCRIPT") != NULL && !f->eval &&
+		    send_reserve(s, i, 1, 0) == REDIS_OK)
+			return; /* sent again with the script itself */
+		if (s->cluster && redirect(s, i, rep->str))
+			return;
+	}
 	f->used = 0;
 	if (rep == NULL || rep->type != REDIS_REPLY_ARRAY ||
 	    rep->elements != 4) {
@@ -305,7 +484,7 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 	s->st.rtt_ns_sum += s->st.rtt_ns_last;
 	if (s->st.state == SL_BR_HALF_OPEN) {
 		s->st.state = SL_BR_CLOSED;
-		SL_LOG(NOTICE, "store %s:%u: circuit closed", s->host, s->port);
+		SL_LOG(NOTICE, "store: circuit closed");
 	}
 	memset(&a, 0, sizeof(a));
 	a.k1 = f->q.k1;
@@ -326,7 +505,7 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 	answer_worker(the_coord, &a);
 }
 
-/* Asks nobody answered in time: the breaker hears of it. */
+/* Asks nobody answered in time: answered by policy, and counted. */
 static void
 expire(struct sl_store *s, struct sl_coord *c, uint64_t now)
 {
@@ -346,7 +525,7 @@ expire(struct sl_store *s, struct sl_coord *c, uint64_t now)
 	}
 	if (s->fails >= FAILS_OPEN ||
 	    (s->st.state == SL_BR_HALF_OPEN && s->fails > 0) ||
-	    (s->ac == NULL && s->st.state != SL_BR_OPEN)) {
+	    (!any_connected(s) && s->st.state != SL_BR_OPEN)) {
 		open_breaker(s, now);
 		s->fails = 0;
 	}
@@ -355,17 +534,24 @@ expire(struct sl_store *s, struct sl_coord *c, uint64_t now)
 void
 sl_store_poll(struct sl_store *s, struct sl_coord *c, uint64_t now)
 {
+	uint32_t i;
+
 	the_store = s;
 	the_coord = c;
 	the_now = now;
-	if (s->ac != NULL && s->want_write)
-		redisAsyncHandleWrite(s->ac);
-	if (s->ac != NULL && s->want_read) {
-		struct pollfd p = {.fd = s->ac->c.fd, .events = POLLIN};
+	for (i = 0; i < s->n_nodes; i++) {
+		struct node *n = &s->nodes[i];
 
-		if (poll(&p, 1, 0) > 0)
-			redisAsyncHandleRead(s->ac);
+		if (n->ac != NULL && n->wr)
+			redisAsyncHandleWrite(n->ac);
+		if (n->ac != NULL && n->rd) {
+			struct pollfd p = {.fd = n->ac->c.fd, .events = POLLIN};
+
+			if (poll(&p, 1, 0) > 0)
+				redisAsyncHandleRead(n->ac);
+		}
 	}
+	s->st.connected = (uint8_t)any_connected(s);
 	expire(s, c, now);
 }
 

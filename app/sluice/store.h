@@ -3,8 +3,10 @@
 #define SLUICE_STORE_H
 
 /*
- * The Redis store behind the coordinator: one hiredis asynchronous
- * connection driven from the coordinator's own loop (no thread, no
+ * The Redis store behind the coordinator: a single node, or a Redis
+ * Cluster (slot map from CLUSTER SLOTS, CRC16 routing of the hash tag,
+ * MOVED and ASK followed). One hiredis asynchronous connection per node,
+ * driven from the coordinator's own loop (no thread, no
  * blocking call), the two scripts loaded once (EVALSHA, EVAL again on
  * NOSCRIPT), asks pipelined as they come. A circuit breaker opens after
  * repeated failures or timeouts; while it is open the coordinator decides
@@ -20,7 +22,8 @@ enum sl_breaker { SL_BR_CLOSED = 0, SL_BR_OPEN, SL_BR_HALF_OPEN };
 
 struct sl_store;
 
-struct sl_store *sl_store_create(const char *host, uint16_t port,
+/* A single node, or (cluster) the seed the slot map is read from. */
+struct sl_store *sl_store_create(const char *host, uint16_t port, int cluster,
 				 uint32_t timeout_ms, uint32_t probe_ms);
 
 /* Whether asks may go to the store now (breaker closed, or one probe). */
@@ -39,6 +42,8 @@ struct sl_store_stats {
 	uint8_t state;
 	uint8_t connected;
 	uint64_t calls, replies, errors, timeouts, opened, rtt_ns_last;
+	uint64_t redirects; /* cluster MOVED / ASK followed */
+	uint32_t nodes;
 	uint64_t rtt_ns_sum;
 };
 const struct sl_store_stats *sl_store_stats(const struct sl_store *s);
