@@ -188,6 +188,15 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 			else if (in[i].type == SL_CO_ASK)
 				c->st.asks++; /* answered when the store replies
 					       */
+			else if (in[i].type == SL_CO_TIER &&
+				 (c->store == NULL ||
+				  sl_store_tier(c->store, c, &in[i]) != 0)) {
+				/* no store, or out: the default tier holds */
+				out[k] = in[i];
+				out[k].type = SL_CO_TIER_ANSWER;
+				out[k++].tier.found = 0;
+			} else if (in[i].type == SL_CO_TIER)
+				continue;
 			else if (in[i].type == SL_CO_GIVE_BACK &&
 				 (c->store == NULL ||
 				  sl_store_give_back(c->store, &in[i]) != 0))

@@ -18,12 +18,14 @@
 #include "sl_limit.h"
 
 enum sl_coord_type {
-	SL_CO_ASK = 1,   /* reserve units for a lease */
-	SL_CO_GIVE_BACK, /* unspent units of an expired lease */
-	SL_CO_ANSWER,    /* units granted (0: refused) */
+	SL_CO_ASK = 1,     /* reserve units for a lease */
+	SL_CO_GIVE_BACK,   /* unspent units of an expired lease */
+	SL_CO_ANSWER,      /* units granted (0: refused) */
+	SL_CO_TIER,        /* which tier is this key in? */
+	SL_CO_TIER_ANSWER, /* its name, if the keys hash has it */
 };
 
-/* One ring element: 64 bytes, one cache line. */
+/* One ring element: 128 bytes, two cache lines (a key fits in it). */
 struct sl_coord_msg {
 	uint64_t k1, k2; /* the bucket: rule name and identity */
 	uint8_t type;
@@ -47,6 +49,11 @@ struct sl_coord_msg {
 			uint32_t pad;
 			uint64_t expires_ns, retry_ns, reset_ns, remaining;
 		} ans;
+		struct {
+			uint8_t len;    /* of the key, or of the tier's name */
+			uint8_t found;  /* answer: the hash names the key */
+			char text[102]; /* the key, or the tier's name */
+		} tier;
 	};
 };
 
@@ -59,6 +66,7 @@ struct sl_store;
 
 struct sl_coord {
 	struct sl_store *store; /* NULL: the node is its own authority */
+	char keys_hash[64];     /* Redis hash of key -> tier */
 	struct rte_ring *ask[RTE_MAX_LCORE];
 	struct rte_ring *ans[RTE_MAX_LCORE];
 	uint32_t n;

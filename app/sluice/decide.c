@@ -7,6 +7,7 @@
 
 #include <rte_malloc.h>
 
+#include "coord.h"
 #include "sluice.h"
 
 #define NS 1000000000ULL
@@ -366,9 +367,17 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	m.host_len = req->host.len;
 	m.has_key = req->api_key.len > 0;
 	m.has_user = req->user.len > 0;
-	m.tier = m.has_key ? (int16_t)sl_ruleset_tier(rs, req->api_key.p,
-						      req->api_key.len)
-			   : -1;
+	m.tier = -1;
+	if (m.has_key) {
+		m.tier = (int16_t)sl_ruleset_tier_find(rs, req->api_key.p,
+						       req->api_key.len);
+		if (m.tier < 0 && w->app->coord != NULL &&
+		    w->app->coord->store != NULL)
+			m.tier = (int16_t)sl_tier_of(w, req->api_key.p,
+						     req->api_key.len);
+		else if (m.tier < 0)
+			m.tier = (int16_t)sl_ruleset_default_tier(rs);
+	}
 	n = sl_ruleset_match(rs, &m, idx, SL_MAX_MATCH);
 	memset(scopes, 0, sizeof(scopes[0]) * 5);
 	sl_bucket_begin(w->buckets);

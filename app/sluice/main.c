@@ -257,6 +257,8 @@ main(int argc, char **argv)
 			cfg->store.timeout_ms, cfg->store.probe_interval_ms);
 		if (app.coord->store == NULL)
 			rte_exit(EXIT_FAILURE, "cannot create the store\n");
+		snprintf(app.coord->keys_hash, sizeof(app.coord->keys_hash),
+			 "%s", cfg->store.keys_hash);
 		SL_LOG(NOTICE, "store: Redis%s at %s:%u",
 		       cfg->store.cluster ? " Cluster" : "", e->host, e->port);
 		app.rulesync = sl_rulesync_create(&app, e->host, e->port,

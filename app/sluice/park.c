@@ -26,6 +26,15 @@ entry(struct sl_worker *w, uint16_t i)
 	return (struct sl_parked *)((uint8_t *)w->park + (size_t)i * stride());
 }
 
+/* A key's tier as the keys hash said, for keys outside the static map. */
+struct tier_cache {
+	int16_t tier;  /* -1: not in the hash: the default tier */
+	uint8_t state; /* 0 unknown, 1 asked, 2 known */
+	uint64_t until_ns;
+};
+
+#define TIER_TTL_NS 60000000000ULL
+
 int
 sl_park_init(struct sl_worker *w)
 {
@@ -35,7 +44,10 @@ sl_park_init(struct sl_worker *w)
 	w->leases = sl_bucket_table_create_sized(
 		w->app->cfg->dataplane.buckets_per_worker,
 		sizeof(struct sl_lease));
-	if (w->park == NULL || w->leases == NULL)
+	w->tiers = sl_bucket_table_create_sized(
+		RTE_MAX(w->app->cfg->dataplane.buckets_per_worker / 4, 1024u),
+		sizeof(struct tier_cache));
+	if (w->park == NULL || w->leases == NULL || w->tiers == NULL)
 		return -1;
 	for (i = 0; i < SL_PARK_MAX; i++)
 		w->park_free[i] = (uint16_t)(SL_PARK_MAX - 1 - i);
@@ -49,6 +61,63 @@ sl_park_free(struct sl_worker *w)
 {
 	rte_free(w->park);
 	sl_bucket_table_free(w->leases);
+	sl_bucket_table_free(w->tiers);
+}
+
+static struct sl_bucket_key
+tier_key(const char *key, uint32_t len)
+{
+	return (struct sl_bucket_key){sl_hash64(key, len, 0x7431),
+				      sl_hash64(key, len, 0x7432)};
+}
+
+int
+sl_tier_of(struct sl_worker *w, const char *key, uint32_t len)
+{
+	int def = sl_ruleset_default_tier(w->pol->rs);
+	struct sl_bucket_key k = tier_key(key, len);
+	struct tier_cache *e;
+	struct sl_coord_msg m;
+
+	sl_bucket_begin(w->tiers);
+	e = (struct tier_cache *)sl_bucket_get(w->tiers, &k, w->now_ns);
+	if (e->state == 2 && w->now_ns < e->until_ns)
+		return e->tier >= 0 ? e->tier : def;
+	if (e->state == 1 && w->now_ns < e->until_ns)
+		return def; /* asked already: the default until it answers */
+	if (len > sizeof(m.tier.text))
+		return def;
+	memset(&m, 0, sizeof(m));
+	m.k1 = k.k1;
+	m.k2 = k.k2;
+	m.type = SL_CO_TIER;
+	m.worker = w->queue;
+	m.tier.len = (uint8_t)len;
+	memcpy(m.tier.text, key, len);
+	if (rte_ring_enqueue_elem(w->app->coord->ask[w->queue], &m,
+				  sizeof(m)) == 0) {
+		e->state = 1;
+		e->until_ns = w->now_ns + w->app->store_timeout_ns;
+		sl_bucket_touch(w->tiers, (struct sl_limit_state *)e,
+				e->until_ns);
+	}
+	return def;
+}
+
+static void
+tier_answer(struct sl_worker *w, const struct sl_coord_msg *a)
+{
+	struct sl_bucket_key k = {a->k1, a->k2};
+	struct tier_cache *e;
+
+	sl_bucket_begin(w->tiers);
+	e = (struct tier_cache *)sl_bucket_get(w->tiers, &k, w->now_ns);
+	e->tier = a->tier.found ? (int16_t)sl_ruleset_tier_index(
+					  w->pol->rs, a->tier.text, a->tier.len)
+				: -1;
+	e->state = 2;
+	e->until_ns = w->now_ns + TIER_TTL_NS;
+	sl_bucket_touch(w->tiers, (struct sl_limit_state *)e, e->until_ns);
 }
 
 /* ---- leases ---- */
@@ -493,8 +562,15 @@ sl_park_poll(struct sl_worker *w)
 	sl_bucket_begin(w->leases);
 	for (j = 0; j < n; j++) {
 		struct sl_bucket_key k = {a[j].k1, a[j].k2};
-		struct sl_lease *l = lease_of(w, &k);
-		uint64_t old = sl_lease_expire(l, w->now_ns);
+		struct sl_lease *l;
+		uint64_t old;
+
+		if (a[j].type == SL_CO_TIER_ANSWER) {
+			tier_answer(w, &a[j]);
+			continue;
+		}
+		l = lease_of(w, &k);
+		old = sl_lease_expire(l, w->now_ns);
 
 		/* units of an expired lease go back before new ones count */
 		if (old > 0)

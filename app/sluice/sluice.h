@@ -107,6 +107,7 @@ struct sl_worker {
 	struct sl_hist park_latency; /* parked until decided */
 	/* leases and parked requests (park.c) */
 	struct sl_bucket_table *leases;
+	struct sl_bucket_table *tiers; /* keys hash answers, with a TTL */
 	void *park;
 	uint16_t park_free[SL_PARK_MAX];
 	uint16_t n_park_free;
@@ -161,6 +162,9 @@ void sl_reload_poll(struct sl_app *app);
 void sl_app_setup(struct sl_app *app, struct sl_config *cfg);
 struct sl_policy *sl_policy_build(const struct sl_config *cfg);
 void sl_policy_free(struct sl_policy *p);
+
+/* Tier of a key outside the static map: cached, else asked (default now). */
+int sl_tier_of(struct sl_worker *w, const char *key, uint32_t len);
 
 /* Decides one parsed request; fills w->pending when it is answered. */
 enum sl_req_action sl_decide(struct sl_worker *w, const struct sl_http_req *req,

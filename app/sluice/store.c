@@ -505,6 +505,57 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 	answer_worker(the_coord, &a);
 }
 
+/* ---- tiers of keys outside the static map ---- */
+
+struct tier_req {
+	struct sl_coord *c;
+	struct sl_coord_msg q;
+};
+
+static void
+on_tier(redisAsyncContext *ac, void *r, void *priv)
+{
+	struct tier_req *t = priv;
+	redisReply *rep = r;
+	struct sl_coord_msg a = t->q;
+
+	(void)ac;
+	a.type = SL_CO_TIER_ANSWER;
+	a.tier.found = 0;
+	a.tier.len = 0;
+	if (rep != NULL && rep->type == REDIS_REPLY_STRING &&
+	    rep->len < (int)sizeof(a.tier.text)) {
+		memcpy(a.tier.text, rep->str, (size_t)rep->len);
+		a.tier.len = (uint8_t)rep->len;
+		a.tier.found = 1;
+	}
+	answer_worker(t->c, &a);
+	free(t);
+}
+
+int
+sl_store_tier(struct sl_store *s, struct sl_coord *c,
+	      const struct sl_coord_msg *q)
+{
+	struct tier_req *t;
+	struct node *nd;
+
+	if (s->n_nodes == 0 || s->st.state != SL_BR_CLOSED)
+		return -1;
+	nd = &s->nodes[s->cluster ? s->slot_node[slot_of(c->keys_hash)] : 0];
+	if (nd->ac == NULL || (t = malloc(sizeof(*t))) == NULL)
+		return -1;
+	t->c = c;
+	t->q = *q;
+	s->st.calls++;
+	if (redisAsyncCommand(nd->ac, on_tier, t, "HGET %s %b", c->keys_hash,
+			      q->tier.text, (size_t)q->tier.len) != REDIS_OK) {
+		free(t);
+		return -1;
+	}
+	return 0;
+}
+
 /* Asks nobody answered in time: answered by policy, and counted. */
 static void
 expire(struct sl_store *s, struct sl_coord *c, uint64_t now)

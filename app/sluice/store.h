@@ -33,6 +33,9 @@ int sl_store_usable(struct sl_store *s, uint64_t now_ns);
 int sl_store_ask(struct sl_store *s, struct sl_coord *c,
 		 const struct sl_coord_msg *q, uint64_t now_ns);
 int sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q);
+/* HGET of the key in the keys hash; the answer goes to the worker. */
+int sl_store_tier(struct sl_store *s, struct sl_coord *c,
+		  const struct sl_coord_msg *q);
 
 /* Drives the connection: reads, writes, timeouts, probes. */
 void sl_store_poll(struct sl_store *s, struct sl_coord *c, uint64_t now_ns);

@@ -286,6 +286,7 @@ sl_config_defaults(struct sl_config *c)
 	c->store.expected_appliances = 1;
 	c->store.reconcile_ms = 30000;
 	strcpy(c->store.rules_channel, "sluice:rules");
+	strcpy(c->store.keys_hash, "sluice:keys");
 	c->response.retry_jitter_ppm = 200000;
 	c->response.headers = SL_HDR_DRAFT;
 	c->response.expose_rule = 1;

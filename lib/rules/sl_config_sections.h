@@ -855,8 +855,16 @@ f_reconcile(struct loader *L, yaml_node_t *v, void *o)
 	GET_UINT(L, v, "reconcile_ms", 100, 3600000, ST(L)->reconcile_ms);
 }
 
+static void
+f_keys_hash(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	get_str(L, v, "keys_hash", ST(L)->keys_hash, SL_NAME_MAX);
+}
+
 static const struct field store_fields[] = {
 	{"reconcile_ms", f_reconcile},
+	{"keys_hash", f_keys_hash},
 	{"redis", f_redis},
 	{"expected_appliances", f_expected},
 	{"rules_channel", f_channel},

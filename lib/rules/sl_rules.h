@@ -145,6 +145,7 @@ struct sl_config {
 		uint32_t expected_appliances;
 		uint32_t reconcile_ms;
 		char rules_channel[SL_NAME_MAX];
+		char keys_hash[SL_NAME_MAX]; /* key -> tier, beside the map */
 	} store;
 	struct {
 		uint32_t retry_jitter_ppm;
@@ -211,6 +212,13 @@ uint64_t sl_ruleset_rule_id(const struct sl_ruleset *rs, uint32_t i);
 
 /* Tier of an API key: the static map, else default_tier. */
 int sl_ruleset_tier(const struct sl_ruleset *rs, const char *key, uint32_t len);
+/* The static map only: -1 when the key is not in it. */
+int sl_ruleset_tier_find(const struct sl_ruleset *rs, const char *key,
+			 uint32_t len);
+/* A tier's index by name, -1 if the rule set has no such tier. */
+int sl_ruleset_tier_index(const struct sl_ruleset *rs, const char *name,
+			  uint32_t len);
+int sl_ruleset_default_tier(const struct sl_ruleset *rs);
 
 int sl_ruleset_key_blocked(const struct sl_ruleset *rs, const char *key,
 			   uint32_t len);

@@ -331,6 +331,36 @@ sl_ruleset_tier(const struct sl_ruleset *rs, const char *key, uint32_t len)
 }
 
 int
+sl_ruleset_tier_find(const struct sl_ruleset *rs, const char *key, uint32_t len)
+{
+	const struct hent *e;
+
+	if (rs->cfg.n_keys == 0)
+		return -1;
+	e = ht_get(&rs->keys, sl_hash64(key, len, 1), key, len);
+	return e ? (int)e->val : -1;
+}
+
+int
+sl_ruleset_tier_index(const struct sl_ruleset *rs, const char *name,
+		      uint32_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < rs->cfg.n_tiers; i++)
+		if (strlen(rs->cfg.tiers[i]) == len &&
+		    memcmp(rs->cfg.tiers[i], name, len) == 0)
+			return (int)i;
+	return -1;
+}
+
+int
+sl_ruleset_default_tier(const struct sl_ruleset *rs)
+{
+	return rs->cfg.default_tier;
+}
+
+int
 sl_ruleset_key_blocked(const struct sl_ruleset *rs, const char *key,
 		       uint32_t len)
 {

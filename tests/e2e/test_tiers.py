@@ -1,0 +1,74 @@
+#!/usr/bin/python3
+"""Tiers of keys outside the static map come from a Redis hash (HGET,
+asynchronous, cached per worker): a key the hash puts in 'pro' gets the
+pro limit once its tier is known; a key nobody names stays in the default
+tier; a key in the static map never asks.
+
+usage: test_tiers.py PATH/TO/sluice
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sltest  # noqa: E402
+from test_redis import free_port, start_redis  # noqa: E402
+
+S4 = "198.18.0.2"
+CONF = """version: 1
+dataplane: {service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64, mbufs: 4095}
+identity: {api_key_header: X-API-Key}
+tiers: [free, pro]
+default_tier: free
+keys: {k-static: pro}
+rules:
+  - {name: free-key, scope: key, tier: free, limit: 2/min, burst: 2}
+  - {name: pro-key, scope: key, tier: pro, limit: 100/min, burst: 100}
+store:
+  redis: {endpoints: ["127.0.0.1:%d"]}
+  keys_hash: "sl:keys:%d"
+response: {retry_jitter: 0}
+"""
+
+
+def main():
+    binary = sys.argv[1]
+    res = sltest.Results("tiers")
+    port = free_port()
+    h = "sl:keys:%d" % os.getpid()
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = os.path.join(tmp, "sluice.yaml")
+        with open(conf, "w") as f:
+            f.write(CONF % (port, os.getpid()))
+        redis = start_redis(port, tmp)
+        try:
+            subprocess.run(["redis-cli", "-p", str(port), "hset", h, "k-vip", "pro"],
+                           capture_output=True)
+            with sltest.Topology(binary, conf, tmp, prefix="ti%d" % (os.getpid() % 1000)) as t:
+                def get(key, i):
+                    return t.curl("-H", "X-API-Key: " + key, "http://%s/v1/%s/%d" % (S4, key, i))[0]
+
+                first = get("k-vip", 0)  # decided under the default tier; asks
+                res.eq(first, 200, "the first request of an unknown key passes (default tier)")
+                time.sleep(0.3)
+                codes = [get("k-vip", i) for i in range(1, 6)]
+                res.eq(codes, [200] * 5, "once the hash answered, k-vip has the pro limit")
+                res.eq([get("k-nobody", i) for i in range(3)], [200, 200, 429],
+                       "a key the hash does not name stays free (2/min)")
+                res.eq([get("k-static", i) for i in range(4)], [200] * 4,
+                       "a key in the static map is pro without asking")
+                r = sltest.telemetry(t.sluice.prefix, "/sluice/rules")
+                rules = {v["name"]: v for k, v in r.items() if k != "version"}
+                res.check(rules["pro-key"]["allowed"] >= 9, "pro-key counted the pro requests")
+                res.eq(t.sluice.stop(), 0, "clean shutdown")
+        finally:
+            redis.kill()
+            redis.wait()
+    return res.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
