@@ -331,11 +331,17 @@ decide_leased(struct sl_worker *w, const struct sl_policy *pol,
 	if (k == 0) {
 		w->ctr.allowed++;
 		w->ctr.shadow_rejected += shadow_denied > 0;
+		w->tiers_ctr[w->cur_tier + 1].allowed++;
+		w->tiers_ctr[w->cur_tier + 1].shadow_rejected +=
+			shadow_denied > 0;
 		return SL_REQ_CONTINUE;
 	}
 	a = sl_park_decide(w, ns, k, w->parkable, id);
-	if (a != SL_REQ_STOP)
+	if (a != SL_REQ_STOP) {
 		w->ctr.shadow_rejected += shadow_denied > 0;
+		w->tiers_ctr[w->cur_tier + 1].shadow_rejected +=
+			shadow_denied > 0;
+	}
 	return a;
 }
 
@@ -378,6 +384,7 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 		else if (m.tier < 0)
 			m.tier = (int16_t)sl_ruleset_default_tier(rs);
 	}
+	w->cur_tier = m.tier;
 	n = sl_ruleset_match(rs, &m, idx, SL_MAX_MATCH);
 	memset(scopes, 0, sizeof(scopes[0]) * 5);
 	sl_bucket_begin(w->buckets);
@@ -409,9 +416,13 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 		commit_all(w, pol, cs, n);
 		w->ctr.allowed++;
 		w->ctr.shadow_rejected += shadow_denied > 0;
+		w->tiers_ctr[w->cur_tier + 1].allowed++;
+		w->tiers_ctr[w->cur_tier + 1].shadow_rejected +=
+			shadow_denied > 0;
 		return SL_REQ_CONTINUE;
 	}
 	w->ctr.rejected++;
+	w->tiers_ctr[w->cur_tier + 1].rejected++;
 	w->rules[pol->slot[cs[strict].rule]].rejected++;
 	sl_top_add(&w->top, id.hash, pol->slot[cs[strict].rule], id.kind,
 		   id.ip_af, id.id, id.len);

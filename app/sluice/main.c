@@ -143,8 +143,9 @@ start_workers(struct sl_app *app, unsigned int *n_out)
 				 "(flows_per_worker too large?)\n",
 				 lcore);
 		src[n] = (struct sl_telemetry_src){
-			lcore,       &ws[n].ctr, ws[n].flows,   ws[n].buckets,
-			ws[n].rules, &ws[n].top, &ws[n].latency};
+			lcore,          &ws[n].ctr,     ws[n].flows,
+			ws[n].buckets,  ws[n].rules,    &ws[n].top,
+			&ws[n].latency, ws[n].tiers_ctr};
 		n++;
 	}
 	if (sl_telemetry_register(src, n) != 0)

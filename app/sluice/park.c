@@ -303,6 +303,7 @@ spend(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 			ask(w, &ns[i], ls[i], want, 1);
 	}
 	w->ctr.allowed++;
+	w->tiers_ctr[w->cur_tier + 1].allowed++;
 }
 
 /* The reply template of a rule slot in the running rules, if still there. */
@@ -332,6 +333,7 @@ refuse(struct sl_worker *w, const struct sl_need *n, uint64_t retry_ns,
 	v->reset_s = (reset_ns + NS - 1) / NS;
 	w->ctr.rejected++;
 	w->rules[n->slot].rejected++;
+	w->tiers_ctr[w->cur_tier + 1].rejected++;
 	if (id != NULL)
 		sl_top_add(&w->top, id->hash, n->slot, id->kind, id->ip_af,
 			   id->id, id->len);
@@ -359,6 +361,7 @@ degrade(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 	uint32_t i, div;
 
 	w->ctr.degraded++;
+	w->tiers_ctr[w->cur_tier + 1].degraded++;
 	sl_bucket_begin(w->buckets);
 	for (i = 0; i < n; i++) {
 		if (ns[i].on_failure == SL_FAIL_CLOSED) {
@@ -384,6 +387,7 @@ degrade(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 		w->rules[ns[i].slot].allowed++;
 	}
 	w->ctr.allowed++;
+	w->tiers_ctr[w->cur_tier + 1].allowed++;
 	return SL_REQ_CONTINUE;
 }
 
@@ -437,6 +441,7 @@ sl_park_decide(struct sl_worker *w, struct sl_need *ns, uint32_t n,
 	e->n_need = (uint8_t)n;
 	memcpy(e->need, ns, n * sizeof(ns[0]));
 	e->id = *id;
+	e->tier = w->cur_tier;
 	e->deadline_ns = w->now_ns + w->app->store_timeout_ns;
 	e->next = NIL;
 	e->prev = w->park_tail;
@@ -523,6 +528,8 @@ try_resolve(struct sl_worker *w, uint16_t i)
 	struct sl_parked *e = entry(w, i);
 	struct sl_lease *ls[SL_MAX_MATCH];
 	int strict, st = evaluate(w, e->need, e->n_need, ls, &strict);
+
+	w->cur_tier = e->tier;
 
 	if (st == ST_OK) {
 		spend(w, e->need, e->n_need, ls);

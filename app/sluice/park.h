@@ -45,6 +45,7 @@ struct sl_parked {
 	uint8_t n_need;
 	struct rte_mbuf *held[SL_PARK_HELD];
 	struct sl_identity id; /* for the throttled-identities sketch */
+	int16_t tier;          /* for the per-tier counters */
 	struct sl_need need[];
 };
 

@@ -94,6 +94,8 @@ struct sl_pending {
 struct sl_worker {
 	struct sl_counters ctr;
 	struct sl_rule_ctr rules[SL_MAX_RULES];
+	/* per tier, [0]: requests without an API key */
+	struct sl_tier_ctr tiers_ctr[SL_MAX_TIERS + 1];
 	const struct sl_app *app;
 	struct sl_flow_table *flows;
 	struct sl_bucket_table *buckets;
@@ -114,6 +116,7 @@ struct sl_worker {
 	uint16_t park_head, park_tail, park_new;
 	uint8_t n_parked_timeouts_due;
 	uint8_t parkable;  /* the event being decided may wait */
+	int16_t cur_tier;  /* tier of the request being decided, -1: none */
 	uint32_t rest_off; /* where the bytes after its head start */
 	unsigned int lcore;
 	uint16_t queue;

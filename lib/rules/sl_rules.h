@@ -219,6 +219,8 @@ int sl_ruleset_tier_find(const struct sl_ruleset *rs, const char *key,
 int sl_ruleset_tier_index(const struct sl_ruleset *rs, const char *name,
 			  uint32_t len);
 int sl_ruleset_default_tier(const struct sl_ruleset *rs);
+uint32_t sl_ruleset_tier_count(const struct sl_ruleset *rs);
+const char *sl_ruleset_tier_name(const struct sl_ruleset *rs, uint32_t i);
 
 int sl_ruleset_key_blocked(const struct sl_ruleset *rs, const char *key,
 			   uint32_t len);

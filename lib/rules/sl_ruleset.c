@@ -360,6 +360,18 @@ sl_ruleset_default_tier(const struct sl_ruleset *rs)
 	return rs->cfg.default_tier;
 }
 
+uint32_t
+sl_ruleset_tier_count(const struct sl_ruleset *rs)
+{
+	return rs->cfg.n_tiers;
+}
+
+const char *
+sl_ruleset_tier_name(const struct sl_ruleset *rs, uint32_t i)
+{
+	return rs->cfg.tiers[i];
+}
+
 int
 sl_ruleset_key_blocked(const struct sl_ruleset *rs, const char *key,
 		       uint32_t len)

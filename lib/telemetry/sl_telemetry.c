@@ -386,6 +386,46 @@ cmd_top(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+/* Per tier, by name; "(no key)" for requests without an API key. */
+static int
+cmd_tiers(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	uint32_t t, n;
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	rte_tel_data_start_dict(d);
+	pthread_mutex_lock(&rules_lock);
+	n = rules ? sl_ruleset_tier_count(rules) : 0;
+	for (t = 0; t <= n; t++) {
+		struct rte_tel_data *one = rte_tel_data_alloc();
+		struct sl_tier_ctr sum = {0};
+		unsigned int i;
+
+		if (one == NULL)
+			break;
+		for (i = 0; i < n_srcs; i++) {
+			if (srcs[i].tiers == NULL)
+				continue;
+			sum.allowed += srcs[i].tiers[t].allowed;
+			sum.rejected += srcs[i].tiers[t].rejected;
+			sum.shadow_rejected += srcs[i].tiers[t].shadow_rejected;
+			sum.degraded += srcs[i].tiers[t].degraded;
+		}
+		rte_tel_data_start_dict(one);
+		U64(one, "allowed", sum.allowed);
+		U64(one, "rejected", sum.rejected);
+		U64(one, "shadow_rejected", sum.shadow_rejected);
+		U64(one, "degraded", sum.degraded);
+		rte_tel_data_add_dict_container(
+			d,
+			t == 0 ? "no_key" : sl_ruleset_tier_name(rules, t - 1),
+			one, 0);
+	}
+	pthread_mutex_unlock(&rules_lock);
+	return 0;
+}
+
 int
 sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n)
 {
@@ -410,5 +450,9 @@ sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n)
 		rc = rte_telemetry_register_cmd(
 			"/sluice/top", cmd_top,
 			"Most throttled identities. Parameter: how many (20)");
+	if (rc == 0)
+		rc = rte_telemetry_register_cmd(
+			"/sluice/tiers", cmd_tiers,
+			"Counters per tier, and for requests without a key");
 	return rc;
 }

@@ -59,6 +59,13 @@ struct sl_rule_ctr {
 	uint64_t shadow_rejected;
 };
 
+struct sl_tier_ctr {
+	uint64_t allowed;
+	uint64_t rejected;
+	uint64_t shadow_rejected;
+	uint64_t degraded;
+};
+
 struct sl_telemetry_src {
 	unsigned int lcore;
 	const struct sl_counters *ctr;
@@ -67,6 +74,7 @@ struct sl_telemetry_src {
 	const struct sl_rule_ctr *rules; /* SL_MAX_RULES entries */
 	const struct sl_top *top;        /* most throttled identities */
 	const struct sl_hist *latency;   /* decision path, sampled */
+	const struct sl_tier_ctr *tiers; /* SL_MAX_TIERS + 1: [0] no API key */
 };
 
 /* The rule slot that stands for the blocklist in sl_top entries. */

@@ -112,6 +112,8 @@ def main():
             res.eq(req, [st["requests"]], "exporter: parses as Prometheus text; requests match")
             rej = {s.labels["rule"]: s.value for s in fams["sluice_rule_rejected"].samples}
             res.check(rej.get("key-ops", 0) >= 3, "exporter: per-rule rejections")
+            trej = {s.labels["tier"]: s.value for s in fams["sluice_tier_rejected"].samples}
+            res.eq(trej.get("free"), rej.get("key-ops"), "exporter: per-tier rejections")
             res.eq(t.sluice.stop(), 0, "clean shutdown")
     return res.finish()
 

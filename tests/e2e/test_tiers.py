@@ -63,6 +63,12 @@ def main():
                 r = sltest.telemetry(t.sluice.prefix, "/sluice/rules")
                 rules = {v["name"]: v for k, v in r.items() if k != "version"}
                 res.check(rules["pro-key"]["allowed"] >= 9, "pro-key counted the pro requests")
+                tiers = sltest.telemetry(t.sluice.prefix, "/sluice/tiers")
+                res.eq((tiers["pro"]["allowed"], tiers["pro"]["rejected"]), (9, 0),
+                       "/sluice/tiers: pro (k-vip once known, k-static)")
+                res.eq((tiers["free"]["allowed"], tiers["free"]["rejected"]), (3, 1),
+                       "/sluice/tiers: free (k-vip's first, k-nobody)")
+                res.eq(tiers["no_key"]["allowed"], 0, "/sluice/tiers: no_key")
                 res.eq(t.sluice.stop(), 0, "clean shutdown")
         finally:
             redis.kill()
