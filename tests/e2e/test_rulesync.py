@@ -105,11 +105,24 @@ def main():
                 time.sleep(1.5)
                 res.eq((version(a), version(b)), ("v2", "v2"), "a broken set forced into Redis is refused")
                 res.eq(get(a), 200, "and traffic goes on under v2")
+                # an override through sluicectl reaches both appliances
+                r = subprocess.run([CTL, "-c", conf, "--sluice", binary, "--by", "ops",
+                                    "override", "add", "--rule", "key-sync", "--key", "k-big",
+                                    "--limit", "600/min", "--burst", "100", "--expires", "+1h",
+                                    "--reason", "partner launch"],
+                                   capture_output=True, text=True, timeout=60)
+                res.eq(r.returncode, 0, "override add with a store publishes " + r.stderr.strip())
+                want = "v%s" % subprocess.run(rc + ["get", chan + ":current"], capture_output=True,
+                                              text=True).stdout.strip()
+                res.check(wait_version(want), "both appliances run the override's version %s" % want)
+                codes = [t.curl("-H", "X-API-Key: k-big", "http://%s/v1/sync/big%d" % (S4, i))[0]
+                         for t in (a, b) for i in range(35)]
+                res.eq(codes.count(200), 70, "k-big: 70 of 70 across both (limit 50 without it)")
                 r = sltest.telemetry(a.sluice.prefix, "/sluice/reload")
                 res.check("error" in r and "store" in r["error"],
                           "file reloads yield to the store: %s" % r)
                 lines = open(conf + ".audit.jsonl").read().count('"publish"')
-                res.eq(lines, 1, "the audit log has the publish made through sluicectl")
+                res.eq(lines, 2, "the audit log has the publishes made through sluicectl")
                 res.eq(a.sluice.stop(), 0, "A stops cleanly")
                 res.eq(b.sluice.stop(), 0, "B stops cleanly")
         finally:
