@@ -293,6 +293,23 @@ commit_all(struct sl_worker *w, const struct sl_policy *pol, struct check *cs,
  * With a coordinator: every enforcing limit is spent from a lease; shadow
  * rules are counted from this worker's own buckets, never waited for.
  */
+/* A shadow rule that would have rejected counts once per request. */
+static void
+count_shadow(struct sl_worker *w, uint32_t shadow_denied)
+{
+	w->ctr.shadow_rejected += shadow_denied > 0;
+	w->tiers_ctr[w->cur_tier + 1].shadow_rejected += shadow_denied > 0;
+}
+
+static enum sl_req_action
+allowed(struct sl_worker *w, uint32_t shadow_denied)
+{
+	w->ctr.allowed++;
+	w->tiers_ctr[w->cur_tier + 1].allowed++;
+	count_shadow(w, shadow_denied);
+	return SL_REQ_CONTINUE;
+}
+
 static enum sl_req_action
 decide_leased(struct sl_worker *w, const struct sl_policy *pol,
 	      const struct sl_http_req *req, const struct sl_identity *id,
@@ -328,20 +345,11 @@ decide_leased(struct sl_worker *w, const struct sl_policy *pol,
 		ns[k].on_failure = r->on_store_failure;
 		k++;
 	}
-	if (k == 0) {
-		w->ctr.allowed++;
-		w->ctr.shadow_rejected += shadow_denied > 0;
-		w->tiers_ctr[w->cur_tier + 1].allowed++;
-		w->tiers_ctr[w->cur_tier + 1].shadow_rejected +=
-			shadow_denied > 0;
-		return SL_REQ_CONTINUE;
-	}
+	if (k == 0)
+		return allowed(w, shadow_denied);
 	a = sl_park_decide(w, ns, k, w->parkable, id);
-	if (a != SL_REQ_STOP) {
-		w->ctr.shadow_rejected += shadow_denied > 0;
-		w->tiers_ctr[w->cur_tier + 1].shadow_rejected +=
-			shadow_denied > 0;
-	}
+	if (a != SL_REQ_STOP)
+		count_shadow(w, shadow_denied);
 	return a;
 }
 
@@ -414,12 +422,7 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	}
 	if (strict < 0) {
 		commit_all(w, pol, cs, n);
-		w->ctr.allowed++;
-		w->ctr.shadow_rejected += shadow_denied > 0;
-		w->tiers_ctr[w->cur_tier + 1].allowed++;
-		w->tiers_ctr[w->cur_tier + 1].shadow_rejected +=
-			shadow_denied > 0;
-		return SL_REQ_CONTINUE;
+		return allowed(w, shadow_denied);
 	}
 	w->ctr.rejected++;
 	w->tiers_ctr[w->cur_tier + 1].rejected++;
