@@ -429,30 +429,31 @@ cmd_tiers(const char *cmd, const char *params, struct rte_tel_data *d)
 int
 sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n)
 {
-	int rc;
+	static const struct {
+		const char *name;
+		telemetry_cb fn;
+		const char *help;
+	} cmds[] = {
+		{"/sluice/stats", cmd_stats,
+		 "Totals over all workers. No parameters"},
+		{"/sluice/workers", cmd_workers,
+		 "Counters per worker lcore. No parameters"},
+		{"/sluice/rules", cmd_rules,
+		 "Rules version and counters per rule. No parameters"},
+		{"/sluice/top", cmd_top,
+		 "Most throttled identities. Parameter: how many (20)"},
+		{"/sluice/tiers", cmd_tiers,
+		 "Counters per tier, and for requests without a key"},
+	};
+	unsigned int i;
+	int rc = 0;
 
 	if (n > MAX_SRC)
 		return -E2BIG;
 	memcpy(srcs, src, n * sizeof(*src));
 	n_srcs = n;
-	rc = rte_telemetry_register_cmd(
-		"/sluice/stats", cmd_stats,
-		"Totals over all workers. No parameters");
-	if (rc == 0)
-		rc = rte_telemetry_register_cmd(
-			"/sluice/workers", cmd_workers,
-			"Counters per worker lcore. No parameters");
-	if (rc == 0)
-		rc = rte_telemetry_register_cmd(
-			"/sluice/rules", cmd_rules,
-			"Rules version and counters per rule. No parameters");
-	if (rc == 0)
-		rc = rte_telemetry_register_cmd(
-			"/sluice/top", cmd_top,
-			"Most throttled identities. Parameter: how many (20)");
-	if (rc == 0)
-		rc = rte_telemetry_register_cmd(
-			"/sluice/tiers", cmd_tiers,
-			"Counters per tier, and for requests without a key");
+	for (i = 0; i < RTE_DIM(cmds) && rc == 0; i++)
+		rc = rte_telemetry_register_cmd(cmds[i].name, cmds[i].fn,
+						cmds[i].help);
 	return rc;
 }
