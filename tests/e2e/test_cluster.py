@@ -60,16 +60,8 @@ def start_cluster(tmp, n=3):
     for p in ports:
         d = os.path.join(tmp, str(p))
         os.makedirs(d)
-        procs.append(subprocess.Popen(
-            ["redis-server", "--port", str(p), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", d, "--cluster-enabled", "yes",
-             "--cluster-config-file", "nodes.conf"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    for p in ports:
-        for _ in range(100):
-            if cli(p, "ping") == "PONG":
-                break
-            time.sleep(0.05)
+        procs.append(sltest.start_redis(p, d, "--cluster-enabled", "yes",
+                                        "--cluster-config-file", "nodes.conf"))
     subprocess.run(["redis-cli", "--cluster", "create"] + ["127.0.0.1:%d" % p for p in ports] +
                    ["--cluster-replicas", "0", "--cluster-yes"],
                    capture_output=True, text=True, timeout=60, check=True)

@@ -10,7 +10,6 @@ usage: test_redis.py PATH/TO/sluice
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,35 +39,15 @@ response: {retry_jitter: 0}
 """
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def start_redis(port, tmp):
-    r = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                          "--save", "", "--appendonly", "no", "--dir", tmp],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(100):
-        if subprocess.run(["redis-cli", "-p", str(port), "ping"],
-                          capture_output=True, text=True).stdout.strip() == "PONG":
-            return r
-        time.sleep(0.05)
-    raise RuntimeError("redis-server did not start")
-
-
 def main():
     binary = sys.argv[1]
     res = sltest.Results("redis")
-    port = free_port()
+    port = sltest.free_port()
     with tempfile.TemporaryDirectory() as tmp:
         conf = os.path.join(tmp, "sluice.yaml")
         with open(conf, "w") as f:
             f.write(CONF % port)
-        redis = start_redis(port, tmp)
+        redis = sltest.start_redis(port, tmp)
         try:
             with sltest.Topology(binary, conf, tmp, prefix="ra%d" % (os.getpid() % 1000)) as a, \
                     sltest.Topology(binary, conf, tmp, prefix="rb%d" % (os.getpid() % 1000)) as b:
@@ -143,7 +122,7 @@ def main():
                 redis.wait()
                 st, d = get(b, "/v1/closed/2", "k-closed2")
                 res.check(st == 429 and d < 2.0, "Redis killed: fail_closed refuses at once")
-                redis = start_redis(port, tmp)
+                redis = sltest.start_redis(port, tmp)
                 deadline = time.time() + 10
                 while time.time() < deadline:
                     if get(b, "/v1/closed/3", "k-closed3")[0] == 200:

@@ -16,7 +16,6 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sltest  # noqa: E402
-from test_redis import free_port, start_redis  # noqa: E402
 
 S4 = "198.18.0.2"
 CTL = os.path.join(sltest.ROOT, "scripts", "sluicectl")
@@ -37,7 +36,7 @@ response: {retry_jitter: 0}
 def main():
     binary = sys.argv[1]
     res = sltest.Results("rulesync")
-    port = free_port()
+    port = sltest.free_port()
     chan = "sl:rules:%d" % os.getpid()
     with tempfile.TemporaryDirectory() as tmp:
         def write(name, limit, burst):
@@ -47,7 +46,7 @@ def main():
             return p
 
         conf = write("sluice.yaml", "2/min", 2)
-        redis = start_redis(port, tmp)
+        redis = sltest.start_redis(port, tmp)
         try:
             with sltest.Topology(binary, conf, tmp, prefix="sa%d" % (os.getpid() % 1000)) as a, \
                     sltest.Topology(binary, conf, tmp, prefix="sb%d" % (os.getpid() % 1000)) as b:

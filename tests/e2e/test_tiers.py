@@ -15,7 +15,6 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sltest  # noqa: E402
-from test_redis import free_port, start_redis  # noqa: E402
 
 S4 = "198.18.0.2"
 CONF = """version: 1
@@ -37,13 +36,13 @@ response: {retry_jitter: 0}
 def main():
     binary = sys.argv[1]
     res = sltest.Results("tiers")
-    port = free_port()
+    port = sltest.free_port()
     h = "sl:keys:%d" % os.getpid()
     with tempfile.TemporaryDirectory() as tmp:
         conf = os.path.join(tmp, "sluice.yaml")
         with open(conf, "w") as f:
             f.write(CONF % (port, os.getpid()))
-        redis = start_redis(port, tmp)
+        redis = sltest.start_redis(port, tmp)
         try:
             subprocess.run(["redis-cli", "-p", str(port), "hset", h, "k-vip", "pro"],
                            capture_output=True)

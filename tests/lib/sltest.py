@@ -11,6 +11,29 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 nobody listens on now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def start_redis(port, tmp, *extra):
+    """A redis-server on 127.0.0.1:port, nothing persisted, answering PING."""
+    r = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                          "--save", "", "--appendonly", "no", "--dir", tmp] + list(extra),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if subprocess.run(["redis-cli", "-p", str(port), "ping"],
+                          capture_output=True, text=True).stdout.strip() == "PONG":
+            return r
+        time.sleep(0.05)
+    r.kill()
+    raise RuntimeError("redis-server did not start on port %d" % port)
+
+
 def telemetry(prefix, cmd, timeout=2.0):
     """One command on the DPDK telemetry socket (the v2 protocol that
     dpdk-telemetry.py speaks); returns the decoded reply."""
