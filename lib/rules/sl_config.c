@@ -290,6 +290,8 @@ sl_config_defaults(struct sl_config *c)
 	c->response.retry_jitter_ppm = 200000;
 	c->response.headers = SL_HDR_DRAFT;
 	c->response.expose_rule = 1;
+	c->decisions.rejected_ppm = UINT32_MAX; /* unset: as sample */
+	c->decisions.maxlen = 100000;
 }
 
 void

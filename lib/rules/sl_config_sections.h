@@ -904,6 +904,55 @@ static const struct field response_fields[] = {
 	{NULL, NULL},
 };
 
+/* ---- decisions ---- */
+
+#define DEC(L) (&(L)->cfg->decisions)
+
+static void
+f_dec_sample(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	get_fraction(L, v, "sample", 0, 1, &DEC(L)->sample_ppm);
+}
+
+static void
+f_dec_rejected(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	get_fraction(L, v, "sample_rejected", 0, 1, &DEC(L)->rejected_ppm);
+}
+
+static void
+f_dec_file(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	if (get_str(L, v, "file", DEC(L)->file, SL_PATH_MAX) == 0 &&
+	    DEC(L)->file[0] == '\0')
+		error_at(L, v, "file: expected a path");
+}
+
+static void
+f_dec_stream(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	if (get_str(L, v, "stream", DEC(L)->stream, SL_NAME_MAX) == 0 &&
+	    DEC(L)->stream[0] == '\0')
+		error_at(L, v, "stream: expected a key name");
+}
+
+static void
+f_dec_maxlen(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "maxlen", 100, 100000000, DEC(L)->maxlen);
+}
+
+static const struct field decisions_fields[] = {
+	{"sample", f_dec_sample}, {"sample_rejected", f_dec_rejected},
+	{"file", f_dec_file},     {"stream", f_dec_stream},
+	{"maxlen", f_dec_maxlen}, {NULL, NULL},
+};
+
 /* ---- root ---- */
 
 static void
@@ -936,6 +985,7 @@ SECTION(f_dataplane, "dataplane", dataplane_fields)
 SECTION(f_identity, "identity", identity_fields)
 SECTION(f_blocklist, "blocklist", blocklist_fields)
 SECTION(f_response, "response", response_fields)
+SECTION(f_decisions, "decisions", decisions_fields)
 
 static void
 f_store(struct loader *L, yaml_node_t *v, void *o)
@@ -965,19 +1015,13 @@ static const struct field second_fields[] = {
 };
 
 static const struct field root_fields[] = {
-	{"version", f_version},
-	{"rules_version", f_rules_version},
-	{"dataplane", f_dataplane},
-	{"identity", f_identity},
-	{"tiers", f_skip},
-	{"default_tier", f_default_tier},
-	{"keys", f_keys},
-	{"rules", f_skip},
-	{"overrides", f_overrides},
-	{"blocklist", f_blocklist},
-	{"store", f_store},
-	{"response", f_response},
-	{NULL, NULL},
+	{"version", f_version},     {"rules_version", f_rules_version},
+	{"dataplane", f_dataplane}, {"identity", f_identity},
+	{"tiers", f_skip},          {"default_tier", f_default_tier},
+	{"keys", f_keys},           {"rules", f_skip},
+	{"overrides", f_overrides}, {"blocklist", f_blocklist},
+	{"store", f_store},         {"response", f_response},
+	{"decisions", f_decisions}, {NULL, NULL},
 };
 
 /* Runs the handlers of table for the keys it names, ignoring others. */
@@ -1012,11 +1056,50 @@ load_root(struct loader *L, yaml_node_t *root)
 	walk_map(L, root, "config", root_fields, NULL);
 }
 
+static yaml_node_t *
+value_of(struct loader *L, yaml_node_t *map, const char *name)
+{
+	yaml_node_pair_t *p;
+
+	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = node(L, p->key);
+
+		if (k->type == YAML_SCALAR_NODE &&
+		    strcmp((const char *)k->data.scalar.value, name) == 0)
+			return node(L, p->value);
+	}
+	return NULL;
+}
+
+/* Where sampled decisions go, once every section is known. */
+static void
+check_decisions(struct loader *L, yaml_node_t *root)
+{
+	struct sl_config *c = L->cfg;
+	yaml_node_t *d = value_of(L, root, "decisions");
+
+	if (c->decisions.rejected_ppm == UINT32_MAX)
+		c->decisions.rejected_ppm = c->decisions.sample_ppm;
+	if (d == NULL)
+		return;
+	if (c->decisions.stream[0] && !c->store.present)
+		error_at(L, d,
+			 "decisions: 'stream' needs a store; give a file");
+	if ((c->decisions.sample_ppm || c->decisions.rejected_ppm) &&
+	    !c->decisions.file[0] && !c->decisions.stream[0])
+		error_at(L, d,
+			 "decisions: sampling needs a 'file' (JSON lines) or, "
+			 "with a store, a 'stream'");
+}
+
 /* Checks that relate sections to each other. */
 static void
 check_whole(struct loader *L, yaml_node_t *root)
 {
 	struct sl_config *c = L->cfg;
+
+	check_decisions(L, root);
 
 	if (c->dataplane.downstream_port == c->dataplane.upstream_port)
 		error_at(L, root,

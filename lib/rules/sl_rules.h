@@ -17,6 +17,7 @@
 #define SL_MAX_TIERS         16
 #define SL_MAX_ENDPOINTS     8
 #define SL_NAME_MAX          64
+#define SL_PATH_MAX          256
 #define SL_TEXT_MAX          256
 #define SL_KEY_MAX           96
 
@@ -152,6 +153,14 @@ struct sl_config {
 		uint8_t headers; /* enum sl_hdr_style */
 		uint8_t expose_rule;
 	} response;
+	/* the sampled decision stream: off while both rates are 0 */
+	struct {
+		uint32_t sample_ppm; /* allowed decisions recorded, per 10^6 */
+		uint32_t rejected_ppm;  /* rejected and blocked ones */
+		uint32_t maxlen;        /* stream length cap (trimmed about) */
+		char file[SL_PATH_MAX]; /* JSON lines, appended */
+		char stream[SL_NAME_MAX]; /* Redis Stream key */
+	} decisions;
 };
 
 /*

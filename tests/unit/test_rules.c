@@ -386,6 +386,68 @@ rule_number_errors(void **state)
 		strstr(err, "t.yaml:5:5: rule 'c': cost 11 exceeds the limit"));
 }
 
+/* The decision stream: rates, sinks and what cannot work together. */
+static void
+decisions_section(void **state)
+{
+	static const char ok[] = "decisions:\n"
+				 "  sample: 0.01\n"
+				 "  file: /tmp/d.jsonl\n";
+	static const char both[] =
+		"store:\n"
+		"  redis: {endpoints: [\"127.0.0.1:6379\"]}\n"
+		"decisions: {sample: 0, sample_rejected: 1,\n"
+		"  stream: s:d, maxlen: 500, file: /tmp/x}\n";
+	static const char bad[] = "decisions:\n"     /* 1 */
+				  "  sample: 1.5\n"  /* 2 */
+				  "  maxlen: 10\n"   /* 3 */
+				  "  file: \"\"\n"   /* 4 */
+				  "  colour: red\n"; /* 5 */
+	static const char nostore[] = "decisions:\n"
+				      "  sample: 0.5\n"
+				      "  stream: s\n";
+	static const char nosink[] = "decisions: {sample_rejected: 0.5}\n";
+	char err[2048];
+	struct sl_config *c;
+
+	(void)state;
+	c = load(ok, err, sizeof(err));
+	if (c == NULL)
+		fail_msg("%s", err);
+	assert_int_equal(c->decisions.sample_ppm, 10000);
+	assert_int_equal(c->decisions.rejected_ppm, 10000); /* as sample */
+	assert_int_equal(c->decisions.maxlen, 100000);
+	assert_string_equal(c->decisions.file, "/tmp/d.jsonl");
+	sl_config_free(c);
+	c = load(both, err, sizeof(err));
+	if (c == NULL)
+		fail_msg("%s", err);
+	assert_int_equal(c->decisions.sample_ppm, 0);
+	assert_int_equal(c->decisions.rejected_ppm, 1000000);
+	assert_int_equal(c->decisions.maxlen, 500);
+	assert_string_equal(c->decisions.stream, "s:d");
+	sl_config_free(c);
+	c = load("version: 1\n", err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(c->decisions.sample_ppm + c->decisions.rejected_ppm,
+			 0); /* off unless asked for */
+	sl_config_free(c);
+	assert_null(load(bad, err, sizeof(err)));
+	assert_non_null(strstr(err, "t.yaml:2:11: sample: expected a number "
+				    "from 0 to 1, got '1.5'\n"));
+	assert_non_null(strstr(err, "t.yaml:3:11: maxlen: expected an integer "
+				    "from 100 to 100000000, got '10'\n"));
+	assert_non_null(strstr(err, "t.yaml:4:9: file: expected a path\n"));
+	assert_non_null(
+		strstr(err, "t.yaml:5:3: decisions: unknown key 'colour'\n"));
+	assert_null(load(nostore, err, sizeof(err)));
+	assert_non_null(strstr(err, "t.yaml:2:3: decisions: 'stream' needs a "
+				    "store; give a file\n"));
+	assert_null(load(nosink, err, sizeof(err)));
+	assert_non_null(strstr(err, "t.yaml:1:12: decisions: sampling needs a "
+				    "'file'"));
+}
+
 int
 main(void)
 {
@@ -399,6 +461,7 @@ main(void)
 		cmocka_unit_test(ruleset_blocklist),
 		cmocka_unit_test(ruleset_overrides_expire),
 		cmocka_unit_test(rule_number_errors),
+		cmocka_unit_test(decisions_section),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
