@@ -32,6 +32,7 @@ for k, label in (("cycles_per_request_forward", "forward"),
                  ("cycles_per_request_parse", "decide, keep-alive, allowed"),
                  ("cycles_per_request_allow", "decide, new flow, allowed"),
                  ("cycles_per_request_reject", "decide, new flow, 429+RST"),
+                 ("cycles_per_request_sampled", "decide, keep-alive, sampled"),
                  ("scan_floor_cycles", "scan floor")):
     v = med(k)
     print("  %-30s %8.1f cycles/req  %6.2f x forward  (min %.1f, max %.1f)" % (

@@ -28,6 +28,7 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_ring.h>
 
 #include "coord.h"
 #include "sluice.h"
@@ -411,7 +412,47 @@ bench_worker(const struct sl_app *app, int track_only)
 	return w;
 }
 
-enum { M_FWD, M_FLOW, M_PARSE, M_ALLOW, M_REJECT, M_SCAN, M__N };
+/* A round's worth of records: the ring never fills, so the pass measures
+ * sampling and queueing, not the drop path. */
+static uint32_t
+c_n_ring(const struct bopts *o)
+{
+	return rte_align32pow2(o->packets + 1);
+}
+
+/* The keep-alive worker with every decision going to the stream's ring. */
+static struct sl_worker *
+sampling_worker(const struct sl_app *app, struct sl_config *cfg, uint32_t ring)
+{
+	struct sl_app *a = calloc(1, sizeof(*a));
+	struct sl_worker *w;
+
+	if (a == NULL)
+		rte_exit(EXIT_FAILURE, "out of memory\n");
+	*a = *app;
+	a->policy = bench_policy(cfg, 1000000000, 1000);
+	a->policy->dec_ppm[0] = a->policy->dec_ppm[1] = 1000000;
+	w = bench_worker(a, 0);
+	w->dec_ring = rte_ring_create_elem(
+		"bench_dec", sizeof(struct sl_dec_rec), ring, SOCKET_ID_ANY,
+		RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (w->dec_ring == NULL)
+		rte_exit(EXIT_FAILURE, "no memory for the decision ring\n");
+	return w;
+}
+
+/* What the writer thread would take, outside the timed pass. */
+static void
+drain_samples(struct sl_worker *w)
+{
+	static struct sl_dec_rec recs[256];
+
+	while (rte_ring_sc_dequeue_burst_elem(w->dec_ring, recs,
+					      sizeof(recs[0]), 256, NULL) > 0)
+		;
+}
+
+enum { M_FWD, M_FLOW, M_PARSE, M_ALLOW, M_REJECT, M_SAMPLE, M_SCAN, M__N };
 
 /*
  * Scaling: every lcore runs the keep-alive decision pass over its own
@@ -698,6 +739,7 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 		"decide, keep-alive flow, allowed",
 		"decide, new flow, allowed",
 		"decide, new flow, rejected (429+RST)",
+		"decide, keep-alive, every one sampled",
 		"scan floor (blank line)",
 	};
 	int i;
@@ -734,6 +776,7 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 	       "\"cycles_per_request_parse\": %.1f, "
 	       "\"cycles_per_request_allow\": %.1f, "
 	       "\"cycles_per_request_reject\": %.1f, "
+	       "\"cycles_per_request_sampled\": %.1f, "
 	       "\"scan_floor_cycles\": %.1f, "
 	       "\"decisions_per_sec_per_core\": %.0f, "
 	       "\"latency_ns_p50\": %lu, \"latency_ns_p99\": %lu, "
@@ -742,9 +785,10 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 	       "\"rss_kb_before_flood\": %lu, \"rss_kb_after_flood\": %lu}\n",
 	       c->n, o->flows, o->keys, o->zipf, (double)c->head_bytes / c->n,
 	       o->rounds, app->tsc_hz, v[M_FWD], v[M_FLOW], v[M_PARSE],
-	       v[M_ALLOW], v[M_REJECT], v[M_SCAN], app->tsc_hz / v[M_PARSE],
-	       p50, p99, p999, fr->bytes_per_flow, fr->bytes_per_bucket,
-	       o->flood, fr->rss_kb_before, fr->rss_kb_after);
+	       v[M_ALLOW], v[M_REJECT], v[M_SAMPLE], v[M_SCAN],
+	       app->tsc_hz / v[M_PARSE], p50, p99, p999, fr->bytes_per_flow,
+	       fr->bytes_per_bucket, o->flood, fr->rss_kb_before,
+	       fr->rss_kb_after);
 }
 
 int
@@ -801,6 +845,7 @@ main(int argc, char **argv)
 	w[M_PARSE] = bench_worker(app, 0);
 	w[M_ALLOW] = bench_worker(app, 0);
 	w[M_REJECT] = bench_worker(tight, 0);
+	w[M_SAMPLE] = sampling_worker(app, cfg, c_n_ring(&o));
 	if (build_corpus(&c, &o, app->pool) != 0)
 		rte_exit(EXIT_FAILURE, "out of memory\n");
 	for (m = 0; m < M__N; m++)
@@ -811,17 +856,24 @@ main(int argc, char **argv)
 
 		set_round(&c, r);
 		d[M_FWD] = pass_forward(app, &c);
-		for (m = M_FLOW; m <= M_REJECT; m++) {
-			if (m >= M_ALLOW && sl_worker_reset_flows(w[m]) != 0)
+		for (m = M_FLOW; m <= M_SAMPLE; m++) {
+			if ((m == M_ALLOW || m == M_REJECT) &&
+			    sl_worker_reset_flows(w[m]) != 0)
 				rte_exit(EXIT_FAILURE, "out of memory\n");
 			set_round(&c, r);
 			d[m] = pass_worker(w[m], &c);
 		}
+		drain_samples(w[M_SAMPLE]);
 		d[M_SCAN] = pass_scan(&c, &found);
 		/* each pass dropped the extra reference set_round() took */
 		for (m = 0; r > 0 && m < M__N; m++)
 			t[m][r - 1] = d[m];
 	}
+	if (w[M_SAMPLE]->ctr.decisions_sampled !=
+	    (uint64_t)c.n * (o.rounds + 1))
+		rte_exit(EXIT_FAILURE, "sampled %lu decisions of %lu\n",
+			 w[M_SAMPLE]->ctr.decisions_sampled,
+			 (uint64_t)c.n * (o.rounds + 1));
 	if (w[M_PARSE]->ctr.allowed != (uint64_t)c.n * (o.rounds + 1) ||
 	    w[M_REJECT]->ctr.rejected < (uint64_t)c.n * o.rounds)
 		rte_exit(EXIT_FAILURE,

@@ -69,6 +69,8 @@ sl_policy_build(const struct sl_config *cfg)
 			     : SL_RH_DRAFT | SL_RH_LEGACY;
 	p->expose_rule = cfg->response.expose_rule;
 	p->jitter_ppm = cfg->response.retry_jitter_ppm;
+	p->dec_ppm[0] = cfg->decisions.sample_ppm;
+	p->dec_ppm[1] = cfg->decisions.rejected_ppm;
 	for (i = 0; i < p->n_rules; i++) {
 		const struct sl_rule *r = sl_ruleset_rule(p->rs, i);
 		struct sl_reply_info ri = {.status = 429,
@@ -248,6 +250,8 @@ block(struct sl_worker *w, const struct sl_identity *id)
 	w->ctr.blocked++;
 	sl_top_add(&w->top, id->hash, SL_SLOT_BLOCKLIST, id->kind, id->ip_af,
 		   id->id, id->len);
+	if (sl_dec_pick(w, 1))
+		sl_dec_record(w, SL_V_BLOCKED, SL_SLOT_BLOCKLIST, 0, 0, id);
 	return SL_REQ_STOP;
 }
 
@@ -301,12 +305,33 @@ count_shadow(struct sl_worker *w, uint32_t shadow_denied)
 	w->tiers_ctr[w->cur_tier + 1].shadow_rejected += shadow_denied > 0;
 }
 
+/* For the decision stream: the enforcing limit closest to refusing. */
+static void
+note_allowed(struct sl_worker *w, const struct sl_policy *pol,
+	     const struct check *cs, uint32_t n, const struct sl_identity *id)
+{
+	uint32_t i, best = n;
+
+	for (i = 0; i < n; i++)
+		if (!sl_ruleset_rule(pol->rs, cs[i].rule)->shadow &&
+		    (best == n || cs[i].res.remaining < cs[best].res.remaining))
+			best = i;
+	sl_dec_record(w, SL_V_ALLOWED,
+		      best == n ? SL_DEC_NO_RULE : pol->slot[cs[best].rule],
+		      best == n ? 0 : cs[best].res.remaining, 0, id);
+}
+
 static enum sl_req_action
-allowed(struct sl_worker *w, uint32_t shadow_denied)
+allowed(struct sl_worker *w, uint32_t shadow_denied, const struct check *cs,
+	uint32_t n, const struct sl_identity *id)
 {
 	w->ctr.allowed++;
 	w->tiers_ctr[w->cur_tier + 1].allowed++;
 	count_shadow(w, shadow_denied);
+	if (sl_dec_pick(w, 0)) {
+		w->dec_flags |= shadow_denied ? SL_DF_SHADOW : 0;
+		note_allowed(w, w->pol, cs, n, id);
+	}
 	return SL_REQ_CONTINUE;
 }
 
@@ -346,7 +371,8 @@ decide_leased(struct sl_worker *w, const struct sl_policy *pol,
 		k++;
 	}
 	if (k == 0)
-		return allowed(w, shadow_denied);
+		return allowed(w, shadow_denied, NULL, 0, id);
+	w->dec_flags |= shadow_denied ? SL_DF_SHADOW : 0;
 	a = sl_park_decide(w, ns, k, w->parkable, id);
 	if (a != SL_REQ_STOP)
 		count_shadow(w, shadow_denied);
@@ -367,6 +393,7 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	uint32_t n, i, shadow_denied = 0;
 	int strict = -1;
 
+	w->dec_flags = 0;
 	count_identity(
 		w, &id,
 		sl_ident_extract(&w->app->ident, req, p->af, p->src, &id));
@@ -422,7 +449,7 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	}
 	if (strict < 0) {
 		commit_all(w, pol, cs, n);
-		return allowed(w, shadow_denied);
+		return allowed(w, shadow_denied, cs, n, &id);
 	}
 	w->ctr.rejected++;
 	w->tiers_ctr[w->cur_tier + 1].rejected++;
@@ -430,6 +457,12 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	sl_top_add(&w->top, id.hash, pol->slot[cs[strict].rule], id.kind,
 		   id.ip_af, id.id, id.len);
 	pend_429(w, pol, &cs[strict]);
+	if (sl_dec_pick(w, 1)) {
+		w->dec_flags |= shadow_denied ? SL_DF_SHADOW : 0;
+		sl_dec_record(w, SL_V_REJECTED, pol->slot[cs[strict].rule],
+			      cs[strict].res.remaining,
+			      cs[strict].res.retry_after_ns, &id);
+	}
 	return SL_REQ_STOP;
 }
 

@@ -97,6 +97,7 @@ reload(struct sl_app *app)
 {
 	char err[ERRBUF];
 
+	sl_decisions_reopen(app->decisions); /* after log rotation */
 	if (sl_reload(app, err, sizeof(err)) == 0)
 		SL_LOG(NOTICE, "reload (SIGHUP): rules version %s%s%s",
 		       sl_ruleset_version(app->policy->rs), err[0] ? "; " : "",
@@ -150,6 +151,11 @@ start_workers(struct sl_app *app, unsigned int *n_out)
 	}
 	if (sl_telemetry_register(src, n) != 0)
 		SL_LOG(WARNING, "telemetry commands not registered");
+	/* the workers' decision rings exist before any worker runs */
+	if (sl_decisions_create(app->cfg, app, ws, n, &app->decisions) != 0 ||
+	    sl_decisions_start(app->decisions) != 0)
+		rte_exit(EXIT_FAILURE, "decisions: cannot open %s\n",
+			 app->cfg->decisions.file);
 	for (lcore = 0; lcore < n; lcore++)
 		rte_eal_remote_launch(sl_worker_main, &ws[lcore],
 				      ws[lcore].lcore);
@@ -273,6 +279,7 @@ main(int argc, char **argv)
 	       cfg->n_rules, cfg->version);
 	sl_main_loop(&app, &reload_requested);
 	rte_eal_mp_wait_lcore();
+	sl_decisions_stop(app.decisions);
 	print_final();
 	sl_ports_close(&app);
 	for (i = 0; i < n_workers; i++)

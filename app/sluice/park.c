@@ -283,9 +283,27 @@ ask_missing(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 	return 0;
 }
 
+/*
+ * For the decision stream: the authority's count at its last grant plus
+ * what this worker still holds, for the limit with the least of it.
+ */
+static void
+note_spent(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
+	   struct sl_lease **ls, const struct sl_identity *id)
+{
+	uint32_t i, best = 0;
+
+	for (i = 1; i < n; i++)
+		if (ls[i]->remaining + ls[i]->units <
+		    ls[best]->remaining + ls[best]->units)
+			best = i;
+	sl_dec_record(w, SL_V_ALLOWED, ns[best].slot,
+		      ls[best]->remaining + ls[best]->units, 0, id);
+}
+
 static void
 spend(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
-      struct sl_lease **ls)
+      struct sl_lease **ls, const struct sl_identity *id)
 {
 	uint32_t i;
 
@@ -304,6 +322,8 @@ spend(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 	}
 	w->ctr.allowed++;
 	w->tiers_ctr[w->cur_tier + 1].allowed++;
+	if (sl_dec_pick(w, 0))
+		note_spent(w, ns, n, ls, id);
 }
 
 /* The reply template of a rule slot in the running rules, if still there. */
@@ -337,6 +357,9 @@ refuse(struct sl_worker *w, const struct sl_need *n, uint64_t retry_ns,
 	if (id != NULL)
 		sl_top_add(&w->top, id->hash, n->slot, id->kind, id->ip_af,
 			   id->id, id->len);
+	if (sl_dec_pick(w, 1))
+		sl_dec_record(w, SL_V_REJECTED, n->slot, remaining, retry_ns,
+			      id);
 }
 
 static void
@@ -358,8 +381,10 @@ degrade(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 	struct sl_limit_params p[SL_MAX_MATCH];
 	struct sl_limit_state *s[SL_MAX_MATCH];
 	struct sl_limit_result r;
-	uint32_t i, div;
+	uint32_t i, div, best = 0;
+	uint64_t left = UINT64_MAX;
 
+	w->dec_flags |= SL_DF_DEGRADED;
 	w->ctr.degraded++;
 	w->tiers_ctr[w->cur_tier + 1].degraded++;
 	sl_bucket_begin(w->buckets);
@@ -381,6 +406,10 @@ degrade(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 			       r.remaining, id);
 			return SL_REQ_STOP;
 		}
+		if (r.remaining < left) {
+			left = r.remaining;
+			best = i;
+		}
 	}
 	for (i = 0; i < n; i++) {
 		sl_limit_commit(&p[i], s[i], ns[i].cost, w->now_ns);
@@ -388,6 +417,8 @@ degrade(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 	}
 	w->ctr.allowed++;
 	w->tiers_ctr[w->cur_tier + 1].allowed++;
+	if (sl_dec_pick(w, 0))
+		sl_dec_record(w, SL_V_ALLOWED, ns[best].slot, left, 0, id);
 	return SL_REQ_CONTINUE;
 }
 
@@ -425,7 +456,7 @@ sl_park_decide(struct sl_worker *w, struct sl_need *ns, uint32_t n,
 		sl_lease_seen(ls[j], ns[j].cost, w->now_ns);
 
 	if (st == ST_OK) {
-		spend(w, ns, n, ls);
+		spend(w, ns, n, ls, id);
 		return SL_REQ_CONTINUE;
 	}
 	if (st == ST_REFUSED) {
@@ -530,9 +561,9 @@ try_resolve(struct sl_worker *w, uint16_t i)
 	int strict, st = evaluate(w, e->need, e->n_need, ls, &strict);
 
 	w->cur_tier = e->tier;
-
+	w->dec_flags = SL_DF_PARKED;
 	if (st == ST_OK) {
-		spend(w, e->need, e->n_need, ls);
+		spend(w, e->need, e->n_need, ls, &e->id);
 		finish(w, i, SL_REQ_CONTINUE);
 	} else if (st == ST_REFUSED &&
 		   tpl_of_slot(w->pol, e->need[strict].slot) == NULL) {

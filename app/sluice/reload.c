@@ -72,10 +72,13 @@ note_restart_only(const struct sl_config *old, const struct sl_config *c,
 		  char *msg, size_t len)
 {
 	if (memcmp(&old->dataplane, &c->dataplane, sizeof(c->dataplane)) != 0 ||
-	    memcmp(&old->identity, &c->identity, sizeof(c->identity)) != 0)
+	    memcmp(&old->identity, &c->identity, sizeof(c->identity)) != 0 ||
+	    strcmp(old->decisions.file, c->decisions.file) != 0 ||
+	    strcmp(old->decisions.stream, c->decisions.stream) != 0)
 		snprintf(msg, len,
-			 "note: dataplane and identity changes take effect at "
-			 "the next restart\n");
+			 "note: dataplane, identity and decisions file/stream "
+			 "changes take effect at the next restart (sampling "
+			 "rates apply now)\n");
 }
 
 /* Compiles c and swaps it in; takes c. Called with reload_lock held. */

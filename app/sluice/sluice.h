@@ -20,6 +20,7 @@
 #include "sl_rules.h"
 #include "sl_telemetry.h"
 
+#include "decisions.h"
 #include "park.h"
 
 struct sl_coord;
@@ -41,6 +42,7 @@ struct sl_policy {
 	uint8_t headers; /* SL_RH_* */
 	uint8_t expose_rule;
 	uint32_t jitter_ppm;
+	uint32_t dec_ppm[2]; /* decisions sampled: [0] allowed, [1] not */
 	struct sl_limit_params params[SL_MAX_RULES];
 	uint32_t name_len[SL_MAX_RULES];
 	/* counter slot per rule: stable for a rule name across reloads */
@@ -70,7 +72,8 @@ struct sl_app {
 	struct sl_policy *policy;
 	struct rte_rcu_qsbr *qs;
 	struct sl_coord *coord; /* the node's authority; NULL: local buckets */
-	struct sl_rulesync *rulesync; /* published rule sets; NULL: none */
+	struct sl_rulesync *rulesync;   /* published rule sets; NULL: none */
+	struct sl_decisions *decisions; /* the sampled stream; NULL: off */
 	uint64_t store_timeout_ns;
 	uint32_t holders;  /* leases per limit at once: workers x appliances */
 	uint32_t expected; /* store.expected_appliances */
@@ -116,12 +119,14 @@ struct sl_worker {
 	uint16_t park_head, park_tail, park_new;
 	uint8_t n_parked_timeouts_due;
 	uint8_t parkable;  /* the event being decided may wait */
+	uint8_t dec_flags; /* SL_DF_* of the decision being made */
 	int16_t cur_tier;  /* tier of the request being decided, -1: none */
 	uint32_t rest_off; /* where the bytes after its head start */
 	unsigned int lcore;
 	uint16_t queue;
 	uint64_t now;
 	uint64_t next_drain;
+	struct rte_ring *dec_ring; /* sampled decisions; NULL: off */
 	struct sl_txbuf
 		tx[2]; /* [1] towards upstream, [0] towards downstream */
 	const struct sl_pkt *cur; /* the segment being inspected */
@@ -195,6 +200,23 @@ static inline int
 sl_is_service_port(const struct sl_app *app, uint16_t port)
 {
 	return (app->service[port >> 3] >> (port & 7)) & 1;
+}
+
+/* Whether this decision goes to the decision stream (random, at the rate
+ * of the running rules); one load and a branch when sampling is off. */
+static inline int
+sl_dec_pick(struct sl_worker *w, int rejected)
+{
+	uint32_t ppm = w->pol->dec_ppm[rejected != 0];
+
+	if (likely(ppm == 0 || w->dec_ring == NULL))
+		return 0;
+	if (ppm >= 1000000)
+		return 1;
+	w->rng ^= w->rng << 13;
+	w->rng ^= w->rng >> 7;
+	w->rng ^= w->rng << 17;
+	return w->rng % 1000000 < ppm;
 }
 
 #endif /* SLUICE_H */

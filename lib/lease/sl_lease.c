@@ -69,11 +69,11 @@ sl_lease_granted(struct sl_lease *l, uint64_t units, uint64_t expires_ns,
 		 uint64_t now)
 {
 	l->asked_ns = 0;
+	l->remaining = remaining; /* the authority's count, after this grant */
 	if (units == 0) {
 		l->refused_until = now + retry_ns;
 		l->retry_ns = retry_ns;
 		l->reset_ns = reset_ns;
-		l->remaining = remaining;
 		return;
 	}
 	l->refused_until = 0;

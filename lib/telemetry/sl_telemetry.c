@@ -123,6 +123,8 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "coord_asks", c->coord_asks);
 	U64(d, "parked", c->parked);
 	U64(d, "park_dropped", c->park_dropped);
+	U64(d, "decisions_sampled", c->decisions_sampled);
+	U64(d, "decisions_dropped", c->decisions_dropped);
 	U64(d, "buckets_active", b->active);
 	U64(d, "buckets_created", b->created);
 	U64(d, "buckets_evicted", b->evicted);
@@ -344,6 +346,21 @@ slot_name(uint16_t slot)
 		if (rule_slots[r] == slot)
 			return sl_ruleset_rule(rules, r)->name;
 	return "(no longer configured)";
+}
+
+void
+sl_telemetry_names(uint16_t slot, int tier, char *rule, size_t rule_len,
+		   char *tname, size_t tier_len)
+{
+	pthread_mutex_lock(&rules_lock);
+	snprintf(rule, rule_len, "%s", slot_name(slot));
+	if (tier < 0 || rules == NULL ||
+	    (uint32_t)tier >= sl_ruleset_tier_count(rules))
+		tname[0] = '\0';
+	else
+		snprintf(tname, tier_len, "%s",
+			 sl_ruleset_tier_name(rules, (uint32_t)tier));
+	pthread_mutex_unlock(&rules_lock);
 }
 
 /*

@@ -11,6 +11,7 @@
  * DPDK supports, so a reading is at worst a moment old.
  */
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sl_flow.h"
@@ -45,9 +46,11 @@ struct sl_counters {
 	uint64_t replies;  /* answers built: 429, 403, 400, 431 */
 	uint64_t absorbed; /* client segments acknowledged after one */
 	uint64_t reply_alloc_failed; /* no mbuf for the RST to the backend */
-	uint64_t coord_asks;   /* lease requests sent to the coordinator */
-	uint64_t parked;       /* requests that waited for an answer */
-	uint64_t park_dropped; /* later segments dropped while waiting */
+	uint64_t coord_asks;        /* lease requests sent to the coordinator */
+	uint64_t parked;            /* requests that waited for an answer */
+	uint64_t park_dropped;      /* later segments dropped while waiting */
+	uint64_t decisions_sampled; /* records queued for the stream */
+	uint64_t decisions_dropped; /* sampled, its ring full: lost */
 	uint64_t parse_error[SL_HTTP_E__COUNT];
 	uint64_t malformed_reason[SL_BAD__COUNT];
 } __attribute__((aligned(64)));
@@ -92,5 +95,13 @@ void sl_telemetry_set_rules(const struct sl_ruleset *rs, const uint16_t *slots);
 
 /* Sums every worker's counters into out (flow stats into fs). */
 void sl_telemetry_sum(struct sl_counters *out, struct sl_flow_stats *fs);
+
+/*
+ * The names of a rule counter slot and of a tier in the running rules,
+ * copied under the same lock the reloader takes (any thread). tier < 0
+ * or unknown gives "".
+ */
+void sl_telemetry_names(uint16_t slot, int tier, char *rule, size_t rule_len,
+			char *tname, size_t tier_len);
 
 #endif /* SL_TELEMETRY_H */
