@@ -35,10 +35,14 @@ scripts/netns.sh up "$P"
 ip netns exec "$P-s" /usr/bin/python3 scripts/backend.py --port 80 \
 	--port 8080 --log "$TMP/backend.log" >/dev/null 2>"$TMP/backend.err" &
 BACKEND_PID=$!
+# the demo's rules, plus a decision stream into the demo's temporary folder
+cp conf/demo.yaml "$TMP/demo.yaml"
+printf 'decisions: {sample: 0.1, sample_rejected: 1, file: %s}\n' \
+	"$TMP/decisions.jsonl" >>"$TMP/demo.yaml"
 build/app/sluice/sluice --no-huge -m 512 --no-pci --file-prefix "$P" -l 0,1 \
 	--log-level lib.eal:warning \
 	--vdev "net_af_packet0,iface=$P-c1" --vdev "net_af_packet1,iface=$P-s1" \
-	-- --config conf/demo.yaml >"$TMP/sluice.log" 2>&1 &
+	-- --config "$TMP/demo.yaml" >"$TMP/sluice.log" 2>&1 &
 SLUICE_PID=$!
 for _ in $(seq 50); do
 	telemetry /sluice/stats | grep -q '"rx"' && break
@@ -93,6 +97,8 @@ print("   version %s" % d.pop("version"))
 for r in d.values():
     print("   %-12s allowed %-4d rejected %-4d shadow_rejected %d" % (
         r["name"], r["allowed"], r["rejected"], r["shadow_rejected"]))'
+echo "== the decision stream (every rejection, 1 in 10 allowed): $(wc -l <"$TMP/decisions.jsonl") lines, the first rejections:"
+grep -m 3 '"rejected"' "$TMP/decisions.jsonl" | sed 's/^/   /' || true
 echo "== /sluice/stats (dpdk-telemetry.py -f $P):"
 telemetry /sluice/stats | /usr/bin/python3 -c '
 import json, sys

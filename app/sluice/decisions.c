@@ -42,7 +42,8 @@ struct sl_decisions {
 	volatile int stop;
 	volatile int reopen;
 	/* written by the thread, read by telemetry */
-	uint64_t written, file_errors, stream_errors, sink_dropped, redirects;
+	uint64_t file_written, stream_written;
+	uint64_t file_errors, stream_errors, sink_dropped, redirects;
 };
 
 static struct sl_decisions *tel_dec;
@@ -278,30 +279,62 @@ follow_moved(struct sl_decisions *d, const char *err)
 	d->retry_ns = 0;
 }
 
-static void
-read_replies(struct sl_decisions *d, uint32_t pending)
+/*
+ * Reads the replies of the records sent; the indices a cluster answered
+ * with MOVED are kept in idx (returned count) to send again.
+ */
+static uint32_t
+read_replies(struct sl_decisions *d, uint16_t *idx, uint32_t n)
 {
 	char moved[300] = "";
+	uint32_t i, again = 0;
 
-	while (pending-- > 0) {
+	for (i = 0; i < n; i++) {
 		redisReply *rep = NULL;
 
 		if (redisGetReply(d->rc, (void **)&rep) != REDIS_OK) {
-			d->stream_errors += pending + 1;
+			d->stream_errors += n - i;
 			drop_conn(d);
-			return;
+			return 0;
 		}
-		if (rep->type == REDIS_REPLY_ERROR) {
-			d->stream_errors++;
-			if (strncmp(rep->str, "MOVED ", 6) == 0)
-				snprintf(moved, sizeof(moved), "%s", rep->str);
+		if (rep->type != REDIS_REPLY_ERROR) {
+			d->stream_written++;
+		} else if (strncmp(rep->str, "MOVED ", 6) == 0) {
+			snprintf(moved, sizeof(moved), "%s", rep->str);
+			idx[again++] = idx[i];
 		} else {
-			d->written++;
+			d->stream_errors++;
 		}
 		freeReplyObject(rep);
 	}
 	if (moved[0])
 		follow_moved(d, moved);
+	return again;
+}
+
+/* XADDs a batch, pipelined; follows one MOVED and sends those again. */
+static void
+send_stream(struct sl_decisions *d, const struct sl_dec_rec *recs, uint32_t n)
+{
+	uint16_t idx[DRAIN_BURST];
+	uint32_t i, left = n, attempt;
+
+	for (i = 0; i < n; i++)
+		idx[i] = (uint16_t)i;
+	for (attempt = 0; attempt < 2 && left > 0; attempt++) {
+		if (ensure_conn(d) != 0) {
+			d->sink_dropped += left;
+			return;
+		}
+		for (i = 0; i < left; i++) {
+			struct fields f;
+
+			fill_fields(d, &recs[idx[i]], &f);
+			append_xadd(d, &recs[idx[i]], &f);
+		}
+		left = read_replies(d, idx, left);
+	}
+	d->stream_errors += left;
 }
 
 /* ---- the writer thread ---- */
@@ -325,45 +358,35 @@ open_file(struct sl_decisions *d)
 }
 
 static void
-emit(struct sl_decisions *d, const struct sl_dec_rec *r, uint32_t *pending)
+write_file(struct sl_decisions *d, const struct sl_dec_rec *r)
 {
 	struct fields f;
 	char line[LINE_MAX_B + SL_IDENT_MAX * 7];
+	int n;
 
 	fill_fields(d, r, &f);
-	if (d->f != NULL) {
-		int n = format_line(d, r, &f, line, sizeof(line));
-
-		if (fwrite(line, 1, (size_t)n, d->f) == (size_t)n)
-			d->written++;
-		else
-			d->file_errors++;
-	}
-	if (d->stream[0] && d->rc != NULL) {
-		append_xadd(d, r, &f);
-		(*pending)++;
-	} else if (d->stream[0]) {
-		d->sink_dropped++;
-	}
+	n = format_line(d, r, &f, line, sizeof(line));
+	if (fwrite(line, 1, (size_t)n, d->f) == (size_t)n)
+		d->file_written++;
+	else
+		d->file_errors++;
 }
 
 static uint32_t
 drain(struct sl_decisions *d)
 {
 	static struct sl_dec_rec recs[DRAIN_BURST];
-	uint32_t total = 0, pending = 0, i, k, j;
+	uint32_t total = 0, i, k, j;
 
-	if (d->stream[0])
-		ensure_conn(d);
 	for (i = 0; i < d->n; i++) {
 		k = rte_ring_sc_dequeue_burst_elem(
 			d->rings[i], recs, sizeof(recs[0]), DRAIN_BURST, NULL);
-		for (j = 0; j < k; j++)
-			emit(d, &recs[j], &pending);
+		for (j = 0; d->f != NULL && j < k; j++)
+			write_file(d, &recs[j]);
+		if (d->stream[0] && k > 0)
+			send_stream(d, recs, k);
 		total += k;
 	}
-	if (pending > 0)
-		read_replies(d, pending);
 	if (total > 0 && d->f != NULL && fflush(d->f) != 0) {
 		d->file_errors++;
 		clearerr(d->f);
@@ -415,7 +438,11 @@ cmd_decisions(const char *cmd, const char *params, struct rte_tel_data *t)
 	}
 	rte_tel_data_add_dict_u64(t, "sampled", sampled);
 	rte_tel_data_add_dict_u64(t, "ring_dropped", dropped);
-	rte_tel_data_add_dict_u64(t, "written", d->written);
+	/* lines plus entries: each sink counts its own */
+	rte_tel_data_add_dict_u64(t, "written",
+				  d->file_written + d->stream_written);
+	rte_tel_data_add_dict_u64(t, "file_written", d->file_written);
+	rte_tel_data_add_dict_u64(t, "stream_written", d->stream_written);
 	rte_tel_data_add_dict_u64(t, "file_errors", d->file_errors);
 	rte_tel_data_add_dict_u64(t, "stream_errors", d->stream_errors);
 	rte_tel_data_add_dict_u64(t, "stream_unreachable_dropped",

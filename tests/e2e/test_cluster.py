@@ -2,7 +2,9 @@
 """Two appliances against a local Redis Cluster of three masters (started
 here with redis-server and redis-cli --cluster create): limits hold across
 both for keys that live on different masters; a slot moved to another
-master mid-run is followed through MOVED, and the limit still holds.
+master mid-run is followed through MOVED, and the limit still holds. Both
+appliances write every decision to one Redis Stream whose slot lives on a
+master other than the seed (reached through MOVED).
 
 usage: test_cluster.py PATH/TO/sluice
 """
@@ -47,6 +49,7 @@ store:
   redis: {endpoints: ["127.0.0.1:%d"], cluster: true, timeout_ms: 50, probe_interval_ms: 300}
   expected_appliances: 2
 response: {retry_jitter: 0}
+decisions: {sample: 1, stream: "%s", maxlen: 10000}
 """
 
 
@@ -104,8 +107,11 @@ def main():
         ports, procs = start_cluster(tmp)
         try:
             conf = os.path.join(tmp, "sluice.yaml")
+            stream = next(k for k in ("sl:dec:%d" % i for i in range(100))
+                          if owner(ports, int(cli(ports[0], "cluster", "keyslot", k)))
+                          != ports[0])
             with open(conf, "w") as f:
-                f.write(CONF % ports[0])
+                f.write(CONF % (ports[0], stream))
             with sltest.Topology(binary, conf, tmp, prefix="ca%d" % (os.getpid() % 1000)) as a, \
                     sltest.Topology(binary, conf, tmp, prefix="cb%d" % (os.getpid() % 1000)) as b:
                 def run(key, n):
@@ -147,6 +153,15 @@ def main():
                 res.check(st["redirects"] + st_b["redirects"] > 0,
                           "MOVED followed (%d redirects)" % (st["redirects"] + st_b["redirects"]))
                 res.eq(st["store_degraded"] + st_b["store_degraded"], 0, "nothing degraded")
+                time.sleep(0.5)
+                da = sltest.telemetry(a.sluice.prefix, "/sluice/decisions")
+                db = sltest.telemetry(b.sluice.prefix, "/sluice/decisions")
+                home = owner(ports, int(cli(ports[0], "cluster", "keyslot", stream)))
+                res.eq(int(cli(home, "xlen", stream) or 0), 56,
+                       "decision stream: 56 entries, one per request of both")
+                res.eq(da["written"] + db["written"], 56, "both wrote theirs")
+                res.check(da["stream_redirects"] >= 1 and db["stream_redirects"] >= 1,
+                          "each followed MOVED to the stream's master")
                 res.eq(a.sluice.stop(), 0, "A stops cleanly")
                 res.eq(b.sluice.stop(), 0, "B stops cleanly")
         finally:
