@@ -31,10 +31,12 @@
 #include <rte_ring.h>
 
 #include "coord.h"
+#include "store.h"
 #include "sluice.h"
 
 struct bopts {
 	int coord;
+	uint16_t redis_port; /* --coord against a live redis-server */
 	uint32_t workers;
 	uint32_t flood;
 	uint32_t packets;
@@ -315,6 +317,7 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 		{"flood", required_argument, NULL, 'F'},
 		{"workers", required_argument, NULL, 'W'},
 		{"coord", no_argument, NULL, 'C'},
+		{"redis", required_argument, NULL, 'R'},
 		{"json", no_argument, NULL, 'j'},
 		{NULL, 0, NULL, 0},
 	};
@@ -345,6 +348,10 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 			o->workers = (uint32_t)atoi(optarg);
 			break;
 		case 'C':
+			o->coord = 1;
+			break;
+		case 'R':
+			o->redis_port = (uint16_t)atoi(optarg);
 			o->coord = 1;
 			break;
 		case 'j':
@@ -542,6 +549,29 @@ scale_run_n(struct scale_job *jobs, uint32_t n, const struct sl_app *app,
 	return total;
 }
 
+/* A live redis-server behind the coordinator, scripts loaded. */
+static void
+attach_redis(struct sl_app *app, uint16_t port)
+{
+	uint64_t end = rte_rdtsc() + rte_get_tsc_hz() * 3;
+
+	app->coord->store = sl_store_create("127.0.0.1", port, 0, 50, 1000);
+	if (app->coord->store == NULL)
+		rte_exit(EXIT_FAILURE, "coord: cannot create the store\n");
+	while (rte_rdtsc() < end &&
+	       !sl_store_stats(app->coord->store)->connected) {
+		sl_coord_poll(app->coord, sl_tsc_ns(app, rte_rdtsc()));
+		rte_delay_us_sleep(1000);
+	}
+	/* SCRIPT LOAD answers come right after the connection */
+	end = rte_rdtsc() + rte_get_tsc_hz() / 5;
+	while (rte_rdtsc() < end)
+		sl_coord_poll(app->coord, sl_tsc_ns(app, rte_rdtsc()));
+	if (!sl_store_stats(app->coord->store)->connected)
+		rte_exit(EXIT_FAILURE, "coord: no redis-server on port %u\n",
+			 port);
+}
+
 /*
  * The lease protocol in one thread: a worker decides bursts of the corpus
  * against a per-key limit of 10 000/s, and between bursts the coordinator
@@ -571,6 +601,8 @@ coord_run(const struct bopts *o, struct sl_app *base, uint32_t keys,
 	if (app->coord == NULL)
 		rte_exit(EXIT_FAILURE,
 			 "coord: cannot create the coordinator\n");
+	if (o->redis_port)
+		attach_redis(app, o->redis_port);
 	w = bench_worker(app, 0);
 	rng = 0x2545f4914f6cdd1dULL;
 	if (build_corpus(&c, &ko, app->pool) != 0)
@@ -602,6 +634,21 @@ coord_run(const struct bopts *o, struct sl_app *base, uint32_t keys,
 	}
 	for (i = 0; i < c.n; i++)
 		rte_pktmbuf_free(c.m[i]);
+	if (app->coord->store != NULL) {
+		const struct sl_store_stats *ss =
+			sl_store_stats(app->coord->store);
+
+		printf("{\"coord\": \"%s\", \"store\": \"redis\", "
+		       "\"store_calls\": %lu, \"store_replies\": %lu, "
+		       "\"store_timeouts\": %lu, \"degraded\": %lu, "
+		       "\"store_calls_per_1000_admitted\": %.1f, "
+		       "\"rtt_ns_avg\": %lu}\n",
+		       label, ss->calls, ss->replies, ss->timeouts,
+		       w->ctr.degraded,
+		       1000.0 * (double)ss->calls /
+			       (double)(w->ctr.allowed ? w->ctr.allowed : 1),
+		       ss->replies ? ss->rtt_ns_sum / ss->replies : 0);
+	}
 	printf("{\"coord\": \"%s\", \"keys\": %u, \"requests\": %lu, "
 	       "\"admitted\": %lu, \"refused\": %lu, "
 	       "\"coord_messages_per_1000_admitted\": %.1f, "

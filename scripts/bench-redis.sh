@@ -1,0 +1,25 @@
+#!/bin/bash
+# The coordinator against a live redis-server (started here on 127.0.0.1,
+# stopped on exit): Redis calls per 1000 admitted requests for a hot key
+# and for 100 000 keys, next to the per-request design, and the parked
+# latency with a Redis round trip in it. Not a test: prints figures.
+# usage: scripts/bench-redis.sh [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-5}
+scripts/setup.sh >/dev/null
+[ -f build/build.ninja ] || meson setup build >/dev/null
+ninja -C build >/dev/null
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+tmp=$(mktemp -d)
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+	--dir "$tmp" >/dev/null 2>&1 &
+rpid=$!
+trap 'kill $rpid 2>/dev/null; wait $rpid 2>/dev/null; rm -rf "$tmp"' EXIT
+for _ in $(seq 50); do
+	[ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && break
+	sleep 0.1
+done
+build/app/sluice-bench/sluice-bench --no-huge -m 2048 --no-pci -l 0 \
+	--file-prefix "benchr$$" --log-level lib.eal:warning -- \
+	--redis "$port" --flood 1000 --rounds "$rounds" 2>/dev/null | grep '"coord"'
