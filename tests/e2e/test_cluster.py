@@ -45,6 +45,8 @@ identity: {api_key_header: X-API-Key}
 tiers: [free]
 rules:
   - {name: shared, scope: key, match: {path_prefix: /v1/shared}, limit: 5/min, burst: 5}
+  - {name: leased, scope: key, match: {path_prefix: /v1/bulk}, limit: 200/min, burst: 200,
+     accuracy: 0.1}
 store:
   redis: {endpoints: ["127.0.0.1:%d"], cluster: true, timeout_ms: 50, probe_interval_ms: 300}
   expected_appliances: 2
@@ -153,13 +155,30 @@ def main():
                 res.check(st["redirects"] + st_b["redirects"] > 0,
                           "MOVED followed (%d redirects)" % (st["redirects"] + st_b["redirects"]))
                 res.eq(st["store_degraded"] + st_b["store_degraded"], 0, "nothing degraded")
+
+                # a leased limit through the cluster, demand from both at once
+                loop = ("for i in $(seq 150); do curl -s -o /dev/null -w '%{http_code}\\n' "
+                        "--max-time 5 -H 'X-API-Key: k-bulk' http://" + S4 + "/v1/bulk/$i; done")
+                t0 = time.time()
+                pa = subprocess.Popen(["ip", "netns", "exec", a.cns, "sh", "-c", loop],
+                                      stdout=subprocess.PIPE, text=True)
+                pb = subprocess.Popen(["ip", "netns", "exec", b.cns, "sh", "-c", loop],
+                                      stdout=subprocess.PIPE, text=True)
+                out = pa.communicate(timeout=180)[0] + pb.communicate(timeout=180)[0]
+                secs = time.time() - t0
+                admitted = out.split().count("200")
+                refill = int(200 * secs / 60) + 1
+                res.check(180 <= admitted <= 200 + refill,
+                          "cluster, leased 200/min across two appliances: %d of 300 in %.1f s "
+                          "(admitted/limit %.3f; bound 180..%d)" % (
+                              admitted, secs, admitted / 200.0, 200 + refill))
                 time.sleep(0.5)
                 da = sltest.telemetry(a.sluice.prefix, "/sluice/decisions")
                 db = sltest.telemetry(b.sluice.prefix, "/sluice/decisions")
                 home = owner(ports, int(cli(ports[0], "cluster", "keyslot", stream)))
-                res.eq(int(cli(home, "xlen", stream) or 0), 56,
-                       "decision stream: 56 entries, one per request of both")
-                res.eq(da["written"] + db["written"], 56, "both wrote theirs")
+                res.eq(int(cli(home, "xlen", stream) or 0), 356,
+                       "decision stream: 356 entries, one per request of both")
+                res.eq(da["written"] + db["written"], 356, "both wrote theirs")
                 res.check(da["stream_redirects"] >= 1 and db["stream_redirects"] >= 1,
                           "each followed MOVED to the stream's master")
                 res.eq(a.sluice.stop(), 0, "A stops cleanly")
