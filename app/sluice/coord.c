@@ -252,6 +252,12 @@ cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_string(
 			d, "kind", ss->nodes > 1 ? "redis-cluster" : "redis");
 		rte_tel_data_add_dict_u64(d, "nodes", ss->nodes);
+		/* Redis 7 functions where every node has them */
+		rte_tel_data_add_dict_string(
+			d, "scripts",
+			ss->functions > 0 && ss->functions == ss->nodes
+				? "fcall"
+				: "evalsha");
 		rte_tel_data_add_dict_u64(d, "redirects", ss->redirects);
 		rte_tel_data_add_dict_string(d, "state", st[ss->state]);
 		rte_tel_data_add_dict_u64(d, "connected", ss->connected);

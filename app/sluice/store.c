@@ -35,6 +35,7 @@ struct node {
 	uint16_t port;
 	uint8_t rd, wr;
 	char sha_reserve[48], sha_refund[48];
+	uint8_t fn; /* the function library is loaded: FCALL */
 };
 
 struct sl_store {
@@ -110,6 +111,59 @@ on_sha(redisAsyncContext *ac, void *r, void *priv)
 		memcpy(dst, rep->str, (size_t)rep->len + 1);
 }
 
+/*
+ * Redis 7 functions: the two scripts as one library, loaded once per
+ * connection. Names carry a hash of the scripts, so appliances running
+ * different versions never call each other's code.
+ */
+static char fn_lib[16384], fn_reserve[40], fn_refund[40];
+
+static void
+build_library(void)
+{
+	uint64_t h = 1469598103934665603ULL;
+	const char *p;
+
+	if (fn_lib[0])
+		return;
+	for (p = SL_LUA_RESERVE; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+	for (p = SL_LUA_REFUND; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+	snprintf(fn_reserve, sizeof(fn_reserve), "sl_reserve_%016llx",
+		 (unsigned long long)h);
+	snprintf(fn_refund, sizeof(fn_refund), "sl_refund_%016llx",
+		 (unsigned long long)h);
+	snprintf(
+		fn_lib, sizeof(fn_lib),
+		"#!lua name=sluice_%016llx\n"
+		"redis.register_function('%s', function(KEYS, ARGV)\n%s\nend)\n"
+		"redis.register_function('%s', function(KEYS, "
+		"ARGV)\n%s\nend)\n",
+		(unsigned long long)h, fn_reserve, SL_LUA_RESERVE, fn_refund,
+		SL_LUA_REFUND);
+}
+
+/* Redis before 7 answers an unknown command: EVALSHA it stays. */
+static void
+on_fn_load(redisAsyncContext *ac, void *r, void *priv)
+{
+	redisReply *rep = r;
+	struct node *n = priv;
+
+	(void)ac;
+	n->fn = rep != NULL && (rep->type != REDIS_REPLY_ERROR ||
+				strstr(rep->str, "already exists") != NULL);
+}
+
+static void
+load_functions(struct node *n)
+{
+	build_library();
+	n->fn = 0;
+	redisAsyncCommand(n->ac, on_fn_load, n, "FUNCTION LOAD %s", fn_lib);
+}
+
 static void
 connect_node(struct node *n)
 {
@@ -134,6 +188,7 @@ connect_node(struct node *n)
 			  SL_LUA_RESERVE);
 	redisAsyncCommand(n->ac, on_sha, n->sha_refund, "SCRIPT LOAD %s",
 			  SL_LUA_REFUND);
+	load_functions(n);
 }
 
 static int
@@ -335,9 +390,9 @@ send_reserve(struct sl_store *s, uint32_t i, int eval, int asking)
 	snprintf(a[3], 24, "%llu", (unsigned long long)q->ask.burst);
 	snprintf(a[4], 24, "%u", q->ask.want);
 	snprintf(a[5], 24, "%u", q->ask.need);
-	eval = eval || !nd->sha_reserve[0];
-	argv[0] = eval ? "EVAL" : "EVALSHA";
-	argv[1] = eval ? SL_LUA_RESERVE : nd->sha_reserve;
+	eval = eval || (!nd->fn && !nd->sha_reserve[0]);
+	argv[0] = eval ? "EVAL" : nd->fn ? "FCALL" : "EVALSHA";
+	argv[1] = eval ? SL_LUA_RESERVE : nd->fn ? fn_reserve : nd->sha_reserve;
 	argv[2] = "1";
 	argv[3] = key;
 	for (k = 0; k < 6; k++)
@@ -392,15 +447,15 @@ sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q)
 		return -1;
 	key_of(key, sizeof(key), q);
 	nd = &s->nodes[s->cluster ? s->slot_node[slot_of(key)] : 0];
-	if (nd->ac == NULL || !nd->sha_refund[0])
+	if (nd->ac == NULL || (!nd->fn && !nd->sha_refund[0]))
 		return -1;
 	snprintf(a[0], 24, "%u", q->algo);
 	snprintf(a[1], 24, "%llu", (unsigned long long)q->back.count);
 	snprintf(a[2], 24, "%u", q->period_ms);
 	snprintf(a[3], 24, "%llu", (unsigned long long)q->back.burst);
 	snprintf(a[4], 24, "%llu", (unsigned long long)q->back.units);
-	argv[0] = "EVALSHA";
-	argv[1] = nd->sha_refund;
+	argv[0] = nd->fn ? "FCALL" : "EVALSHA";
+	argv[1] = nd->fn ? fn_refund : nd->sha_refund;
 	argv[2] = "1";
 	argv[3] = key;
 	for (k = 0; k < 5; k++)
@@ -463,9 +518,15 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 	if (!f->used || f->gen != gen)
 		return; /* timed out already: answered by policy */
 	if (rep != NULL && rep->type == REDIS_REPLY_ERROR) {
-		if (strstr(rep->str, "NOSCRIPT") != NULL && !f->eval &&
-		    send_reserve(s, i, 1, 0) == REDIS_OK)
-			return; /* sent again with the script itself */
+		/* functions flushed (a restart without persistence): load
+		 * them again, and send this one with the script itself */
+		if (strstr(rep->str, "Function not found") != NULL &&
+		    s->nodes[f->node].ac != NULL)
+			load_functions(&s->nodes[f->node]);
+		if ((strstr(rep->str, "NOSCRIPT") != NULL ||
+		     strstr(rep->str, "Function not found") != NULL) &&
+		    !f->eval && send_reserve(s, i, 1, 0) == REDIS_OK)
+			return;
 		if (s->cluster && redirect(s, i, rep->str))
 			return;
 	}
@@ -603,6 +664,9 @@ sl_store_poll(struct sl_store *s, struct sl_coord *c, uint64_t now)
 		}
 	}
 	s->st.connected = (uint8_t)any_connected(s);
+	s->st.functions = 0;
+	for (i = 0; i < s->n_nodes; i++)
+		s->st.functions += s->nodes[i].ac != NULL && s->nodes[i].fn;
 	expire(s, c, now);
 }
 

@@ -47,6 +47,7 @@ struct sl_store_stats {
 	uint64_t calls, replies, errors, timeouts, opened, rtt_ns_last;
 	uint64_t redirects; /* cluster MOVED / ASK followed */
 	uint32_t nodes;
+	uint32_t functions; /* nodes called through FCALL (Redis 7) */
 	uint64_t rtt_ns_sum;
 };
 const struct sl_store_stats *sl_store_stats(const struct sl_store *s);

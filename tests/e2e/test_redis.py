@@ -105,6 +105,21 @@ def main():
                 res.check(ttl > 0, "every key has a TTL (%d ms)" % ttl)
                 store = sltest.telemetry(a.sluice.prefix, "/sluice/store")
                 res.eq((store["kind"], store["state"]), ("redis", "closed"), "/sluice/store: redis, closed")
+                res.eq(store["scripts"], "fcall", "Redis 7: the scripts run as functions (FCALL)")
+
+                def functions():
+                    return subprocess.run(["redis-cli", "-p", str(port), "function", "list"],
+                                          capture_output=True, text=True).stdout
+
+                res.check("sluice_" in functions() and "sl_reserve_" in functions(),
+                          "the sluice function library is loaded")
+                # functions flushed under it: the ask is sent again as EVAL, the
+                # library loaded again, and the limit still counts
+                subprocess.run(["redis-cli", "-p", str(port), "function", "flush"],
+                               capture_output=True)
+                codes = [get(a, "/v1/shared/f%d" % i, "k-flush")[0] for i in range(6)]
+                res.eq(codes, [200] * 5 + [429], "after FUNCTION FLUSH: still 5 of 6")
+                res.check("sl_reserve_" in functions(), "the library was loaded again")
 
                 # a leased limit, demand above it from both appliances at once
                 loop = bulk_loop("k-bulk")
