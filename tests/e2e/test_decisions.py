@@ -112,6 +112,12 @@ def file_sink(binary, res, tmp):
         stats = sltest.telemetry(t.sluice.prefix, "/sluice/stats")
         res.eq((stats["decisions_sampled"], stats["decisions_dropped"]), (7, 0),
                "/sluice/stats counts the sampled decisions")
+        exp = subprocess.run([os.path.join(sltest.ROOT, "scripts", "sluice-exporter"),
+                              "--once", "-f", t.sluice.prefix],
+                             capture_output=True, text=True, timeout=30).stdout
+        res.check("sluice_decisions_written_total 7" in exp and
+                  "sluice_decisions_sampled_total 7" in exp,
+                  "the exporter carries the decision stream's counters")
 
         # rotate, then halve the rate with a SIGHUP (rates apply on reload)
         os.rename(out, out + ".1")
