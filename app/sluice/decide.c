@@ -421,7 +421,9 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	}
 	w->cur_tier = m.tier;
 	n = sl_ruleset_match(rs, &m, idx, SL_MAX_MATCH);
-	memset(scopes, 0, sizeof(scopes[0]) * 5);
+	/* only the flags: each scope is ~0.5 kB, filled when first used */
+	for (i = 0; i < 5; i++)
+		scopes[i].done = 0;
 	sl_bucket_begin(w->buckets);
 	sl_bucket_begin(w->logs);
 	if (w->app->coord != NULL)

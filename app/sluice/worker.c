@@ -194,9 +194,10 @@ cksum_ok(const struct rte_mbuf *m, const uint8_t *frame, const struct sl_pkt *p)
 
 static void
 inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
-	const struct sl_pkt *p)
+	const struct sl_pkt *p, const uint64_t *hash)
 {
 	struct sl_flow_key k = flow_key(p, 1);
+	uint64_t h = hash != NULL ? *hash : sl_flow_hash(&k);
 	enum sl_seg_verdict v;
 
 	if (unlikely(!cksum_ok(m, frame, p))) {
@@ -209,9 +210,9 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 	w->ctr.inspected++;
 	w->cur = p;
 	w->cur_m = m;
-	v = sl_flow_client_segment(w->flows, &k, p->seq, p->tcp_flags,
-				   frame + p->payload_off, p->payload_len,
-				   w->now, on_event, w);
+	v = sl_flow_client_segment_h(w->flows, &k, h, p->seq, p->tcp_flags,
+				     frame + p->payload_off, p->payload_len,
+				     w->now, on_event, w);
 	switch (v) {
 	case SL_SEG_FORWARD:
 		sl_worker_send(w, UP, m);
@@ -233,34 +234,30 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 	}
 }
 
-void
-sl_worker_handle(struct sl_worker *w, struct rte_mbuf *m, int from)
+static void
+handle_parsed(struct sl_worker *w, struct rte_mbuf *m, int from,
+	      const struct sl_pkt *p, enum sl_pkt_class cls, const uint64_t *h)
 {
 	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
-	struct sl_pkt p;
-	enum sl_pkt_class cls;
 	int to = from == DOWN ? UP : DOWN;
 
-	/* Only the first segment is read; a longer frame fails its length
-	 * checks. */
-	cls = sl_pkt_parse(frame, m->data_len, &p);
 	if (likely(cls == SL_PKT_TCP)) {
-		if (from == DOWN && sl_is_service_port(w->app, p.dport)) {
-			inspect(w, m, frame, &p);
+		if (from == DOWN && sl_is_service_port(w->app, p->dport)) {
+			inspect(w, m, frame, p, h);
 			return;
 		}
-		if (from == UP && sl_is_service_port(w->app, p.sport)) {
-			struct sl_flow_key k = flow_key(&p, 0);
+		if (from == UP && sl_is_service_port(w->app, p->sport)) {
+			struct sl_flow_key k = flow_key(p, 0);
 
-			sl_flow_server_segment(w->flows, &k, p.seq, p.ack,
-					       p.tcp_flags, p.payload_len,
+			sl_flow_server_segment(w->flows, &k, p->seq, p->ack,
+					       p->tcp_flags, p->payload_len,
 					       w->now);
 			sl_worker_send(w, to, m);
 			return;
 		}
 	} else if (cls == SL_PKT_MALFORMED) {
 		w->ctr.malformed++;
-		w->ctr.malformed_reason[p.reason]++;
+		w->ctr.malformed_reason[p->reason]++;
 		/* From clients it could hide bytes from us; servers are ours.
 		 */
 		if (from == DOWN) {
@@ -268,7 +265,7 @@ sl_worker_handle(struct sl_worker *w, struct rte_mbuf *m, int from)
 			rte_pktmbuf_free(m);
 			return;
 		}
-	} else if (cls == SL_PKT_FRAG && from == DOWN && p.l4_proto == 6) {
+	} else if (cls == SL_PKT_FRAG && from == DOWN && p->l4_proto == 6) {
 		/* TCP fragments would carry request bytes past the parser. */
 		w->ctr.frag_dropped++;
 		rte_pktmbuf_free(m);
@@ -279,20 +276,97 @@ sl_worker_handle(struct sl_worker *w, struct rte_mbuf *m, int from)
 }
 
 void
+sl_worker_handle(struct sl_worker *w, struct rte_mbuf *m, int from)
+{
+	struct sl_pkt p;
+
+	/* Only the first segment is read; a longer frame fails its length
+	 * checks. */
+	handle_parsed(w, m, from, &p,
+		      sl_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *),
+				   m->data_len, &p),
+		      NULL);
+}
+
+/* A frame of a burst, parsed ahead, with the hash of its flow. */
+struct staged {
+	struct sl_pkt p;
+	uint64_t h;
+	uint8_t cls;
+	uint8_t flow; /* h is set: a segment of an inspected connection */
+};
+
+static inline void
+prefetch_rest(const struct rte_mbuf *m)
+{
+	const char *d = rte_pktmbuf_mtod(m, const char *);
+	uint32_t len = RTE_MIN((uint32_t)m->data_len, 1536u), o;
+
+	for (o = 64; o < len; o += 64)
+		rte_prefetch0(d + o);
+}
+
+/*
+ * Memory-level parallelism for the burst: every mbuf header, then every
+ * frame's first line, are asked for before any is waited on; each frame
+ * is parsed, the rest of a request's bytes and its flow's buckets
+ * prefetched, all before the first packet is handled.
+ */
+static void
+stage(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n, int from,
+      struct staged *st)
+{
+	uint16_t i;
+
+	for (i = 0; i < n; i++)
+		rte_prefetch0(pkts[i]);
+	for (i = 0; i < n; i++)
+		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
+	for (i = 0; i < n; i++) {
+		struct sl_pkt *p = &st[i].p;
+		uint16_t port;
+		struct sl_flow_key k;
+
+		st[i].cls = (uint8_t)sl_pkt_parse(
+			rte_pktmbuf_mtod(pkts[i], const uint8_t *),
+			pkts[i]->data_len, p);
+		st[i].flow = 0;
+		if (st[i].cls != SL_PKT_TCP)
+			continue;
+		port = from == DOWN ? p->dport : p->sport;
+		if (!sl_is_service_port(w->app, port))
+			continue;
+		k = flow_key(p, from == DOWN);
+		st[i].h = sl_flow_hash(&k);
+		st[i].flow = 1;
+		sl_flow_prefetch_buckets(w->flows, st[i].h);
+		if (from == DOWN && p->payload_len > 0)
+			prefetch_rest(pkts[i]);
+	}
+}
+
+void
 sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		int from)
 {
-	uint16_t i;
+	struct staged st[SL_BURST];
+	uint16_t i, base;
 
 	w->now_ns = sl_tsc_ns(w->app, w->now);
 	w->pol = __atomic_load_n(&w->app->policy, __ATOMIC_ACQUIRE);
 	w->ctr.rx += n;
-	for (i = 0; i < n && i < 3; i++)
-		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
-	for (i = 0; i < n; i++) {
-		if (i + 3 < n)
-			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void *));
-		sl_worker_handle(w, pkts[i], from);
+	for (base = 0; base < n; base += SL_BURST) {
+		uint16_t k = (uint16_t)RTE_MIN(n - base, SL_BURST);
+
+		stage(w, pkts + base, k, from, st);
+		for (i = 0; i < k; i++) {
+			/* two ahead: its bucket lines have arrived by now */
+			if (i + 2 < k && st[i + 2].flow)
+				sl_flow_prefetch_entry(w->flows, st[i + 2].h);
+			handle_parsed(w, pkts[base + i], from, &st[i].p,
+				      (enum sl_pkt_class)st[i].cls,
+				      st[i].flow ? &st[i].h : NULL);
+		}
 	}
 }
 

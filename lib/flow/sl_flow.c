@@ -323,7 +323,16 @@ sl_flow_client_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 		       uint32_t len, uint64_t now, sl_flow_event_fn fn,
 		       void *arg)
 {
-	uint64_t h = sl_flow_key_hash(k);
+	return sl_flow_client_segment_h(t, k, sl_flow_key_hash(k), seq,
+					tcp_flags, payload, len, now, fn, arg);
+}
+
+enum sl_seg_verdict
+sl_flow_client_segment_h(struct sl_flow_table *t, const struct sl_flow_key *k,
+			 uint64_t h, uint32_t seq, uint8_t tcp_flags,
+			 const uint8_t *payload, uint32_t len, uint64_t now,
+			 sl_flow_event_fn fn, void *arg)
+{
 	struct seg_ctx c = {
 		.t = t, .f = sl_flow_find(t, k, h), .fn = fn, .arg = arg};
 	enum sl_seg_verdict v = SL_SEG_FORWARD;

@@ -134,6 +134,12 @@ enum sl_seg_verdict sl_flow_client_segment(struct sl_flow_table *t,
 					   const uint8_t *payload, uint32_t len,
 					   uint64_t now, sl_flow_event_fn fn,
 					   void *arg);
+/* The same with the key's sl_flow_hash() already computed (bursts). */
+enum sl_seg_verdict
+sl_flow_client_segment_h(struct sl_flow_table *t, const struct sl_flow_key *k,
+			 uint64_t h, uint32_t seq, uint8_t tcp_flags,
+			 const uint8_t *payload, uint32_t len, uint64_t now,
+			 sl_flow_event_fn fn, void *arg);
 
 /*
  * Goes on after a parked request was allowed: rest is what followed its
@@ -148,6 +154,15 @@ void sl_flow_server_segment(struct sl_flow_table *t,
 			    const struct sl_flow_key *k, uint32_t seq,
 			    uint32_t ack, uint8_t tcp_flags, uint32_t len,
 			    uint64_t now);
+
+/*
+ * Prefetching for a burst: the hash of a key, the two bucket lines its
+ * lookup reads, then (once those arrived) the entries whose signature
+ * matches. Hints only: nothing is read that a lookup would not read.
+ */
+uint64_t sl_flow_hash(const struct sl_flow_key *k);
+void sl_flow_prefetch_buckets(const struct sl_flow_table *t, uint64_t h);
+void sl_flow_prefetch_entry(const struct sl_flow_table *t, uint64_t h);
 
 struct sl_flow *sl_flow_lookup(struct sl_flow_table *t,
 			       const struct sl_flow_key *k);

@@ -115,6 +115,40 @@ sl_flow_find(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h)
 	return f != NULL ? f : find_in(t, alt_bucket(t, h), sig, k);
 }
 
+uint64_t
+sl_flow_hash(const struct sl_flow_key *k)
+{
+	return sl_flow_key_hash(k);
+}
+
+void
+sl_flow_prefetch_buckets(const struct sl_flow_table *t, uint64_t h)
+{
+	__builtin_prefetch(&t->buckets[(uint32_t)h & t->bucket_mask]);
+	__builtin_prefetch(&t->buckets[alt_bucket(t, h)]);
+}
+
+static void
+prefetch_sig(const struct sl_flow_table *t, uint32_t b, uint32_t sig)
+{
+	const struct bucket *bk = &t->buckets[b];
+	int i;
+
+	for (i = 0; i < BUCKET_SLOTS; i++)
+		if (bk->sig[i] == sig) {
+			const struct sl_flow *f = &t->flows[bk->idx[i] - 1];
+
+			__builtin_prefetch(f);
+			__builtin_prefetch((const char *)f + 64);
+		}
+}
+
+void
+sl_flow_prefetch_entry(const struct sl_flow_table *t, uint64_t h)
+{
+	prefetch_sig(t, (uint32_t)h & t->bucket_mask, sig_of(h));
+}
+
 struct sl_flow *
 sl_flow_lookup(struct sl_flow_table *t, const struct sl_flow_key *k)
 {
