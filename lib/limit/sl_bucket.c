@@ -163,6 +163,9 @@ find(struct sl_bucket_table *t, uint32_t b, uint32_t sig,
 		if (bk->sig[s] != sig)
 			continue;
 		e = &t->ents[bk->idx[s] - 1];
+		/* the state's line is on its way while the key is compared */
+		__builtin_prefetch(t->states +
+				   (size_t)(bk->idx[s] - 1) * t->stride);
 		if (e->k1 == k->k1 && e->k2 == k->k2)
 			return (int32_t)(bk->idx[s] - 1);
 	}
