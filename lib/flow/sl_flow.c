@@ -359,7 +359,7 @@ sl_flow_client_segment_h(struct sl_flow_table *t, const struct sl_flow_key *k,
 				     ? SL_FLOW_HEAD
 				     : SL_FLOW_RESYNC;
 	}
-	c.f->last_seen = now;
+	sl_flow_touch(t, c.f, now);
 	t->last = c.f;
 	if (c.f->parked && (len > 0 || (tcp_flags & 0x01)))
 		return SL_SEG_HOLD;
@@ -408,7 +408,7 @@ sl_flow_server_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 		t->st.closed++;
 		return;
 	}
-	f->last_seen = now;
+	sl_flow_touch(t, f, now);
 	end = seq + len + ((tcp_flags & 0x03) ? 1 : 0);
 	if (!f->s_seen || (int32_t)(end - f->s_next) > 0)
 		f->s_next = end;

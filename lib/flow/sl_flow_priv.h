@@ -17,6 +17,9 @@ struct sl_flow_table {
 	struct bucket *buckets;
 	uint32_t bucket_mask;
 	struct sl_flow *flows;
+	/* last_seen per entry, UINT64_MAX when free: the eviction scan reads
+	 * 8 bytes an entry instead of an entry's cache lines */
+	uint64_t *seen;
 	uint32_t *free_flows; /* stack of free entry indexes */
 	uint32_t n_free;
 	uint32_t clock; /* eviction hand when the table is full */
@@ -36,5 +39,12 @@ struct sl_flow *sl_flow_insert(struct sl_flow_table *t,
 void sl_flow_remove(struct sl_flow_table *t, struct sl_flow *f);
 void sl_flow_release_head(struct sl_flow_table *t, struct sl_flow *f);
 uint64_t sl_flow_key_hash(const struct sl_flow_key *k);
+
+static inline void
+sl_flow_touch(struct sl_flow_table *t, struct sl_flow *f, uint64_t now)
+{
+	f->last_seen = now;
+	t->seen[f - t->flows] = now;
+}
 
 #endif

@@ -38,17 +38,20 @@ sl_flow_table_create(const struct sl_flow_params *p)
 		64, ((size_t)p->capacity * sizeof(struct sl_flow) + 63) &
 			    ~(size_t)63);
 	t->free_flows = malloc((size_t)p->capacity * sizeof(uint32_t));
+	t->seen = malloc((size_t)p->capacity * sizeof(uint64_t));
 	t->heads = malloc((size_t)p->head_slots * p->max_head_bytes + 1);
 	t->free_heads = malloc(((size_t)p->head_slots + 1) * sizeof(uint32_t));
 	if (t->buckets == NULL || t->flows == NULL || t->free_flows == NULL ||
-	    t->heads == NULL || t->free_heads == NULL) {
+	    t->heads == NULL || t->free_heads == NULL || t->seen == NULL) {
 		sl_flow_table_free(t);
 		return NULL;
 	}
 	memset(t->buckets, 0, (size_t)nb * sizeof(struct bucket));
 	memset(t->flows, 0, (size_t)p->capacity * sizeof(struct sl_flow));
-	for (i = 0; i < p->capacity; i++)
+	for (i = 0; i < p->capacity; i++) {
 		t->free_flows[i] = p->capacity - 1 - i;
+		t->seen[i] = UINT64_MAX;
+	}
 	t->n_free = p->capacity;
 	for (i = 0; i < p->head_slots; i++)
 		t->free_heads[i] = p->head_slots - 1 - i;
@@ -64,6 +67,7 @@ sl_flow_table_free(struct sl_flow_table *t)
 	free(t->buckets);
 	free(t->flows);
 	free(t->free_flows);
+	free(t->seen);
 	free(t->heads);
 	free(t->free_heads);
 	free(t);
@@ -176,6 +180,7 @@ sl_flow_remove(struct sl_flow_table *t, struct sl_flow *f)
 	bk->sig[f->bslot] = 0;
 	bk->idx[f->bslot] = 0;
 	f->in_use = 0;
+	t->seen[f - t->flows] = UINT64_MAX;
 	t->free_flows[t->n_free++] = (uint32_t)(f - t->flows);
 	t->st.active--;
 }
@@ -203,18 +208,20 @@ oldest_in(struct sl_flow_table *t, uint32_t b, struct sl_flow *best)
 static void
 evict_one(struct sl_flow_table *t)
 {
-	struct sl_flow *best = NULL;
-	uint32_t i;
+	uint64_t oldest = UINT64_MAX;
+	uint32_t i, best = 0;
 
-	for (i = 0; i < CLOCK_SCAN || best == NULL; i++) {
-		struct sl_flow *f = &t->flows[t->clock];
+	/* a full table has no UINT64_MAX entry to skip for long */
+	for (i = 0; i < CLOCK_SCAN || oldest == UINT64_MAX; i++) {
+		uint32_t c = t->clock;
 
-		t->clock = (t->clock + 1) % t->p.capacity;
-		if (f->in_use &&
-		    (best == NULL || f->last_seen < best->last_seen))
-			best = f;
+		t->clock = c + 1 == t->p.capacity ? 0 : c + 1;
+		if (t->seen[c] < oldest) {
+			oldest = t->seen[c];
+			best = c;
+		}
 	}
-	sl_flow_remove(t, best);
+	sl_flow_remove(t, &t->flows[best]);
 	t->st.evicted++;
 }
 
@@ -261,7 +268,7 @@ sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
 	memset(f, 0, sizeof(*f));
 	f->key = *k;
 	f->slot = -1;
-	f->last_seen = now;
+	sl_flow_touch(t, f, now);
 	f->bucket = b;
 	f->bslot = (uint8_t)s;
 	f->in_use = 1;
@@ -281,7 +288,7 @@ sl_flow_expire(struct sl_flow_table *t, uint64_t now, uint32_t budget)
 		struct sl_flow *f = &t->flows[t->sweep];
 		uint64_t ttl;
 
-		t->sweep = (t->sweep + 1) % t->p.capacity;
+		t->sweep = t->sweep + 1 == t->p.capacity ? 0 : t->sweep + 1;
 		if (!f->in_use)
 			continue;
 		ttl = (f->c_fin && f->s_fin) ? t->p.closed_timeout

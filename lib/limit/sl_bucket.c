@@ -136,7 +136,7 @@ evict_one(struct sl_bucket_table *t, uint64_t now)
 	     i++) {
 		struct entry *e = &t->ents[t->clock];
 
-		t->clock = (t->clock + 1) % t->capacity;
+		t->clock = t->clock + 1 == t->capacity ? 0 : t->clock + 1;
 		if (better_victim(e, best, t->gen))
 			best = e;
 	}
@@ -294,7 +294,7 @@ sl_bucket_sweep(struct sl_bucket_table *t, uint64_t now, uint32_t budget,
 	while (budget--) {
 		uint32_t i = t->sweep;
 
-		t->sweep = (t->sweep + 1) % t->capacity;
+		t->sweep = t->sweep + 1 == t->capacity ? 0 : t->sweep + 1;
 		if (t->ents[i].in_use && t->ents[i].pin != t->gen &&
 		    t->ents[i].full_at <= now) {
 			struct sl_bucket_key k = {t->ents[i].k1, t->ents[i].k2};
