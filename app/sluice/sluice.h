@@ -28,6 +28,7 @@ struct sl_coord;
 #define SL_BURST         32
 #define SL_DRAIN_US      100 /* a partly filled TX buffer waits at most this */
 #define SL_EXPIRE_BUDGET 32  /* flow entries examined for idleness per loop */
+#define SL_RST_STASH     16  /* mbufs kept for RSTs to the backend */
 
 extern int sl_logtype;
 #define SL_LOG(level, fmt, ...)                                                \
@@ -127,6 +128,9 @@ struct sl_worker {
 	uint64_t now;
 	uint64_t next_drain;
 	struct rte_ring *dec_ring; /* sampled decisions; NULL: off */
+	/* mbufs for RSTs, taken in bulk; the next one's lines prefetched */
+	struct rte_mbuf *rst[SL_RST_STASH];
+	uint16_t n_rst;
 	struct sl_txbuf
 		tx[2]; /* [1] towards upstream, [0] towards downstream */
 	const struct sl_pkt *cur; /* the segment being inspected */

@@ -63,6 +63,9 @@ sl_worker_reset_flows(struct sl_worker *w)
 void
 sl_worker_free(struct sl_worker *w)
 {
+	if (w->n_rst > 0)
+		rte_pktmbuf_free_bulk(w->rst, w->n_rst);
+	w->n_rst = 0;
 	sl_flow_table_free(w->flows);
 	sl_bucket_table_free(w->buckets);
 	sl_bucket_table_free(w->logs);
