@@ -10,11 +10,11 @@ shift || true
 out=build-fuzz
 mkdir -p "$out"
 CFLAGS=(-g -O1 -march=corei7 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-	-D_GNU_SOURCE -Ilib/net -Ilib/http -Ilib/ident -Ilib/flow -Ilib/rules)
+	-D_GNU_SOURCE -Ilib/mem -Ilib/net -Ilib/http -Ilib/ident -Ilib/flow -Ilib/rules)
 declare -A SRC=(
 	[http]="lib/http/sl_http.c lib/http/sl_chunked.c"
 	[frame]="lib/net/sl_net.c"
-	[flow]="lib/flow/sl_flow.c lib/flow/sl_flow_table.c lib/http/sl_http.c lib/http/sl_chunked.c lib/ident/sl_ident.c"
+	[flow]="lib/mem/sl_mem.c lib/flow/sl_flow.c lib/flow/sl_flow_table.c lib/http/sl_http.c lib/http/sl_chunked.c lib/ident/sl_ident.c"
 	[config]="lib/rules/sl_config.c lib/rules/sl_config_values.c"
 )
 names=("$@")

@@ -4,6 +4,7 @@
 
 #include "sl_ident.h"
 #include "sl_flow_priv.h"
+#include "sl_mem.h"
 
 #define CLOCK_SCAN 64
 
@@ -33,12 +34,10 @@ sl_flow_table_create(const struct sl_flow_params *p)
 	/* Twice as many slots as flows keeps buckets from filling up. */
 	nb = pow2_at_least((p->capacity * 2 + BUCKET_SLOTS - 1) / BUCKET_SLOTS);
 	t->bucket_mask = nb - 1;
-	t->buckets = aligned_alloc(64, (size_t)nb * sizeof(struct bucket));
-	t->flows = aligned_alloc(
-		64, ((size_t)p->capacity * sizeof(struct sl_flow) + 63) &
-			    ~(size_t)63);
+	t->buckets = sl_mem_table((size_t)nb * sizeof(struct bucket));
+	t->flows = sl_mem_table((size_t)p->capacity * sizeof(struct sl_flow));
 	t->free_flows = malloc((size_t)p->capacity * sizeof(uint32_t));
-	t->seen = malloc((size_t)p->capacity * sizeof(uint64_t));
+	t->seen = sl_mem_table((size_t)p->capacity * sizeof(uint64_t));
 	t->heads = malloc((size_t)p->head_slots * p->max_head_bytes + 1);
 	t->free_heads = malloc(((size_t)p->head_slots + 1) * sizeof(uint32_t));
 	if (t->buckets == NULL || t->flows == NULL || t->free_flows == NULL ||
@@ -46,8 +45,6 @@ sl_flow_table_create(const struct sl_flow_params *p)
 		sl_flow_table_free(t);
 		return NULL;
 	}
-	memset(t->buckets, 0, (size_t)nb * sizeof(struct bucket));
-	memset(t->flows, 0, (size_t)p->capacity * sizeof(struct sl_flow));
 	for (i = 0; i < p->capacity; i++) {
 		t->free_flows[i] = p->capacity - 1 - i;
 		t->seen[i] = UINT64_MAX;
@@ -64,10 +61,10 @@ sl_flow_table_free(struct sl_flow_table *t)
 {
 	if (t == NULL)
 		return;
-	free(t->buckets);
-	free(t->flows);
+	sl_mem_table_free(t->buckets);
+	sl_mem_table_free(t->flows);
 	free(t->free_flows);
-	free(t->seen);
+	sl_mem_table_free(t->seen);
 	free(t->heads);
 	free(t->free_heads);
 	free(t);

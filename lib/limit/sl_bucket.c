@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sl_limit.h"
+#include "sl_mem.h"
 
 #define SLOTS      8
 #define CLOCK_SCAN 64
@@ -61,16 +62,15 @@ sl_bucket_table_create_sized(uint32_t capacity, size_t value_size)
 	t->capacity = capacity;
 	t->mask = nb - 1;
 	t->stride = (value_size + 7) & ~(size_t)7;
-	t->bkts = aligned_alloc(64, (size_t)nb * sizeof(struct bkt));
-	t->ents = calloc(capacity, sizeof(struct entry));
-	t->states = calloc(capacity, t->stride);
+	t->bkts = sl_mem_table((size_t)nb * sizeof(struct bkt));
+	t->ents = sl_mem_table((size_t)capacity * sizeof(struct entry));
+	t->states = sl_mem_table((size_t)capacity * t->stride);
 	t->free_ents = malloc((size_t)capacity * sizeof(uint32_t));
 	if (t->bkts == NULL || t->ents == NULL || t->states == NULL ||
 	    t->free_ents == NULL) {
 		sl_bucket_table_free(t);
 		return NULL;
 	}
-	memset(t->bkts, 0, (size_t)nb * sizeof(struct bkt));
 	for (i = 0; i < capacity; i++)
 		t->free_ents[i] = capacity - 1 - i;
 	t->n_free = capacity;
@@ -82,9 +82,9 @@ sl_bucket_table_free(struct sl_bucket_table *t)
 {
 	if (t == NULL)
 		return;
-	free(t->bkts);
-	free(t->ents);
-	free(t->states);
+	sl_mem_table_free(t->bkts);
+	sl_mem_table_free(t->ents);
+	sl_mem_table_free(t->states);
 	free(t->free_ents);
 	free(t);
 }
