@@ -28,6 +28,7 @@ f = med("cycles_per_request_forward")
 print("%s: %d runs, %d requests, %d flows, %d keys, head %.0f B avg" % (
     name, len(rows), rows[0]["packets"], rows[0]["flows"], rows[0]["keys"], rows[0]["head_bytes_avg"]))
 for k, label in (("cycles_per_request_forward", "forward"),
+                 ("cycles_per_request_passthrough", "pass-through"),
                  ("cycles_per_request_flow", "classify+checksum+flow"),
                  ("cycles_per_request_parse", "decide, keep-alive, allowed"),
                  ("cycles_per_request_allow", "decide, new flow, allowed"),
@@ -38,6 +39,9 @@ for k, label in (("cycles_per_request_forward", "forward"),
     print("  %-30s %8.1f cycles/req  %6.2f x forward  (min %.1f, max %.1f)" % (
         label, v, v / f, min(r[k] for r in rows), max(r[k] for r in rows)))
 print("  %-30s %8.2f Mreq/s per core (median)" % ("decisions", med("decisions_per_sec_per_core") / 1e6))
+pr = sorted(r["cycles_per_request_forward"] / r["cycles_per_request_passthrough"] for r in rows)
+print("  %-30s %8.2f (median; min %.2f, max %.2f)" % (
+    "pass-through / forward rate", statistics.median(pr), pr[0], pr[-1]))
 ratios = sorted(r["cycles_per_request_reject"] / r["cycles_per_request_allow"] for r in rows)
 print("  %-30s %8.2f (median of per-run ratios; min %.2f, max %.2f)" % (
     "reject / allow", statistics.median(ratios), ratios[0], ratios[-1]))

@@ -448,6 +448,19 @@ sampling_worker(const struct sl_app *app, struct sl_config *cfg, uint32_t ring)
 	return w;
 }
 
+/* The same frames to a port nobody inspects: classified and forwarded. */
+static struct sl_worker *
+passthrough_worker(const struct sl_app *app)
+{
+	struct sl_app *a = calloc(1, sizeof(*a));
+
+	if (a == NULL)
+		rte_exit(EXIT_FAILURE, "out of memory\n");
+	*a = *app;
+	memset(a->service, 0, sizeof(a->service));
+	return bench_worker(a, 0);
+}
+
 /* What the writer thread would take, outside the timed pass. */
 static void
 drain_samples(struct sl_worker *w)
@@ -459,7 +472,17 @@ drain_samples(struct sl_worker *w)
 		;
 }
 
-enum { M_FWD, M_FLOW, M_PARSE, M_ALLOW, M_REJECT, M_SAMPLE, M_SCAN, M__N };
+enum {
+	M_FWD,
+	M_PASS,
+	M_FLOW,
+	M_PARSE,
+	M_ALLOW,
+	M_REJECT,
+	M_SAMPLE,
+	M_SCAN,
+	M__N
+};
 
 /*
  * Scaling: every lcore runs the keep-alive decision pass over its own
@@ -782,6 +805,7 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 		 p999 = sl_hist_quantile(lat, 0.999);
 	static const char *const label[M__N] = {
 		"forward (tx_burst, untouched)",
+		"pass-through (not a service port)",
 		"classify + checksum + flow",
 		"decide, keep-alive flow, allowed",
 		"decide, new flow, allowed",
@@ -804,6 +828,8 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 			printf("%-38s %12.1f %12.2f %10.2f\n", label[i], v[i],
 			       app->tsc_hz / v[i] / 1e6, v[i] / v[M_FWD]);
 		printf("reject / allow: %.2f\n", v[M_REJECT] / v[M_ALLOW]);
+		printf("pass-through rate / forwarding rate: %.2f\n",
+		       v[M_FWD] / v[M_PASS]);
 		printf("latency, burst arrival to decision (bucket upper "
 		       "bounds): "
 		       "p50 %lu ns, p99 %lu ns, p99.9 %lu ns\n",
@@ -819,6 +845,7 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 	printf("{\"packets\": %u, \"flows\": %u, \"keys\": %u, \"zipf\": %.2f, "
 	       "\"head_bytes_avg\": %.1f, \"rounds\": %u, \"tsc_hz\": %lu, "
 	       "\"cycles_per_request_forward\": %.1f, "
+	       "\"cycles_per_request_passthrough\": %.1f, "
 	       "\"cycles_per_request_flow\": %.1f, "
 	       "\"cycles_per_request_parse\": %.1f, "
 	       "\"cycles_per_request_allow\": %.1f, "
@@ -831,8 +858,8 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 	       "\"bytes_per_bucket\": %.0f, \"flood_addresses\": %u, "
 	       "\"rss_kb_before_flood\": %lu, \"rss_kb_after_flood\": %lu}\n",
 	       c->n, o->flows, o->keys, o->zipf, (double)c->head_bytes / c->n,
-	       o->rounds, app->tsc_hz, v[M_FWD], v[M_FLOW], v[M_PARSE],
-	       v[M_ALLOW], v[M_REJECT], v[M_SAMPLE], v[M_SCAN],
+	       o->rounds, app->tsc_hz, v[M_FWD], v[M_PASS], v[M_FLOW],
+	       v[M_PARSE], v[M_ALLOW], v[M_REJECT], v[M_SAMPLE], v[M_SCAN],
 	       app->tsc_hz / v[M_PARSE], p50, p99, p999, fr->bytes_per_flow,
 	       fr->bytes_per_bucket, o->flood, fr->rss_kb_before,
 	       fr->rss_kb_after);
@@ -893,6 +920,7 @@ main(int argc, char **argv)
 	w[M_ALLOW] = bench_worker(app, 0);
 	w[M_REJECT] = bench_worker(tight, 0);
 	w[M_SAMPLE] = sampling_worker(app, cfg, c_n_ring(&o));
+	w[M_PASS] = passthrough_worker(app);
 	if (build_corpus(&c, &o, app->pool) != 0)
 		rte_exit(EXIT_FAILURE, "out of memory\n");
 	for (m = 0; m < M__N; m++)
@@ -903,7 +931,7 @@ main(int argc, char **argv)
 
 		set_round(&c, r);
 		d[M_FWD] = pass_forward(app, &c);
-		for (m = M_FLOW; m <= M_SAMPLE; m++) {
+		for (m = M_PASS; m <= M_SAMPLE; m++) {
 			if ((m == M_ALLOW || m == M_REJECT) &&
 			    sl_worker_reset_flows(w[m]) != 0)
 				rte_exit(EXIT_FAILURE, "out of memory\n");
