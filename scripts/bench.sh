@@ -46,7 +46,7 @@ ratios = sorted(r["cycles_per_request_reject"] / r["cycles_per_request_allow"] f
 print("  %-30s %8.2f (median of per-run ratios; min %.2f, max %.2f)" % (
     "reject / allow", statistics.median(ratios), ratios[0], ratios[-1]))
 print("  %-30s p50 %d ns, p99 %d ns, p99.9 %d ns (median; log2 bucket bounds)" % (
-    "burst arrival to decision", med("latency_ns_p50"), med("latency_ns_p99"), med("latency_ns_p999")))
+    "RX to TX, 1 frame in 16", med("latency_ns_p50"), med("latency_ns_p99"), med("latency_ns_p999")))
 r = rows[0]
 print("  %-30s %d B per flow, %d B per bucket; RSS %d kB -> %d kB over %d new addresses" % (
     "memory", r["bytes_per_flow"], r["bytes_per_bucket"], r["rss_kb_before_flood"],

@@ -677,14 +677,18 @@ coord_run(const struct bopts *o, struct sl_app *base, uint32_t keys,
 	       "\"coord_messages_per_1000_admitted\": %.1f, "
 	       "\"store_calls_per_1000_admitted_per_request_design\": %.1f, "
 	       "\"parked\": %lu, \"parked_ns_p50\": %lu, "
-	       "\"parked_ns_p99\": %lu}\n",
+	       "\"parked_ns_p99\": %lu, \"latency_ns_p50\": %lu, "
+	       "\"latency_ns_p99\": %lu, \"latency_ns_p999\": %lu}\n",
 	       label, keys, w->ctr.requests, w->ctr.allowed, w->ctr.rejected,
 	       1000.0 * (double)(w->ctr.coord_asks) /
 		       (double)(w->ctr.allowed ? w->ctr.allowed : 1),
 	       1000.0 * (double)w->ctr.requests /
 		       (double)(w->ctr.allowed ? w->ctr.allowed : 1),
 	       w->ctr.parked, sl_hist_quantile(&w->park_latency, 0.5),
-	       sl_hist_quantile(&w->park_latency, 0.99));
+	       sl_hist_quantile(&w->park_latency, 0.99),
+	       sl_hist_quantile(&w->latency, 0.5),
+	       sl_hist_quantile(&w->latency, 0.99),
+	       sl_hist_quantile(&w->latency, 0.999));
 }
 
 /* What the flood measured. */
@@ -830,7 +834,7 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 		printf("reject / allow: %.2f\n", v[M_REJECT] / v[M_ALLOW]);
 		printf("pass-through rate / forwarding rate: %.2f\n",
 		       v[M_FWD] / v[M_PASS]);
-		printf("latency, burst arrival to decision (bucket upper "
+		printf("latency, RX to TX, 1 frame in 16 (bucket upper "
 		       "bounds): "
 		       "p50 %lu ns, p99 %lu ns, p99.9 %lu ns\n",
 		       p50, p99, p999);

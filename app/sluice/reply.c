@@ -72,6 +72,8 @@ reset_server(struct sl_worker *w, const uint8_t *frame, const struct sl_pkt *p,
 		return;
 	}
 	r->data_len = r->pkt_len = len;
+	if (w->app->rx_tsc_off >= 0) /* the request's arrival */
+		*sl_rx_stamp(w->app, r) = w->now;
 	sl_worker_send(w, UP, r);
 }
 

@@ -3,11 +3,25 @@
 #include <time.h>
 
 #include <rte_cycles.h>
+#include <rte_mbuf_dyn.h>
 
 #include "sluice.h"
 
 int sl_logtype;
 volatile sig_atomic_t sl_quit;
+
+/* The TSC of a frame's arrival, carried in the mbuf to its transmission. */
+static int
+rx_stamp_field(void)
+{
+	static const struct rte_mbuf_dynfield f = {
+		.name = "sluice_rx_tsc",
+		.size = sizeof(uint64_t),
+		.align = __alignof__(uint64_t),
+	};
+
+	return rte_mbuf_dynfield_register(&f);
+}
 
 void
 sl_app_setup(struct sl_app *app, struct sl_config *cfg)
@@ -43,4 +57,5 @@ sl_app_setup(struct sl_app *app, struct sl_config *cfg)
 	app->ident.ipv6_prefix = cfg->identity.ipv6_prefix;
 	app->wall0_s =
 		(int64_t)time(NULL) - (int64_t)(rte_rdtsc() / app->tsc_hz);
+	app->rx_tsc_off = rx_stamp_field();
 }

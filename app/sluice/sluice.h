@@ -10,6 +10,7 @@
 #include <rte_common.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 #include <rte_rcu_qsbr.h>
 
 #include "sl_flow.h"
@@ -80,6 +81,7 @@ struct sl_app {
 	uint32_t expected; /* store.expected_appliances */
 	const char *config_path;
 	int64_t wall0_s; /* Unix time at TSC 0, for override expiry */
+	int rx_tsc_off;  /* mbuf dynfield with the arrival TSC; <0: none */
 	uint8_t service[65536 / 8]; /* bitmap of inspected destination ports */
 };
 
@@ -123,6 +125,7 @@ struct sl_worker {
 	uint8_t dec_flags; /* SL_DF_* of the decision being made */
 	int16_t cur_tier;  /* tier of the request being decided, -1: none */
 	uint32_t rest_off; /* where the bytes after its head start */
+	uint32_t lat_tick; /* one transmitted frame in 16 is timed */
 	unsigned int lcore;
 	uint16_t queue;
 	uint64_t now;
@@ -221,6 +224,13 @@ sl_dec_pick(struct sl_worker *w, int rejected)
 	w->rng ^= w->rng >> 7;
 	w->rng ^= w->rng << 17;
 	return w->rng % 1000000 < ppm;
+}
+
+/* The arrival TSC stamped on m at RX (0 when stamping is off). */
+static inline uint64_t *
+sl_rx_stamp(const struct sl_app *app, struct rte_mbuf *m)
+{
+	return RTE_MBUF_DYNFIELD(m, app->rx_tsc_off, uint64_t *);
 }
 
 #endif /* SLUICE_H */

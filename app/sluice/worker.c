@@ -80,6 +80,28 @@ sl_tsc_ns(const struct sl_app *app, uint64_t tsc)
 	       tsc % app->tsc_hz * 1000000000ULL / app->tsc_hz;
 }
 
+/* Latency inside the appliance: from arrival to the TX burst. */
+static void
+time_tx(struct sl_worker *w, const struct sl_txbuf *b)
+{
+	uint64_t now;
+	uint16_t i;
+
+	if (w->app->rx_tsc_off < 0)
+		return;
+	now = rte_rdtsc();
+	for (i = 0; i < b->n; i++) {
+		uint64_t t0;
+
+		if ((++w->lat_tick & 15) != 0)
+			continue;
+		t0 = *sl_rx_stamp(w->app, b->m[i]);
+		if (t0 != 0 && now > t0)
+			sl_hist_add(&w->latency,
+				    ((now - t0) * w->app->ns_mult) >> 20);
+	}
+}
+
 static void
 flush(struct sl_worker *w, int dir)
 {
@@ -88,6 +110,7 @@ flush(struct sl_worker *w, int dir)
 
 	if (b->n == 0)
 		return;
+	time_tx(w, b);
 	sent = rte_eth_tx_burst(w->app->port[dir], w->queue, b->m, b->n);
 	w->ctr.tx += sent;
 	if (unlikely(sent < b->n)) {
@@ -130,8 +153,6 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 {
 	struct sl_worker *w = arg;
 
-	enum sl_req_action a;
-
 	w->cur_flow = f;
 	w->ctr.requests++;
 	if (ev->kind != SL_EV_REQUEST) {
@@ -152,12 +173,7 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 		if (!w->parkable && ev->req->chunked)
 			w->parkable = chunked_takes_all(w, ev->seg_end, rest);
 	}
-	a = sl_decide(w, ev->req, w->cur);
-	/* one in 16: from the burst's arrival to this request's decision */
-	if ((w->ctr.requests & 15) == 0)
-		sl_hist_add(&w->latency,
-			    ((rte_rdtsc() - w->now) * w->app->ns_mult) >> 20);
-	return a;
+	return sl_decide(w, ev->req, w->cur);
 }
 
 static inline struct sl_flow_key
@@ -321,10 +337,15 @@ stage(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n, int from,
 {
 	uint16_t i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		rte_prefetch0(pkts[i]);
-	for (i = 0; i < n; i++)
+		rte_prefetch0((char *)pkts[i] + RTE_CACHE_LINE_SIZE);
+	}
+	for (i = 0; i < n; i++) {
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
+		if (w->app->rx_tsc_off >= 0)
+			*sl_rx_stamp(w->app, pkts[i]) = w->now;
+	}
 	for (i = 0; i < n; i++) {
 		struct sl_pkt *p = &st[i].p;
 		uint16_t port;
