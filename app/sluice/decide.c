@@ -83,15 +83,32 @@ sl_policy_build(const struct sl_config *cfg)
 		p->name_len[i] = (uint32_t)strlen(r->name);
 		p->slot[i] = (uint16_t)i; /* the reloader maps names to slots */
 		ri.rule_len = p->name_len[i];
+		if (sl_reply_tpl_build(&p->tpl429_any[i], &ri) != 0)
+			goto fail;
+		ri.bake = 1;
+		ri.limit = r->limit.count;
+		ri.window_s = (r->limit.period_ms + 999) / 1000;
 		if (sl_reply_tpl_build(&p->tpl429[i], &ri) != 0)
 			goto fail;
 	}
 	if (build_fixed_replies(p) != 0)
 		goto fail;
+	sl_policy_index_slots(p);
 	return p;
 fail:
 	sl_policy_free(p);
 	return NULL;
+}
+
+void
+sl_policy_index_slots(struct sl_policy *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < SL_MAX_RULES; i++)
+		p->rule_of_slot[i] = -1;
+	for (i = 0; i < p->n_rules; i++)
+		p->rule_of_slot[p->slot[i]] = (int16_t)i;
 }
 
 void
@@ -234,13 +251,24 @@ pend_429(struct sl_worker *w, const struct sl_policy *pol,
 {
 	struct sl_reply_nums *v = &w->pending.nums;
 
-	w->pending.tpl = &pol->tpl429[c->rule];
 	v->retry_after_s = sl_retry_seconds(
 		w, c->res.retry_after_ns, pol->jitter_ppm, c->params.period_ns);
 	v->limit = c->params.count;
 	v->window_s = secs_up(c->params.period_ns);
 	v->remaining = c->res.remaining;
 	v->reset_s = secs_up(c->res.reset_ns);
+	w->pending.tpl = sl_tpl429(pol, c->rule, v);
+}
+
+const struct sl_reply_tpl *
+sl_tpl429(const struct sl_policy *pol, uint32_t r,
+	  const struct sl_reply_nums *v)
+{
+	const struct sl_reply_tpl *t = &pol->tpl429[r];
+
+	return t->limit == v->limit && t->window_s == v->window_s
+		       ? t
+		       : &pol->tpl429_any[r];
 }
 
 static enum sl_req_action

@@ -326,16 +326,11 @@ spend(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 		note_spent(w, ns, n, ls, id);
 }
 
-/* The reply template of a rule slot in the running rules, if still there. */
-static const struct sl_reply_tpl *
-tpl_of_slot(const struct sl_policy *pol, uint16_t slot)
+/* Whether a rule slot is still in the running rules. */
+static int
+slot_live(const struct sl_policy *pol, uint16_t slot)
 {
-	uint32_t r;
-
-	for (r = 0; r < pol->n_rules; r++)
-		if (pol->slot[r] == slot)
-			return &pol->tpl429[r];
-	return NULL;
+	return slot < SL_MAX_RULES && pol->rule_of_slot[slot] >= 0;
 }
 
 static void
@@ -344,13 +339,17 @@ refuse(struct sl_worker *w, const struct sl_need *n, uint64_t retry_ns,
 {
 	struct sl_reply_nums *v = &w->pending.nums;
 
-	w->pending.tpl = tpl_of_slot(w->pol, n->slot);
 	v->retry_after_s = sl_retry_seconds(w, retry_ns, w->pol->jitter_ppm,
 					    n->period_ms * 1000000ULL);
 	v->limit = n->count;
 	v->window_s = (n->period_ms + 999) / 1000;
 	v->remaining = remaining;
 	v->reset_s = (reset_ns + NS - 1) / NS;
+	w->pending.tpl =
+		slot_live(w->pol, n->slot)
+			? sl_tpl429(w->pol,
+				    (uint32_t)w->pol->rule_of_slot[n->slot], v)
+			: NULL;
 	w->ctr.rejected++;
 	w->rules[n->slot].rejected++;
 	w->tiers_ctr[w->cur_tier + 1].rejected++;
@@ -566,7 +565,7 @@ try_resolve(struct sl_worker *w, uint16_t i)
 		spend(w, e->need, e->n_need, ls, &e->id);
 		finish(w, i, SL_REQ_CONTINUE);
 	} else if (st == ST_REFUSED &&
-		   tpl_of_slot(w->pol, e->need[strict].slot) == NULL) {
+		   !slot_live(w->pol, e->need[strict].slot)) {
 		/* the rule that refused was removed while it waited */
 		finish(w, i, SL_REQ_CONTINUE);
 	} else if (st == ST_REFUSED) {

@@ -56,6 +56,7 @@ assign_slots(struct sl_policy *p, char *msg, size_t len)
 		}
 		p->slot[i] = (uint16_t)s;
 	}
+	sl_policy_index_slots(p);
 	return 0;
 }
 

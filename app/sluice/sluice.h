@@ -49,7 +49,11 @@ struct sl_policy {
 	uint32_t name_len[SL_MAX_RULES];
 	/* counter slot per rule: stable for a rule name across reloads */
 	uint16_t slot[SL_MAX_RULES];
+	int16_t rule_of_slot[SL_MAX_RULES]; /* -1: no such rule now */
+	/* per rule: its own limit and window baked in, and a template for
+	 * the numbers of an override */
 	struct sl_reply_tpl tpl429[SL_MAX_RULES];
+	struct sl_reply_tpl tpl429_any[SL_MAX_RULES];
 	struct sl_reply_tpl tpl403, tpl431;
 	struct sl_reply_tpl tpl400[SL_HTTP_E__COUNT];
 };
@@ -176,6 +180,8 @@ void sl_reload_poll(struct sl_app *app);
 /* Shared by sluice and sluice-bench. */
 void sl_app_setup(struct sl_app *app, struct sl_config *cfg);
 struct sl_policy *sl_policy_build(const struct sl_config *cfg);
+/* Recomputes rule_of_slot after slot[] changed. */
+void sl_policy_index_slots(struct sl_policy *p);
 void sl_policy_free(struct sl_policy *p);
 
 /* Tier of a key outside the static map: cached, else asked (default now). */
@@ -199,6 +205,9 @@ uint64_t sl_tsc_ns(const struct sl_app *app, uint64_t tsc);
 void sl_main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag);
 /* One frame from port index from, as if just received. */
 void sl_worker_handle(struct sl_worker *w, struct rte_mbuf *m, int from);
+/* The 429 template of rule index r for these numbers. */
+const struct sl_reply_tpl *sl_tpl429(const struct sl_policy *pol, uint32_t r,
+				     const struct sl_reply_nums *v);
 /* Retry-After seconds: never earlier than true, spread by the jitter. */
 uint64_t sl_retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
 			  uint64_t period_ns);

@@ -111,6 +111,9 @@ struct sl_reply_info {
 	uint64_t window_s; /* its window */
 	uint64_t remaining;
 	uint64_t reset_s;
+	/* template: limit and window_s written as constant text (a rule's
+	 * own numbers; an override needs a template without it) */
+	uint8_t bake;
 };
 
 /*
@@ -138,6 +141,8 @@ struct sl_reply_tpl_seg {
 
 struct sl_reply_tpl {
 	uint8_t n;
+	uint8_t baked; /* limit and window_s are in the text */
+	uint64_t limit, window_s;
 	uint16_t body_fixed; /* body length without the retry digits */
 	uint8_t body_has_retry;
 	struct sl_reply_tpl_seg seg[SL_TPL_SEGS];

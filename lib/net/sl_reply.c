@@ -41,6 +41,7 @@ struct w {
 	int overflow;
 	struct sl_reply_tpl *tpl; /* template mode when not NULL */
 	uint32_t seg_start;
+	uint8_t bake; /* template: limit and window are constant */
 };
 
 static void
@@ -79,7 +80,8 @@ put_num(struct w *w, uint8_t slot, uint64_t v)
 {
 	char d[20];
 
-	if (w->tpl != NULL)
+	if (w->tpl != NULL &&
+	    !(w->bake && (slot == SL_SLOT_LIMIT || slot == SL_SLOT_WINDOW)))
 		close_seg(w, slot);
 	else
 		put(w, d, sl_utoa(v, d));
@@ -214,9 +216,15 @@ sl_reply_http(char *buf, uint32_t size, const struct sl_reply_info *ri)
 int
 sl_reply_tpl_build(struct sl_reply_tpl *t, const struct sl_reply_info *ri)
 {
-	struct w w = {.b = t->text, .size = sizeof(t->text), .tpl = t};
+	struct w w = {.b = t->text,
+		      .size = sizeof(t->text) - 16, /* copy_over's slack */
+		      .tpl = t,
+		      .bake = ri->bake};
 
 	memset(t, 0, offsetof(struct sl_reply_tpl, text));
+	t->baked = ri->bake;
+	t->limit = ri->limit;
+	t->window_s = ri->window_s;
 	emit(&w, ri, 0);
 	t->body_fixed = (uint16_t)body(&w, ri);
 	t->body_has_retry = ri->status == 429;
@@ -235,6 +243,21 @@ sum_at(const uint8_t *b, uint32_t len, uint32_t pos, uint32_t acc)
 	return acc;
 }
 
+/*
+ * Segments are short: whole 16-byte chunks, no call, no tail loop. Up to
+ * 15 bytes past the end are written (the caller leaves 32 of room; later
+ * writes cover them) and read (the template text has the slack: the
+ * builder refuses a template within 16 bytes of its buffer's end).
+ */
+static inline void
+copy_over(uint8_t *d, const char *s, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i += 16)
+		memcpy(d + i, s + i, 16);
+}
+
 uint32_t
 sl_reply_tpl_fill(const struct sl_reply_tpl *t, const struct sl_reply_nums *v,
 		  uint8_t *dst, uint32_t room, uint32_t *sum)
@@ -248,9 +271,9 @@ sl_reply_tpl_fill(const struct sl_reply_tpl *t, const struct sl_reply_nums *v,
 		uint64_t x = 0;
 		uint32_t nd;
 
-		if (pos + s->len + 20 > room)
+		if (pos + s->len + 32 > room)
 			return 0;
-		memcpy(dst + pos, t->text + s->off, s->len);
+		copy_over(dst + pos, t->text + s->off, s->len);
 		acc += (pos & 1) ? __builtin_bswap16(s->sum) : s->sum;
 		pos += s->len;
 		switch (s->slot) {
