@@ -114,6 +114,20 @@ def main():
             res.check(rej.get("key-ops", 0) >= 3, "exporter: per-rule rejections")
             trej = {s.labels["tier"]: s.value for s in fams["sluice_tier_rejected"].samples}
             res.eq(trej.get("free"), rej.get("key-ops"), "exporter: per-tier rejections")
+
+            # 429s carry the numbers that decided: the rule's own, or an
+            # override's (each rule has a template for either)
+            h = t.curl("-H", "X-API-Key: k-1", "http://%s/v1/ops/own" % S4)
+            res.eq((h[0], h[1].get("ratelimit-policy")), (429, '"key-ops";q=2;w=60'),
+                   "a 429 names the rule's own limit and window")
+            r = ctl("override", "add", "--rule", "key-ops", "--key", "k-low", "--limit", "1/h",
+                    "--burst", "1", "--expires", "+1h", "--reason", "abuse 7")
+            res.eq(r.returncode, 0, "a lowering override added " + r.stderr.strip())
+            low = [t.curl("-H", "X-API-Key: k-low", "http://%s/v1/ops/low%d" % (S4, i))
+                   for i in range(2)]
+            res.eq([c for c, _, _ in low], [200, 429], "k-low: 1 per hour")
+            res.eq(low[1][1].get("ratelimit-policy"), '"key-ops";q=1;w=3600',
+                   "its 429 names the override's limit and window")
             res.eq(t.sluice.stop(), 0, "clean shutdown")
     return res.finish()
 
