@@ -276,8 +276,8 @@ block(struct sl_worker *w, const struct sl_identity *id)
 {
 	w->pending.tpl = &w->pol->tpl403;
 	w->ctr.blocked++;
-	sl_top_add(&w->top, id->hash, SL_SLOT_BLOCKLIST, id->kind, id->ip_af,
-		   id->id, id->len);
+	sl_top_add(&w->top, sl_ident_hash(id), SL_SLOT_BLOCKLIST, id->kind,
+		   id->ip_af, id->id, id->len);
 	if (sl_dec_pick(w, 1))
 		sl_dec_record(w, SL_V_BLOCKED, SL_SLOT_BLOCKLIST, 0, 0, id);
 	return SL_REQ_STOP;
@@ -484,8 +484,8 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	w->ctr.rejected++;
 	w->tiers_ctr[w->cur_tier + 1].rejected++;
 	w->rules[pol->slot[cs[strict].rule]].rejected++;
-	sl_top_add(&w->top, id.hash, pol->slot[cs[strict].rule], id.kind,
-		   id.ip_af, id.id, id.len);
+	sl_top_add(&w->top, sl_ident_hash(&id), pol->slot[cs[strict].rule],
+		   id.kind, id.ip_af, id.id, id.len);
 	pend_429(w, pol, &cs[strict]);
 	if (sl_dec_pick(w, 1)) {
 		w->dec_flags |= shadow_denied ? SL_DF_SHADOW : 0;

@@ -354,8 +354,8 @@ refuse(struct sl_worker *w, const struct sl_need *n, uint64_t retry_ns,
 	w->rules[n->slot].rejected++;
 	w->tiers_ctr[w->cur_tier + 1].rejected++;
 	if (id != NULL)
-		sl_top_add(&w->top, id->hash, n->slot, id->kind, id->ip_af,
-			   id->id, id->len);
+		sl_top_add(&w->top, sl_ident_hash(id), n->slot, id->kind,
+			   id->ip_af, id->id, id->len);
 	if (sl_dec_pick(w, 1))
 		sl_dec_record(w, SL_V_REJECTED, n->slot, remaining, retry_ns,
 			      id);

@@ -203,8 +203,13 @@ sl_ident_extract(const struct sl_ident_cfg *cfg, const struct sl_http_req *req,
 		out->len = n;
 		memcpy(out->id, out->client_ip, n);
 	}
-	out->hash = sl_hash64(out->id, out->len, out->kind);
 	return rc;
+}
+
+uint64_t
+sl_ident_hash(const struct sl_identity *id)
+{
+	return sl_hash64(id->id, id->len, id->kind);
 }
 
 int

@@ -28,10 +28,9 @@ struct sl_ident_cfg {
 };
 
 struct sl_identity {
-	uint64_t hash; /* of kind and bytes: table index, never trusted alone */
-	uint8_t kind;  /* enum sl_ident_kind */
-	uint8_t len;   /* bytes used in id */
-	uint8_t ip_af; /* SL_AF_INET / SL_AF_INET6 of client_ip */
+	uint8_t kind;          /* enum sl_ident_kind */
+	uint8_t len;           /* bytes used in id */
+	uint8_t ip_af;         /* SL_AF_INET / SL_AF_INET6 of client_ip */
 	uint8_t xff_used;      /* client_ip came from X-Forwarded-For */
 	uint8_t client_ip[16]; /* grouped by ipv6_prefix for IPv6 */
 	uint8_t id[SL_IDENT_MAX];
@@ -45,6 +44,12 @@ struct sl_identity {
 int sl_ident_extract(const struct sl_ident_cfg *cfg,
 		     const struct sl_http_req *req, uint8_t af,
 		     const uint8_t peer[16], struct sl_identity *out);
+
+/*
+ * Hash of an identity's kind and bytes (a table index, never trusted
+ * alone). Computed on demand: only rejections need it.
+ */
+uint64_t sl_ident_hash(const struct sl_identity *id);
 
 /* 64-bit hash used for identities and flow keys (not cryptographic). */
 uint64_t sl_hash64(const void *buf, uint32_t len, uint64_t seed);
