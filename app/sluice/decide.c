@@ -419,14 +419,15 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	struct check cs[SL_MAX_MATCH];
 	uint16_t idx[SL_MAX_MATCH];
 	uint32_t n, i, shadow_denied = 0;
-	int strict = -1;
+	int strict = -1, key_tier = -1;
 
 	w->dec_flags = 0;
 	count_identity(
 		w, &id,
 		sl_ident_extract(&w->app->ident, req, p->af, p->src, &id));
 	if ((req->api_key.len &&
-	     sl_ruleset_key_blocked(rs, req->api_key.p, req->api_key.len)) ||
+	     sl_ruleset_key_info(rs, req->api_key.p, req->api_key.len,
+				 &key_tier)) ||
 	    sl_ruleset_ip_blocked(rs, id.ip_af, id.client_ip))
 		return block(w, &id);
 	m.method = sl_method_bit(req->method.p, req->method.len);
@@ -438,8 +439,7 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	m.has_user = req->user.len > 0;
 	m.tier = -1;
 	if (m.has_key) {
-		m.tier = (int16_t)sl_ruleset_tier_find(rs, req->api_key.p,
-						       req->api_key.len);
+		m.tier = (int16_t)key_tier;
 		if (m.tier < 0 && w->app->coord != NULL &&
 		    w->app->coord->store != NULL)
 			m.tier = (int16_t)sl_tier_of(w, req->api_key.p,

@@ -233,6 +233,12 @@ const char *sl_ruleset_tier_name(const struct sl_ruleset *rs, uint32_t i);
 
 int sl_ruleset_key_blocked(const struct sl_ruleset *rs, const char *key,
 			   uint32_t len);
+/*
+ * Both of the above with the key hashed once: returns whether it is
+ * blocked, and its tier in the static map (-1: not in it) in *tier.
+ */
+int sl_ruleset_key_info(const struct sl_ruleset *rs, const char *key,
+			uint32_t len, int *tier);
 /* af 4 or 6, addr in network order. */
 int sl_ruleset_ip_blocked(const struct sl_ruleset *rs, uint8_t af,
 			  const uint8_t *addr);

@@ -34,7 +34,8 @@ struct sl_ruleset {
 	uint8_t n_lens4;
 	uint8_t lens6[129];
 	uint8_t n_lens6;
-	struct htab ovr; /* (rule, kind, id) -> override index */
+	struct htab ovr;               /* (rule, kind, id) -> override index */
+	uint8_t has_ovr[SL_MAX_RULES]; /* a rule nobody overrides: no hash */
 	uint8_t (*prefix_keys)[18];
 };
 
@@ -175,6 +176,7 @@ build_overrides(struct sl_ruleset *rs)
 		struct sl_override *o = &c->overrides[i];
 		struct sl_cidr a;
 
+		rs->has_ovr[o->rule] = 1;
 		if (o->kind == SL_SCOPE_IP && sl_cidr_parse(o->key, &a) == 0) {
 			o->id_len = a.af == 4 ? 4 : 16;
 			memcpy(o->id, a.addr, o->id_len);
@@ -201,7 +203,7 @@ sl_ruleset_override(const struct sl_ruleset *rs, uint32_t i, uint8_t kind,
 	const struct hent *e;
 	const struct sl_override *o;
 
-	if (rs->cfg.n_overrides == 0)
+	if (i >= SL_MAX_RULES || !rs->has_ovr[i])
 		return NULL;
 	e = ht_get(&rs->ovr, ovr_hash(rs->rule_id[i], kind, id, len), id, len);
 	if (e == NULL)
@@ -379,6 +381,23 @@ sl_ruleset_key_blocked(const struct sl_ruleset *rs, const char *key,
 	if (rs->cfg.n_block_keys == 0)
 		return 0;
 	return ht_get(&rs->blocked, sl_hash64(key, len, 1), key, len) != NULL;
+}
+
+int
+sl_ruleset_key_info(const struct sl_ruleset *rs, const char *key, uint32_t len,
+		    int *tier)
+{
+	const struct hent *e;
+	uint64_t h;
+
+	*tier = -1;
+	if (rs->cfg.n_keys == 0 && rs->cfg.n_block_keys == 0)
+		return 0;
+	h = sl_hash64(key, len, 1); /* the seed both tables are built with */
+	if (rs->cfg.n_keys > 0 && (e = ht_get(&rs->keys, h, key, len)) != NULL)
+		*tier = (int)e->val;
+	return rs->cfg.n_block_keys > 0 &&
+	       ht_get(&rs->blocked, h, key, len) != NULL;
 }
 
 /* Host equality ignoring case and a ":port" on the request side. */

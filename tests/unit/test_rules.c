@@ -320,10 +320,20 @@ ruleset_blocklist(void **state)
 	uint8_t e[16] = {10, 1, 2, 4};
 	uint8_t v6[16] = {0x20, 0x01, 0x0d, 0xb8, 0x0b, 0xad, 0, 1};
 	uint8_t v6ok[16] = {0x20, 0x01, 0x0d, 0xb8, 0x0b, 0xae};
+	int tier;
 
 	(void)state;
+
 	assert_true(sl_ruleset_key_blocked(rs, "k-revoked", 9));
 	assert_false(sl_ruleset_key_blocked(rs, "k-revoke", 8));
+	/* both lookups with one hash */
+	assert_true(sl_ruleset_key_info(rs, "k-revoked", 9, &tier));
+	assert_int_equal(tier, -1);
+	assert_false(sl_ruleset_key_info(rs, "k-pro", 5, &tier));
+	assert_int_equal(tier, sl_ruleset_tier_find(rs, "k-pro", 5));
+	assert_int_equal(tier, 1);
+	assert_false(sl_ruleset_key_info(rs, "k-nobody", 8, &tier));
+	assert_int_equal(tier, -1);
 	assert_true(sl_ruleset_ip_blocked(rs, 4, a));
 	assert_true(sl_ruleset_ip_blocked(rs, 4, b));
 	assert_false(sl_ruleset_ip_blocked(rs, 4, c));
