@@ -157,21 +157,7 @@ def main():
                 res.eq(st["store_degraded"] + st_b["store_degraded"], 0, "nothing degraded")
 
                 # a leased limit through the cluster, demand from both at once
-                loop = ("for i in $(seq 150); do curl -s -o /dev/null -w '%{http_code}\\n' "
-                        "--max-time 5 -H 'X-API-Key: k-bulk' http://" + S4 + "/v1/bulk/$i; done")
-                t0 = time.time()
-                pa = subprocess.Popen(["ip", "netns", "exec", a.cns, "sh", "-c", loop],
-                                      stdout=subprocess.PIPE, text=True)
-                pb = subprocess.Popen(["ip", "netns", "exec", b.cns, "sh", "-c", loop],
-                                      stdout=subprocess.PIPE, text=True)
-                out = pa.communicate(timeout=180)[0] + pb.communicate(timeout=180)[0]
-                secs = time.time() - t0
-                admitted = out.split().count("200")
-                refill = int(200 * secs / 60) + 1
-                res.check(180 <= admitted <= 200 + refill,
-                          "cluster, leased 200/min across two appliances: %d of 300 in %.1f s "
-                          "(admitted/limit %.3f; bound 180..%d)" % (
-                              admitted, secs, admitted / 200.0, 200 + refill))
+                sltest.check_leased_200(res, a, b, "k-bulk", "cluster, two appliances")
                 time.sleep(0.5)
                 da = sltest.telemetry(a.sluice.prefix, "/sluice/decisions")
                 db = sltest.telemetry(b.sluice.prefix, "/sluice/decisions")

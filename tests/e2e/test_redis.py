@@ -39,29 +39,12 @@ response: {retry_jitter: 0}
 """
 
 
-def bulk_loop(key, n=150):
-    return ("for i in $(seq %d); do curl -s -o /dev/null -w '%%{http_code}\\n' "
-            "--max-time 5 -H 'X-API-Key: %s' http://%s/v1/bulk/$i; done" % (n, key, S4))
-
-
 def two_workers_each(binary, res, tmp, conf):
     """The accuracy run again with two workers per appliance: four lease
     holders of one limit, connections spread over both queues by RSS."""
     with sltest.Topology(binary, conf, tmp, workers=2, prefix="rc%d" % (os.getpid() % 1000)) as a, \
             sltest.Topology(binary, conf, tmp, workers=2, prefix="rd%d" % (os.getpid() % 1000)) as b:
-        t0 = time.time()
-        pa = subprocess.Popen(["ip", "netns", "exec", a.cns, "sh", "-c", bulk_loop("k-bulk4")],
-                              stdout=subprocess.PIPE, text=True)
-        pb = subprocess.Popen(["ip", "netns", "exec", b.cns, "sh", "-c", bulk_loop("k-bulk4")],
-                              stdout=subprocess.PIPE, text=True)
-        out = pa.communicate(timeout=180)[0] + pb.communicate(timeout=180)[0]
-        secs = time.time() - t0
-        admitted = out.split().count("200")
-        refill = int(200 * secs / 60) + 1
-        res.check(180 <= admitted <= 200 + refill,
-                  "2 appliances x 2 workers, leased 200/min: %d of 300 admitted in %.1f s "
-                  "(admitted/limit %.3f; bound 180..%d)" % (
-                      admitted, secs, admitted / 200.0, 200 + refill))
+        sltest.check_leased_200(res, a, b, "k-bulk4", "2 appliances x 2 workers")
         for t in (a, b):
             w = sltest.telemetry(t.sluice.prefix, "/sluice/workers")
             per = [v["allowed"] + v["rejected"] for v in w.values()]
@@ -122,20 +105,7 @@ def main():
                 res.check("sl_reserve_" in functions(), "the library was loaded again")
 
                 # a leased limit, demand above it from both appliances at once
-                loop = bulk_loop("k-bulk")
-                t0 = time.time()
-                pa = subprocess.Popen(["ip", "netns", "exec", a.cns, "sh", "-c", loop],
-                                      stdout=subprocess.PIPE, text=True)
-                pb = subprocess.Popen(["ip", "netns", "exec", b.cns, "sh", "-c", loop],
-                                      stdout=subprocess.PIPE, text=True)
-                out = pa.communicate(timeout=120)[0] + pb.communicate(timeout=120)[0]
-                secs = time.time() - t0
-                admitted = out.split().count("200")
-                refill = int(200 * secs / 60) + 1
-                res.check(180 <= admitted <= 200 + refill,
-                          "leased 200/min across two appliances: %d of 300 admitted in %.1f s "
-                          "(admitted/limit %.3f; bound 180..%d)" % (
-                              admitted, secs, admitted / 200.0, 200 + refill))
+                sltest.check_leased_200(res, a, b, "k-bulk", "across two appliances")
 
                 # Redis frozen: nobody waits long, each rule's policy decides
                 redis.send_signal(signal.SIGSTOP)

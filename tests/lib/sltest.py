@@ -50,6 +50,27 @@ def telemetry(prefix, cmd, timeout=2.0):
         s.close()
 
 
+def check_leased_200(res, a, b, key, what, url="http://198.18.0.2/v1/bulk", n=150):
+    """Demand above a 200/min limit from the clients of two topologies at
+    once, n sequential curls each (bounded); checks the admitted count is
+    between (1 - accuracy 0.1) x 200 and the limit plus its refill over
+    the run, and prints the admitted/limit ratio."""
+    loop = ("for i in $(seq %d); do curl -s -o /dev/null -w '%%{http_code}\\n' "
+            "--max-time 5 -H 'X-API-Key: %s' %s/$i; done" % (n, key, url))
+    t0 = time.time()
+    procs = [subprocess.Popen(["ip", "netns", "exec", t.cns, "sh", "-c", loop],
+                              stdout=subprocess.PIPE, text=True) for t in (a, b)]
+    out = "".join(p.communicate(timeout=240)[0] for p in procs)
+    secs = time.time() - t0
+    admitted = out.split().count("200")
+    refill = int(200 * secs / 60) + 1
+    res.check(180 <= admitted <= 200 + refill,
+              "%s, leased 200/min: %d of %d admitted in %.1f s "
+              "(admitted/limit %.3f; bound 180..%d)" % (
+                  what, admitted, 2 * n, secs, admitted / 200.0, 200 + refill))
+    return admitted
+
+
 class Sluice:
     """A sluice process with a unique --file-prefix, stopped on exit."""
 
