@@ -45,10 +45,8 @@ sl_flow_table_create(const struct sl_flow_params *p)
 		sl_flow_table_free(t);
 		return NULL;
 	}
-	for (i = 0; i < p->capacity; i++) {
+	for (i = 0; i < p->capacity; i++)
 		t->free_flows[i] = p->capacity - 1 - i;
-		t->seen[i] = UINT64_MAX;
-	}
 	t->n_free = p->capacity;
 	for (i = 0; i < p->head_slots; i++)
 		t->free_heads[i] = p->head_slots - 1 - i;
@@ -61,10 +59,12 @@ sl_flow_table_free(struct sl_flow_table *t)
 {
 	if (t == NULL)
 		return;
-	sl_mem_table_free(t->buckets);
-	sl_mem_table_free(t->flows);
+	sl_mem_table_free(t->buckets,
+			  ((size_t)t->bucket_mask + 1) * sizeof(struct bucket));
+	sl_mem_table_free(t->flows,
+			  (size_t)t->p.capacity * sizeof(struct sl_flow));
 	free(t->free_flows);
-	sl_mem_table_free(t->seen);
+	sl_mem_table_free(t->seen, (size_t)t->p.capacity * sizeof(uint64_t));
 	free(t->heads);
 	free(t->free_heads);
 	free(t);
@@ -177,7 +177,7 @@ sl_flow_remove(struct sl_flow_table *t, struct sl_flow *f)
 	bk->sig[f->bslot] = 0;
 	bk->idx[f->bslot] = 0;
 	f->in_use = 0;
-	t->seen[f - t->flows] = UINT64_MAX;
+	t->seen[f - t->flows] = 0;
 	t->free_flows[t->n_free++] = (uint32_t)(f - t->flows);
 	t->st.active--;
 }
@@ -208,12 +208,12 @@ evict_one(struct sl_flow_table *t)
 	uint64_t oldest = UINT64_MAX;
 	uint32_t i, best = 0;
 
-	/* a full table has no UINT64_MAX entry to skip for long */
+	/* a full table has no free (0) entry to skip for long */
 	for (i = 0; i < CLOCK_SCAN || oldest == UINT64_MAX; i++) {
 		uint32_t c = t->clock;
 
 		t->clock = c + 1 == t->p.capacity ? 0 : c + 1;
-		if (t->seen[c] < oldest) {
+		if (t->seen[c] != 0 && t->seen[c] < oldest) {
 			oldest = t->seen[c];
 			best = c;
 		}

@@ -82,9 +82,9 @@ sl_bucket_table_free(struct sl_bucket_table *t)
 {
 	if (t == NULL)
 		return;
-	sl_mem_table_free(t->bkts);
-	sl_mem_table_free(t->ents);
-	sl_mem_table_free(t->states);
+	sl_mem_table_free(t->bkts, ((size_t)t->mask + 1) * sizeof(struct bkt));
+	sl_mem_table_free(t->ents, (size_t)t->capacity * sizeof(struct entry));
+	sl_mem_table_free(t->states, (size_t)t->capacity * t->stride);
 	free(t->free_ents);
 	free(t);
 }

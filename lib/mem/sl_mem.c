@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -7,27 +8,52 @@
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
+static size_t
+round_up(size_t n, size_t a)
+{
+	return (n + a - 1) & ~(a - 1);
+}
+
+/* Anonymous memory is zero until written: nothing to clear. */
+static void *
+map_aligned(size_t n)
+{
+	uint8_t *raw = mmap(NULL, n + HUGE_PAGE, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *p;
+
+	if (raw == MAP_FAILED)
+		return NULL;
+	p = (uint8_t *)round_up((uintptr_t)raw, HUGE_PAGE);
+	if (p > raw)
+		munmap(raw, (size_t)(p - raw));
+	if (raw + n + HUGE_PAGE > p + n)
+		munmap(p + n, (size_t)(raw + n + HUGE_PAGE - (p + n)));
+	/* a hint: where THP is off or unsupported, 4 KiB pages still work */
+	(void)madvise(p, n, MADV_HUGEPAGE);
+	return p;
+}
+
 void *
 sl_mem_table(size_t size)
 {
-	size_t align = size >= HUGE_PAGE ? HUGE_PAGE : 64;
-	size_t n = (size + align - 1) & ~(align - 1);
 	void *p;
 
-	if (n == 0)
-		n = align;
-	p = aligned_alloc(align, n);
-	if (p == NULL)
-		return NULL;
-	/* a hint: where THP is off or unsupported, 4 KiB pages still work */
-	if (align == HUGE_PAGE)
-		(void)madvise(p, n, MADV_HUGEPAGE);
-	memset(p, 0, n);
+	if (size >= HUGE_PAGE)
+		return map_aligned(round_up(size, HUGE_PAGE));
+	p = aligned_alloc(64, round_up(size ? size : 1, 64));
+	if (p != NULL)
+		memset(p, 0, round_up(size ? size : 1, 64));
 	return p;
 }
 
 void
-sl_mem_table_free(void *p)
+sl_mem_table_free(void *p, size_t size)
 {
-	free(p);
+	if (p == NULL)
+		return;
+	if (size >= HUGE_PAGE)
+		munmap(p, round_up(size, HUGE_PAGE));
+	else
+		free(p);
 }

@@ -4,16 +4,18 @@
 
 /*
  * Memory for the big per-worker tables (flows, buckets). A table of 2 MiB
- * or more is aligned to 2 MiB and advised for transparent huge pages: the
- * tables are read at random, and with 4 KiB pages nearly every lookup in
- * a million-entry table would also miss the TLB. Zeroed and touched here,
- * so the pages are resident from the start and the process never grows.
+ * or more is mapped 2 MiB aligned and advised for transparent huge pages:
+ * the tables are read at random, and with 4 KiB pages nearly every lookup
+ * in a million-entry table would also miss the TLB. Such a table is not
+ * touched here: its pages are faulted in by the worker that uses it, so on
+ * a multi-socket machine they land on that worker's node.
  */
 
 #include <stddef.h>
 
 /* Zeroed, cache-line aligned; NULL when out of memory. */
 void *sl_mem_table(size_t size);
-void sl_mem_table_free(void *p);
+/* size: what was asked of sl_mem_table. */
+void sl_mem_table_free(void *p, size_t size);
 
 #endif /* SL_MEM_H */
