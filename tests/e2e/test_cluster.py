@@ -2,7 +2,9 @@
 """Two appliances against a local Redis Cluster of three masters (started
 here with redis-server and redis-cli --cluster create): limits hold across
 both for keys that live on different masters; a slot moved to another
-master mid-run is followed through MOVED, and the limit still holds. Both
+master mid-run is followed through MOVED, and the limit still holds; a
+leased 200/min key under demand from both stays within its bound, with
+one worker per appliance and again with two. Both
 appliances write every decision to one Redis Stream whose slot lives on a
 master other than the seed (reached through MOVED).
 
@@ -169,6 +171,16 @@ def main():
                           "each followed MOVED to the stream's master")
                 res.eq(a.sluice.stop(), 0, "A stops cleanly")
                 res.eq(b.sluice.stop(), 0, "B stops cleanly")
+            # the accuracy run again with two workers per appliance
+            with sltest.Topology(binary, conf, tmp, workers=2,
+                                 prefix="cc%d" % (os.getpid() % 1000)) as c, \
+                    sltest.Topology(binary, conf, tmp, workers=2,
+                                    prefix="cd%d" % (os.getpid() % 1000)) as d:
+                sltest.check_leased_200(res, c, d, "k-bulk2", "cluster, 2 appliances x 2 workers")
+                deg = sum(sltest.telemetry(t.sluice.prefix, "/sluice/store")["store_degraded"]
+                          for t in (c, d))
+                res.eq(deg, 0, "2 x 2 workers: nothing degraded")
+                res.eq(c.sluice.stop() + d.sluice.stop(), 0, "both stop cleanly")
         finally:
             for p in procs:
                 p.kill()
