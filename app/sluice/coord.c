@@ -25,6 +25,8 @@ sl_coord_create(uint32_t workers, uint32_t capacity)
 	c->n = workers;
 	c->lease_ns = LEASE_NS;
 	c->state = sl_bucket_table_create(capacity, 1);
+	/* the main lcore uses it: faulted in here, before traffic */
+	sl_bucket_table_prefault(c->state);
 	if (c->state == NULL)
 		return NULL;
 	for (i = 0; i < workers; i++) {

@@ -419,6 +419,12 @@ sl_worker_main(void *arg)
 	const struct sl_app *app = w->app;
 
 	SL_LOG(INFO, "worker on lcore %u polls queue %u", w->lcore, w->queue);
+	/* this lcore's tables, faulted in here (its node) before traffic */
+	sl_flow_table_prefault(w->flows);
+	sl_bucket_table_prefault(w->buckets);
+	sl_bucket_table_prefault(w->logs);
+	sl_bucket_table_prefault(w->leases);
+	sl_bucket_table_prefault(w->tiers);
 	if (app->qs != NULL) {
 		rte_rcu_qsbr_thread_register(app->qs, w->lcore);
 		rte_rcu_qsbr_thread_online(app->qs, w->lcore);

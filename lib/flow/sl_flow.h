@@ -122,6 +122,8 @@ struct sl_flow_stats {
 struct sl_flow_table;
 
 struct sl_flow_table *sl_flow_table_create(const struct sl_flow_params *p);
+/* Faults the table's memory in, on the thread that will use it. */
+void sl_flow_table_prefault(struct sl_flow_table *t);
 void sl_flow_table_free(struct sl_flow_table *t);
 
 /*

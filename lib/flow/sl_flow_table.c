@@ -116,6 +116,16 @@ sl_flow_find(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h)
 	return f != NULL ? f : find_in(t, alt_bucket(t, h), sig, k);
 }
 
+void
+sl_flow_table_prefault(struct sl_flow_table *t)
+{
+	sl_mem_prefault(t->buckets,
+			((size_t)t->bucket_mask + 1) * sizeof(struct bucket));
+	sl_mem_prefault(t->flows,
+			(size_t)t->p.capacity * sizeof(struct sl_flow));
+	sl_mem_prefault(t->seen, (size_t)t->p.capacity * sizeof(uint64_t));
+}
+
 uint64_t
 sl_flow_hash(const struct sl_flow_key *k)
 {

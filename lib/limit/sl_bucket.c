@@ -78,6 +78,16 @@ sl_bucket_table_create_sized(uint32_t capacity, size_t value_size)
 }
 
 void
+sl_bucket_table_prefault(struct sl_bucket_table *t)
+{
+	if (t == NULL)
+		return;
+	sl_mem_prefault(t->bkts, ((size_t)t->mask + 1) * sizeof(struct bkt));
+	sl_mem_prefault(t->ents, (size_t)t->capacity * sizeof(struct entry));
+	sl_mem_prefault(t->states, (size_t)t->capacity * t->stride);
+}
+
+void
 sl_bucket_table_free(struct sl_bucket_table *t)
 {
 	if (t == NULL)

@@ -116,6 +116,8 @@ struct sl_bucket_table *sl_bucket_table_create(uint32_t capacity,
 struct sl_bucket_table *sl_bucket_table_create_sized(uint32_t capacity,
 						     size_t value_size);
 void sl_bucket_table_free(struct sl_bucket_table *t);
+/* Faults the table's memory in, on the thread that will use it. */
+void sl_bucket_table_prefault(struct sl_bucket_table *t);
 
 /* Starts a request: entries got until the next call are never evicted. */
 void sl_bucket_begin(struct sl_bucket_table *t);

@@ -48,6 +48,19 @@ sl_mem_table(size_t size)
 }
 
 void
+sl_mem_prefault(void *p, size_t size)
+{
+	volatile uint8_t *b = p;
+	size_t o;
+
+	if (p == NULL || size < HUGE_PAGE)
+		return; /* small tables were cleared when allocated */
+	/* a write: a read would map the shared zero page instead */
+	for (o = 0; o < size; o += 4096)
+		b[o] = 0;
+}
+
+void
 sl_mem_table_free(void *p, size_t size)
 {
 	if (p == NULL)

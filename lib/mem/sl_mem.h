@@ -7,8 +7,9 @@
  * or more is mapped 2 MiB aligned and advised for transparent huge pages:
  * the tables are read at random, and with 4 KiB pages nearly every lookup
  * in a million-entry table would also miss the TLB. Such a table is not
- * touched here: its pages are faulted in by the worker that uses it, so on
- * a multi-socket machine they land on that worker's node.
+ * touched here: the worker that uses it faults it in (sl_mem_prefault)
+ * before its loop, so on a multi-socket machine it lands on that worker's
+ * node.
  */
 
 #include <stddef.h>
@@ -17,5 +18,12 @@
 void *sl_mem_table(size_t size);
 /* size: what was asked of sl_mem_table. */
 void sl_mem_table_free(void *p, size_t size);
+
+/*
+ * Faults every page of a table in, on the calling thread (its node): run
+ * by the thread that will use the table, before traffic, so that a huge
+ * page's zeroing never lands on a request.
+ */
+void sl_mem_prefault(void *p, size_t size);
 
 #endif /* SL_MEM_H */
