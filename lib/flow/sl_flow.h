@@ -38,7 +38,6 @@ enum sl_flow_state {
 
 struct sl_flow {
 	struct sl_flow_key key;
-	uint64_t last_seen;
 	uint64_t body_remaining;
 	struct sl_chunked chunk;
 	uint32_t c_next;   /* next client sequence number we expect */

@@ -17,8 +17,9 @@ struct sl_flow_table {
 	struct bucket *buckets;
 	uint32_t bucket_mask;
 	struct sl_flow *flows;
-	/* last_seen + 1 per entry, 0 when free: the eviction scan reads 8
-	 * bytes an entry instead of an entry's cache lines */
+	/* when each entry was last seen, + 1; 0 when free. Kept apart from
+	 * the entries so the eviction and expiry scans read 8 bytes an entry
+	 * instead of an entry's cache lines */
 	uint64_t *seen;
 	uint32_t *free_flows; /* stack of free entry indexes */
 	uint32_t n_free;
@@ -43,7 +44,6 @@ uint64_t sl_flow_key_hash(const struct sl_flow_key *k);
 static inline void
 sl_flow_touch(struct sl_flow_table *t, struct sl_flow *f, uint64_t now)
 {
-	f->last_seen = now;
 	t->seen[f - t->flows] = now + 1;
 }
 

@@ -18,6 +18,25 @@ pow2_at_least(uint32_t v)
 	return r;
 }
 
+/* The three big arrays, sized once for create, prefault, free and bytes. */
+static size_t
+buckets_bytes(const struct sl_flow_table *t)
+{
+	return ((size_t)t->bucket_mask + 1) * sizeof(struct bucket);
+}
+
+static size_t
+flows_bytes(const struct sl_flow_table *t)
+{
+	return (size_t)t->p.capacity * sizeof(struct sl_flow);
+}
+
+static size_t
+seen_bytes(const struct sl_flow_table *t)
+{
+	return (size_t)t->p.capacity * sizeof(uint64_t);
+}
+
 struct sl_flow_table *
 sl_flow_table_create(const struct sl_flow_params *p)
 {
@@ -34,10 +53,10 @@ sl_flow_table_create(const struct sl_flow_params *p)
 	/* Twice as many slots as flows keeps buckets from filling up. */
 	nb = pow2_at_least((p->capacity * 2 + BUCKET_SLOTS - 1) / BUCKET_SLOTS);
 	t->bucket_mask = nb - 1;
-	t->buckets = sl_mem_table((size_t)nb * sizeof(struct bucket));
-	t->flows = sl_mem_table((size_t)p->capacity * sizeof(struct sl_flow));
+	t->buckets = sl_mem_table(buckets_bytes(t));
+	t->flows = sl_mem_table(flows_bytes(t));
 	t->free_flows = malloc((size_t)p->capacity * sizeof(uint32_t));
-	t->seen = sl_mem_table((size_t)p->capacity * sizeof(uint64_t));
+	t->seen = sl_mem_table(seen_bytes(t));
 	t->heads = malloc((size_t)p->head_slots * p->max_head_bytes + 1);
 	t->free_heads = malloc(((size_t)p->head_slots + 1) * sizeof(uint32_t));
 	if (t->buckets == NULL || t->flows == NULL || t->free_flows == NULL ||
@@ -59,12 +78,10 @@ sl_flow_table_free(struct sl_flow_table *t)
 {
 	if (t == NULL)
 		return;
-	sl_mem_table_free(t->buckets,
-			  ((size_t)t->bucket_mask + 1) * sizeof(struct bucket));
-	sl_mem_table_free(t->flows,
-			  (size_t)t->p.capacity * sizeof(struct sl_flow));
+	sl_mem_table_free(t->buckets, buckets_bytes(t));
+	sl_mem_table_free(t->flows, flows_bytes(t));
 	free(t->free_flows);
-	sl_mem_table_free(t->seen, (size_t)t->p.capacity * sizeof(uint64_t));
+	sl_mem_table_free(t->seen, seen_bytes(t));
 	free(t->heads);
 	free(t->free_heads);
 	free(t);
@@ -119,11 +136,9 @@ sl_flow_find(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h)
 void
 sl_flow_table_prefault(struct sl_flow_table *t)
 {
-	sl_mem_prefault(t->buckets,
-			((size_t)t->bucket_mask + 1) * sizeof(struct bucket));
-	sl_mem_prefault(t->flows,
-			(size_t)t->p.capacity * sizeof(struct sl_flow));
-	sl_mem_prefault(t->seen, (size_t)t->p.capacity * sizeof(uint64_t));
+	sl_mem_prefault(t->buckets, buckets_bytes(t));
+	sl_mem_prefault(t->flows, flows_bytes(t));
+	sl_mem_prefault(t->seen, seen_bytes(t));
 }
 
 uint64_t
@@ -200,13 +215,12 @@ oldest_in(struct sl_flow_table *t, uint32_t b, struct sl_flow *best)
 	int i;
 
 	for (i = 0; i < BUCKET_SLOTS; i++) {
-		struct sl_flow *f;
+		uint32_t e = bk->idx[i] - 1;
 
 		if (bk->idx[i] == 0)
 			continue;
-		f = &t->flows[bk->idx[i] - 1];
-		if (best == NULL || f->last_seen < best->last_seen)
-			best = f;
+		if (best == NULL || t->seen[e] < t->seen[best - t->flows])
+			best = &t->flows[e];
 	}
 	return best;
 }
@@ -292,15 +306,17 @@ sl_flow_expire(struct sl_flow_table *t, uint64_t now, uint32_t budget)
 	uint32_t n = 0;
 
 	while (budget--) {
-		struct sl_flow *f = &t->flows[t->sweep];
-		uint64_t ttl;
+		uint32_t i = t->sweep;
+		struct sl_flow *f = &t->flows[i];
+		uint64_t ttl, last;
 
-		t->sweep = t->sweep + 1 == t->p.capacity ? 0 : t->sweep + 1;
-		if (!f->in_use)
-			continue;
+		t->sweep = i + 1 == t->p.capacity ? 0 : i + 1;
+		if (t->seen[i] == 0)
+			continue; /* free */
+		last = t->seen[i] - 1;
 		ttl = (f->c_fin && f->s_fin) ? t->p.closed_timeout
 					     : t->p.idle_timeout;
-		if (now - f->last_seen > ttl && now > f->last_seen) {
+		if (now - last > ttl && now > last) {
 			if (f->c_fin && f->s_fin)
 				t->st.closed++;
 			else
@@ -321,9 +337,7 @@ sl_flow_stats(const struct sl_flow_table *t)
 uint64_t
 sl_flow_table_bytes(const struct sl_flow_table *t)
 {
-	return sizeof(*t) +
-	       (uint64_t)(t->bucket_mask + 1) * sizeof(struct bucket) +
-	       (uint64_t)t->p.capacity *
-		       (sizeof(struct sl_flow) + sizeof(uint32_t)) +
+	return sizeof(*t) + buckets_bytes(t) + flows_bytes(t) + seen_bytes(t) +
+	       (uint64_t)t->p.capacity * sizeof(uint32_t) +
 	       (uint64_t)t->p.head_slots * (t->p.max_head_bytes + 4);
 }

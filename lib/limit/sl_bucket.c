@@ -47,6 +47,25 @@ sl_bucket_table_create(uint32_t capacity, int log_capable)
 			(log_capable ? SL_LOG_MAX * sizeof(uint32_t) : 0));
 }
 
+/* The three big arrays, sized once for create, prefault, free and bytes. */
+static size_t
+bkts_bytes(const struct sl_bucket_table *t)
+{
+	return ((size_t)t->mask + 1) * sizeof(struct bkt);
+}
+
+static size_t
+ents_bytes(const struct sl_bucket_table *t)
+{
+	return (size_t)t->capacity * sizeof(struct entry);
+}
+
+static size_t
+states_bytes(const struct sl_bucket_table *t)
+{
+	return (size_t)t->capacity * t->stride;
+}
+
 struct sl_bucket_table *
 sl_bucket_table_create_sized(uint32_t capacity, size_t value_size)
 {
@@ -62,9 +81,9 @@ sl_bucket_table_create_sized(uint32_t capacity, size_t value_size)
 	t->capacity = capacity;
 	t->mask = nb - 1;
 	t->stride = (value_size + 7) & ~(size_t)7;
-	t->bkts = sl_mem_table((size_t)nb * sizeof(struct bkt));
-	t->ents = sl_mem_table((size_t)capacity * sizeof(struct entry));
-	t->states = sl_mem_table((size_t)capacity * t->stride);
+	t->bkts = sl_mem_table(bkts_bytes(t));
+	t->ents = sl_mem_table(ents_bytes(t));
+	t->states = sl_mem_table(states_bytes(t));
 	t->free_ents = malloc((size_t)capacity * sizeof(uint32_t));
 	if (t->bkts == NULL || t->ents == NULL || t->states == NULL ||
 	    t->free_ents == NULL) {
@@ -82,9 +101,9 @@ sl_bucket_table_prefault(struct sl_bucket_table *t)
 {
 	if (t == NULL)
 		return;
-	sl_mem_prefault(t->bkts, ((size_t)t->mask + 1) * sizeof(struct bkt));
-	sl_mem_prefault(t->ents, (size_t)t->capacity * sizeof(struct entry));
-	sl_mem_prefault(t->states, (size_t)t->capacity * t->stride);
+	sl_mem_prefault(t->bkts, bkts_bytes(t));
+	sl_mem_prefault(t->ents, ents_bytes(t));
+	sl_mem_prefault(t->states, states_bytes(t));
 }
 
 void
@@ -92,9 +111,9 @@ sl_bucket_table_free(struct sl_bucket_table *t)
 {
 	if (t == NULL)
 		return;
-	sl_mem_table_free(t->bkts, ((size_t)t->mask + 1) * sizeof(struct bkt));
-	sl_mem_table_free(t->ents, (size_t)t->capacity * sizeof(struct entry));
-	sl_mem_table_free(t->states, (size_t)t->capacity * t->stride);
+	sl_mem_table_free(t->bkts, bkts_bytes(t));
+	sl_mem_table_free(t->ents, ents_bytes(t));
+	sl_mem_table_free(t->states, states_bytes(t));
 	free(t->free_ents);
 	free(t);
 }
@@ -281,7 +300,7 @@ sl_bucket_touch(struct sl_bucket_table *t, struct sl_limit_state *s,
 	uint8_t *p = (uint8_t *)s;
 	size_t i;
 
-	if (p < t->states || p >= t->states + (size_t)t->capacity * t->stride)
+	if (p < t->states || p >= t->states + states_bytes(t))
 		return; /* the scratch state */
 	i = (size_t)(p - t->states) / t->stride;
 	t->ents[i].full_at = full_at;
@@ -327,7 +346,6 @@ sl_bucket_stats(const struct sl_bucket_table *t)
 uint64_t
 sl_bucket_table_bytes(const struct sl_bucket_table *t)
 {
-	return sizeof(*t) + (uint64_t)(t->mask + 1) * sizeof(struct bkt) +
-	       (uint64_t)t->capacity *
-		       (sizeof(struct entry) + t->stride + sizeof(uint32_t));
+	return sizeof(*t) + bkts_bytes(t) + ents_bytes(t) + states_bytes(t) +
+	       (uint64_t)t->capacity * sizeof(uint32_t);
 }
