@@ -314,7 +314,8 @@ read_replies(struct sl_decisions *d, uint16_t *idx, uint32_t n)
 
 /* XADDs a batch, pipelined; follows one MOVED and sends those again. */
 static void
-send_stream(struct sl_decisions *d, const struct sl_dec_rec *recs, uint32_t n)
+send_stream(struct sl_decisions *d, const struct sl_dec_rec *recs,
+	    const struct fields *fs, uint32_t n)
 {
 	uint16_t idx[DRAIN_BURST];
 	uint32_t i, left = n, attempt;
@@ -326,12 +327,8 @@ send_stream(struct sl_decisions *d, const struct sl_dec_rec *recs, uint32_t n)
 			d->sink_dropped += left;
 			return;
 		}
-		for (i = 0; i < left; i++) {
-			struct fields f;
-
-			fill_fields(d, &recs[idx[i]], &f);
-			append_xadd(d, &recs[idx[i]], &f);
-		}
+		for (i = 0; i < left; i++)
+			append_xadd(d, &recs[idx[i]], &fs[idx[i]]);
 		left = read_replies(d, idx, left);
 	}
 	d->stream_errors += left;
@@ -358,14 +355,12 @@ open_file(struct sl_decisions *d)
 }
 
 static void
-write_file(struct sl_decisions *d, const struct sl_dec_rec *r)
+write_file(struct sl_decisions *d, const struct sl_dec_rec *r,
+	   const struct fields *f)
 {
-	struct fields f;
 	char line[LINE_MAX_B + SL_IDENT_MAX * 7];
-	int n;
+	int n = format_line(d, r, f, line, sizeof(line));
 
-	fill_fields(d, r, &f);
-	n = format_line(d, r, &f, line, sizeof(line));
 	if (fwrite(line, 1, (size_t)n, d->f) == (size_t)n)
 		d->file_written++;
 	else
@@ -375,16 +370,20 @@ write_file(struct sl_decisions *d, const struct sl_dec_rec *r)
 static uint32_t
 drain(struct sl_decisions *d)
 {
+	/* the writer thread's own: names resolved once for both sinks */
 	static struct sl_dec_rec recs[DRAIN_BURST];
+	static struct fields fs[DRAIN_BURST];
 	uint32_t total = 0, i, k, j;
 
 	for (i = 0; i < d->n; i++) {
 		k = rte_ring_sc_dequeue_burst_elem(
 			d->rings[i], recs, sizeof(recs[0]), DRAIN_BURST, NULL);
+		for (j = 0; j < k; j++)
+			fill_fields(d, &recs[j], &fs[j]);
 		for (j = 0; d->f != NULL && j < k; j++)
-			write_file(d, &recs[j]);
+			write_file(d, &recs[j], &fs[j]);
 		if (d->stream[0] && k > 0)
-			send_stream(d, recs, k);
+			send_stream(d, recs, fs, k);
 		total += k;
 	}
 	if (total > 0 && d->f != NULL && fflush(d->f) != 0) {
