@@ -271,6 +271,20 @@ sl_tpl429(const struct sl_policy *pol, uint32_t r,
 		       : &pol->tpl429_any[r];
 }
 
+void
+sl_count_rejected(struct sl_worker *w, uint16_t slot, uint64_t remaining,
+		  uint64_t retry_ns, const struct sl_identity *id)
+{
+	w->ctr.rejected++;
+	w->rules[slot].rejected++;
+	w->tiers_ctr[w->cur_tier + 1].rejected++;
+	if (id != NULL)
+		sl_top_add(&w->top, sl_ident_hash(id), slot, id->kind,
+			   id->ip_af, id->id, id->len);
+	if (sl_dec_pick(w, 1))
+		sl_dec_record(w, SL_V_REJECTED, slot, remaining, retry_ns, id);
+}
+
 static enum sl_req_action
 block(struct sl_worker *w, const struct sl_identity *id)
 {
@@ -353,8 +367,7 @@ static enum sl_req_action
 allowed(struct sl_worker *w, uint32_t shadow_denied, const struct check *cs,
 	uint32_t n, const struct sl_identity *id)
 {
-	w->ctr.allowed++;
-	w->tiers_ctr[w->cur_tier + 1].allowed++;
+	sl_count_allowed(w);
 	count_shadow(w, shadow_denied);
 	if (sl_dec_pick(w, 0)) {
 		w->dec_flags |= shadow_denied ? SL_DF_SHADOW : 0;
@@ -481,18 +494,11 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 		commit_all(w, pol, cs, n);
 		return allowed(w, shadow_denied, cs, n, &id);
 	}
-	w->ctr.rejected++;
-	w->tiers_ctr[w->cur_tier + 1].rejected++;
-	w->rules[pol->slot[cs[strict].rule]].rejected++;
-	sl_top_add(&w->top, sl_ident_hash(&id), pol->slot[cs[strict].rule],
-		   id.kind, id.ip_af, id.id, id.len);
 	pend_429(w, pol, &cs[strict]);
-	if (sl_dec_pick(w, 1)) {
-		w->dec_flags |= shadow_denied ? SL_DF_SHADOW : 0;
-		sl_dec_record(w, SL_V_REJECTED, pol->slot[cs[strict].rule],
-			      cs[strict].res.remaining,
-			      cs[strict].res.retry_after_ns, &id);
-	}
+	w->dec_flags |= shadow_denied ? SL_DF_SHADOW : 0;
+	sl_count_rejected(w, pol->slot[cs[strict].rule],
+			  cs[strict].res.remaining,
+			  cs[strict].res.retry_after_ns, &id);
 	return SL_REQ_STOP;
 }
 

@@ -320,8 +320,7 @@ spend(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 				      w->app->store_timeout_ns))
 			ask(w, &ns[i], ls[i], want, 1);
 	}
-	w->ctr.allowed++;
-	w->tiers_ctr[w->cur_tier + 1].allowed++;
+	sl_count_allowed(w);
 	if (sl_dec_pick(w, 0))
 		note_spent(w, ns, n, ls, id);
 }
@@ -350,15 +349,7 @@ refuse(struct sl_worker *w, const struct sl_need *n, uint64_t retry_ns,
 			? sl_tpl429(w->pol,
 				    (uint32_t)w->pol->rule_of_slot[n->slot], v)
 			: NULL;
-	w->ctr.rejected++;
-	w->rules[n->slot].rejected++;
-	w->tiers_ctr[w->cur_tier + 1].rejected++;
-	if (id != NULL)
-		sl_top_add(&w->top, sl_ident_hash(id), n->slot, id->kind,
-			   id->ip_af, id->id, id->len);
-	if (sl_dec_pick(w, 1))
-		sl_dec_record(w, SL_V_REJECTED, n->slot, remaining, retry_ns,
-			      id);
+	sl_count_rejected(w, n->slot, remaining, retry_ns, id);
 }
 
 static void
@@ -414,8 +405,7 @@ degrade(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 		sl_limit_commit(&p[i], s[i], ns[i].cost, w->now_ns);
 		w->rules[ns[i].slot].allowed++;
 	}
-	w->ctr.allowed++;
-	w->tiers_ctr[w->cur_tier + 1].allowed++;
+	sl_count_allowed(w);
 	if (sl_dec_pick(w, 0))
 		sl_dec_record(w, SL_V_ALLOWED, ns[best].slot, left, 0, id);
 	return SL_REQ_CONTINUE;

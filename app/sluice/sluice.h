@@ -205,6 +205,12 @@ uint64_t sl_tsc_ns(const struct sl_app *app, uint64_t tsc);
 void sl_main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag);
 /* One frame from port index from, as if just received. */
 void sl_worker_handle(struct sl_worker *w, struct rte_mbuf *m, int from);
+/*
+ * A request refused by the limit in counter slot (local or leased path):
+ * counted per rule and tier, ranked among the most throttled, sampled.
+ */
+void sl_count_rejected(struct sl_worker *w, uint16_t slot, uint64_t remaining,
+		       uint64_t retry_ns, const struct sl_identity *id);
 /* The 429 template of rule index r for these numbers. */
 const struct sl_reply_tpl *sl_tpl429(const struct sl_policy *pol, uint32_t r,
 				     const struct sl_reply_nums *v);
@@ -216,6 +222,14 @@ static inline int
 sl_is_service_port(const struct sl_app *app, uint16_t port)
 {
 	return (app->service[port >> 3] >> (port & 7)) & 1;
+}
+
+/* A request let through, in the totals and its tier's. */
+static inline void
+sl_count_allowed(struct sl_worker *w)
+{
+	w->ctr.allowed++;
+	w->tiers_ctr[w->cur_tier + 1].allowed++;
 }
 
 /* Whether this decision goes to the decision stream (random, at the rate
