@@ -41,7 +41,10 @@ def free_port():
 
 S4 = "198.18.0.2"
 CONF = """version: 1
-dataplane: {service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64,
+# small tables: two appliances x two polling workers share CI's two vCPUs,
+# and hundreds of MB of tables each would only add kernel memory work
+dataplane: {service_ports: [80], flows_per_worker: 4096, buckets_per_worker: 4096,
+            head_buffers_per_worker: 64,
             mbufs: 4095, coordinator_timeout_ms: 200}
 identity: {api_key_header: X-API-Key}
 tiers: [free]
