@@ -577,7 +577,7 @@ give_back(void *arg, const struct sl_bucket_key *k, void *value)
 		send_back(w, k, l, l->units);
 }
 
-void
+unsigned int
 sl_park_poll(struct sl_worker *w)
 {
 	struct sl_coord_msg a[64];
@@ -617,4 +617,5 @@ sl_park_poll(struct sl_worker *w)
 		w->park_head != NIL &&
 		w->now_ns >= entry(w, w->park_head)->deadline_ns;
 	sl_bucket_sweep(w->leases, w->now_ns, 32, give_back, w);
+	return n;
 }

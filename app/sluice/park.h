@@ -70,7 +70,8 @@ void sl_park_attach(struct sl_worker *w, struct rte_mbuf *m,
 /* A later segment of a parked connection: kept, or dropped when full. */
 void sl_park_hold(struct sl_worker *w, struct sl_flow *f, struct rte_mbuf *m);
 
-/* Each loop: answers from the coordinator, timeouts, expired leases. */
-void sl_park_poll(struct sl_worker *w);
+/* Each loop: answers from the coordinator, timeouts, expired leases;
+ * returns how many answers came. */
+unsigned int sl_park_poll(struct sl_worker *w);
 
 #endif /* SLUICE_PARK_H */

@@ -41,6 +41,7 @@ sl_app_setup(struct sl_app *app, struct sl_config *cfg)
 	app->expected = cfg->store.expected_appliances;
 	app->holders = app->expected;
 	app->idle_tsc = app->tsc_hz / 1000 * cfg->dataplane.flow_idle_ms;
+	app->idle_sleep_us = cfg->dataplane.idle_sleep_us;
 	for (i = 0; i < cfg->dataplane.n_service_ports; i++) {
 		uint16_t p = cfg->dataplane.service_ports[i];
 

@@ -28,6 +28,7 @@ struct sl_coord;
 
 #define SL_BURST         32
 #define SL_DRAIN_US      100 /* a partly filled TX buffer waits at most this */
+#define SL_IDLE_POLLS    256 /* empty loops before an idle_sleep_us nap */
 #define SL_EXPIRE_BUDGET 32  /* flow entries examined for idleness per loop */
 #define SL_RST_STASH     16  /* mbufs kept for RSTs to the backend */
 
@@ -67,6 +68,7 @@ struct sl_app {
 	uint64_t tsc_hz;
 	uint64_t drain_tsc;
 	uint64_t idle_tsc;
+	uint32_t idle_sleep_us; /* 0: workers never sleep */
 	uint64_t ns_mult; /* ns = (cycles * ns_mult) >> 20, for short spans */
 	struct sl_http_cfg http;
 	struct sl_ident_cfg ident;
@@ -125,11 +127,12 @@ struct sl_worker {
 	uint16_t n_park_free;
 	uint16_t park_head, park_tail, park_new;
 	uint8_t n_parked_timeouts_due;
-	uint8_t parkable;  /* the event being decided may wait */
-	uint8_t dec_flags; /* SL_DF_* of the decision being made */
-	int16_t cur_tier;  /* tier of the request being decided, -1: none */
-	uint32_t rest_off; /* where the bytes after its head start */
-	uint32_t lat_tick; /* one transmitted frame in 16 is timed */
+	uint8_t parkable;    /* the event being decided may wait */
+	uint8_t dec_flags;   /* SL_DF_* of the decision being made */
+	int16_t cur_tier;    /* tier of the request being decided, -1: none */
+	uint32_t rest_off;   /* where the bytes after its head start */
+	uint32_t lat_tick;   /* one transmitted frame in 16 is timed */
+	uint32_t idle_polls; /* empty loops in a row (idle_sleep_us) */
 	unsigned int lcore;
 	uint16_t queue;
 	uint64_t now;

@@ -394,7 +394,7 @@ sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	}
 }
 
-static void
+static uint16_t
 poll_port(struct sl_worker *w, int from)
 {
 	struct rte_mbuf *pkts[SL_BURST];
@@ -403,6 +403,7 @@ poll_port(struct sl_worker *w, int from)
 	n = rte_eth_rx_burst(w->app->port[from], w->queue, pkts, SL_BURST);
 	if (n != 0)
 		sl_worker_burst(w, pkts, n, from);
+	return n;
 }
 
 void
@@ -410,6 +411,32 @@ sl_worker_flush(struct sl_worker *w)
 {
 	flush(w, UP);
 	flush(w, DOWN);
+}
+
+/*
+ * Opt-in (dataplane.idle_sleep_us): a worker that found nothing to do for
+ * SL_IDLE_POLLS loops in a row sleeps, so that on a box shared with other
+ * work (or with fewer CPUs than polling threads) the kernel and the other
+ * threads get the CPU. The price is latency: the first packet after a
+ * quiet spell waits up to the sleep plus the timer's slack. Nothing is
+ * left waiting meanwhile: buffered frames go out first, and a worker with
+ * parked requests never sleeps (their answers are due within the store
+ * timeout).
+ */
+static void
+idle_backoff(struct sl_worker *w, unsigned int busy)
+{
+	if (busy != 0 || w->n_park_free != SL_PARK_MAX) {
+		w->idle_polls = 0;
+		return;
+	}
+	if (++w->idle_polls < SL_IDLE_POLLS)
+		return;
+	w->idle_polls = 0;
+	flush(w, UP);
+	flush(w, DOWN);
+	w->ctr.idle_sleeps++;
+	rte_delay_us_sleep(w->app->idle_sleep_us);
 }
 
 int
@@ -431,10 +458,12 @@ sl_worker_main(void *arg)
 	}
 	w->next_drain = rte_rdtsc() + app->drain_tsc;
 	while (!sl_quit) {
+		unsigned int busy;
+
 		w->now = rte_rdtsc();
 		w->now_ns = sl_tsc_ns(app, w->now);
-		poll_port(w, DOWN);
-		poll_port(w, UP);
+		busy = poll_port(w, DOWN);
+		busy += poll_port(w, UP);
 		if (w->now >= w->next_drain) {
 			flush(w, UP);
 			flush(w, DOWN);
@@ -446,11 +475,13 @@ sl_worker_main(void *arg)
 		if (app->coord != NULL) {
 			w->pol =
 				__atomic_load_n(&app->policy, __ATOMIC_ACQUIRE);
-			sl_park_poll(w);
+			busy += sl_park_poll(w);
 		}
 		/* nothing read from the rules is held past this point */
 		if (app->qs != NULL)
 			rte_rcu_qsbr_quiescent(app->qs, w->lcore);
+		if (app->idle_sleep_us != 0)
+			idle_backoff(w, busy);
 	}
 	if (app->qs != NULL) {
 		rte_rcu_qsbr_thread_offline(app->qs, w->lcore);

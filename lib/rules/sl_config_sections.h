@@ -170,7 +170,15 @@ f_coord_timeout(struct loader *L, yaml_node_t *v, void *o)
 		 DP(L)->coordinator_timeout_ms);
 }
 
+static void
+f_idle_sleep(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "idle_sleep_us", 0, 100000, DP(L)->idle_sleep_us);
+}
+
 static const struct field dataplane_fields[] = {
+	{"idle_sleep_us", f_idle_sleep},
 	{"coordinator_timeout_ms", f_coord_timeout},
 	{"downstream_port", f_down},
 	{"upstream_port", f_up},

@@ -115,6 +115,7 @@ struct sl_config {
 		uint32_t flow_idle_ms;
 		uint32_t mbufs;
 		uint32_t coordinator_timeout_ms;
+		uint32_t idle_sleep_us; /* 0: workers busy-poll */
 	} dataplane;
 	struct {
 		char api_key_header[SL_NAME_MAX];

@@ -125,6 +125,7 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "park_dropped", c->park_dropped);
 	U64(d, "decisions_sampled", c->decisions_sampled);
 	U64(d, "decisions_dropped", c->decisions_dropped);
+	U64(d, "idle_sleeps", c->idle_sleeps);
 	U64(d, "buckets_active", b->active);
 	U64(d, "buckets_created", b->created);
 	U64(d, "buckets_evicted", b->evicted);

@@ -51,6 +51,7 @@ struct sl_counters {
 	uint64_t park_dropped;      /* later segments dropped while waiting */
 	uint64_t decisions_sampled; /* records queued for the stream */
 	uint64_t decisions_dropped; /* sampled, its ring full: lost */
+	uint64_t idle_sleeps;       /* naps taken while idle (idle_sleep_us) */
 	uint64_t parse_error[SL_HTTP_E__COUNT];
 	uint64_t malformed_reason[SL_BAD__COUNT];
 } __attribute__((aligned(64)));

@@ -20,10 +20,10 @@ import sltest  # noqa: E402
 
 S4 = "198.18.0.2"
 CONF = """version: 1
-# small tables: two appliances x two polling workers share CI's two vCPUs,
-# and hundreds of MB of tables each would only add kernel memory work
+# small tables and napping idle workers: two appliances x two polling
+# workers share CI's two vCPUs with Redis, curl and the kernel
 dataplane: {service_ports: [80], flows_per_worker: 4096, buckets_per_worker: 4096,
-            head_buffers_per_worker: 64,
+            head_buffers_per_worker: 64, idle_sleep_us: 200,
             mbufs: 4095, coordinator_timeout_ms: 200}
 identity: {api_key_header: X-API-Key}
 tiers: [free]
@@ -47,18 +47,7 @@ def two_workers_each(binary, res, tmp, conf):
     holders of one limit, connections spread over both queues by RSS."""
     with sltest.Topology(binary, conf, tmp, workers=2, prefix="rc%d" % (os.getpid() % 1000)) as a, \
             sltest.Topology(binary, conf, tmp, workers=2, prefix="rd%d" % (os.getpid() % 1000)) as b:
-        sltest.check_leased_200(res, a, b, "k-bulk4", "2 appliances x 2 workers")
-        for t in (a, b):
-            w = sltest.telemetry(t.sluice.prefix, "/sluice/workers")
-            per = [v["allowed"] + v["rejected"] for v in w.values()]
-            res.check(len(per) == 2 and min(per) > 0,
-                      "%s: both workers decided some (%s)" % (t.prefix, per))
-        degraded = sum(sltest.telemetry(t.sluice.prefix, "/sluice/store")["store_degraded"]
-                       for t in (a, b))
-        # six busy-polling threads on the two vCPUs CI has: a Redis answer
-        # can miss the 20 ms timeout now and then; the bound above is what
-        # must hold, and degraded answers stay rare
-        res.check(degraded <= 5, "at most a few answers degraded (%d)" % degraded)
+        sltest.check_two_by_two(res, a, b, "k-bulk4", "2 appliances x 2 workers")
         res.eq(a.sluice.stop(), 0, "A (2 workers) stops cleanly")
         res.eq(b.sluice.stop(), 0, "B (2 workers) stops cleanly")
 
@@ -157,8 +146,7 @@ def main():
                        "Redis restarted: back to closed, requests pass again")
                 res.eq(a.sluice.stop(), 0, "appliance A stops cleanly")
                 res.eq(b.sluice.stop(), 0, "appliance B stops cleanly")
-            if sltest.two_by_two():
-                two_workers_each(binary, res, tmp, conf)
+            two_workers_each(binary, res, tmp, conf)
         finally:
             if redis.poll() is None:
                 redis.send_signal(signal.SIGCONT)

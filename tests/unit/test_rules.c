@@ -24,6 +24,7 @@ full_example(void **state)
 		"  upstream_port: 1\n"
 		"  service_ports: [80, 8080]\n"
 		"  max_head_bytes: 4096\n"
+		"  idle_sleep_us: 50\n"
 		"identity:\n"
 		"  api_key_header: X-Key\n"
 		"  client_ip: x-forwarded-for\n"
@@ -66,6 +67,7 @@ full_example(void **state)
 	if (c == NULL)
 		fail_msg("%s", err);
 	assert_int_equal(c->dataplane.max_head_bytes, 4096);
+	assert_int_equal(c->dataplane.idle_sleep_us, 50);
 	assert_string_equal(c->identity.api_key_header, "X-Key");
 	assert_int_equal(c->identity.use_xff, 1);
 	assert_int_equal(c->identity.trusted_hops, 2);
@@ -164,6 +166,10 @@ yaml_syntax_error(void **state)
 	assert_non_null(strstr(err, "empty configuration"));
 	assert_null(load("- a\n- b\n", err, sizeof(err)));
 	assert_non_null(strstr(err, "t.yaml:1:1: the file must be a mapping"));
+	assert_null(load("version: 1\ndataplane: {idle_sleep_us: 100001}\n",
+			 err, sizeof(err)));
+	assert_non_null(strstr(err, "t.yaml:2:28:"));
+	assert_non_null(strstr(err, "idle_sleep_us"));
 }
 
 static void
