@@ -416,6 +416,8 @@ bench_worker(const struct sl_app *app, int track_only)
 
 	if (w == NULL || sl_worker_init(w, app, 0, 0, track_only) != 0)
 		rte_exit(EXIT_FAILURE, "out of memory\n");
+	/* as a worker does before its loop: no page faults in the passes */
+	sl_worker_prefault(w);
 	return w;
 }
 
@@ -936,6 +938,8 @@ main(int argc, char **argv)
 		set_round(&c, r);
 		d[M_FWD] = pass_forward(app, &c);
 		for (m = M_PASS; m <= M_SAMPLE; m++) {
+			if (getenv("SLB_ONLY") && m != atoi(getenv("SLB_ONLY")))
+				continue;
 			if ((m == M_ALLOW || m == M_REJECT) &&
 			    sl_worker_reset_flows(w[m]) != 0)
 				rte_exit(EXIT_FAILURE, "out of memory\n");

@@ -203,16 +203,19 @@ rule_key(struct sl_worker *w, const struct sl_policy *pol, uint16_t rule,
 	return k;
 }
 
+/* first: the decision's first limit, found through the flow's hint */
 static void
 check_one(struct sl_worker *w, const struct sl_policy *pol, struct check *c,
-	  struct scope_id *s)
+	  struct scope_id *s, int first)
 {
 	const struct sl_rule *r = sl_ruleset_rule(pol->rs, c->rule);
 	struct sl_bucket_key k = rule_key(w, pol, c->rule, s, &c->params);
 	struct sl_bucket_table *t =
 		r->algo == SL_ALGO_SLIDING_LOG ? w->logs : w->buckets;
 
-	c->st = sl_bucket_get(t, &k, w->now_ns);
+	c->st = first && t == sl_hint_table(w)
+			? sl_hinted_get(w, &k)
+			: sl_bucket_get(t, &k, w->now_ns);
 	sl_limit_check(&c->params, c->st, r->cost, w->now_ns, &c->res);
 }
 
@@ -394,7 +397,7 @@ decide_leased(struct sl_worker *w, const struct sl_policy *pol,
 		if (!s->done)
 			scope_bytes(s, r->scope, req, id);
 		if (r->shadow) {
-			check_one(w, pol, &c, s);
+			check_one(w, pol, &c, s, 0);
 			c.denied = !c.res.allow;
 			shadow_denied += c.denied;
 			commit_all(w, pol, &c, 1);
@@ -476,7 +479,7 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 		if (!s->done)
 			scope_bytes(s, r->scope, req, &id);
 		cs[i].rule = idx[i];
-		check_one(w, pol, &cs[i], s);
+		check_one(w, pol, &cs[i], s, i == 0);
 		cs[i].denied = !cs[i].res.allow;
 		if (!cs[i].denied)
 			continue;

@@ -239,10 +239,14 @@ renumber(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l)
 	l->algo = n->algo;
 }
 
-/* The worst state over all needs; *strict: the longest refusal. */
+/*
+ * The worst state over all needs; *strict: the longest refusal. fresh: a
+ * request of the current flow (not a parked one), whose first lease is
+ * found through the flow's hint.
+ */
 static int
 evaluate(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
-	 struct sl_lease **ls, int *strict)
+	 struct sl_lease **ls, int *strict, int fresh)
 {
 	int worst = ST_OK;
 	uint32_t i;
@@ -252,7 +256,9 @@ evaluate(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 	for (i = 0; i < n; i++) {
 		int st;
 
-		ls[i] = lease_of(w, &ns[i].key);
+		ls[i] = i == 0 && fresh ? (struct sl_lease *)sl_hinted_get(
+						  w, &ns[i].key)
+					: lease_of(w, &ns[i].key);
 		renumber(w, &ns[i], ls[i]);
 		st = need_state(w, &ns[i], ls[i]);
 		if (st == ST_REFUSED &&
@@ -437,7 +443,7 @@ sl_park_decide(struct sl_worker *w, struct sl_need *ns, uint32_t n,
 	struct sl_lease *ls[SL_MAX_MATCH];
 	struct sl_parked *e;
 	uint16_t i;
-	int strict, st = evaluate(w, ns, n, ls, &strict);
+	int strict, st = evaluate(w, ns, n, ls, &strict, 1);
 	uint32_t j;
 
 	/* every arrival counts towards the rate, refused or waiting too */
@@ -547,7 +553,7 @@ try_resolve(struct sl_worker *w, uint16_t i)
 {
 	struct sl_parked *e = entry(w, i);
 	struct sl_lease *ls[SL_MAX_MATCH];
-	int strict, st = evaluate(w, e->need, e->n_need, ls, &strict);
+	int strict, st = evaluate(w, e->need, e->n_need, ls, &strict, 0);
 
 	w->cur_tier = e->tier;
 	w->dec_flags = SL_DF_PARKED;

@@ -150,12 +150,40 @@ struct sl_worker {
 
 extern volatile sig_atomic_t sl_quit;
 
+/* The table a flow's bucket_hint names: the first limit each decision
+ * looks up (leases with a coordinator, local buckets without). */
+static inline struct sl_bucket_table *
+sl_hint_table(const struct sl_worker *w)
+{
+	return w->app->coord != NULL ? w->leases : w->buckets;
+}
+
+/*
+ * The first limit state of a decision, found through the current flow's
+ * hint (a keep-alive connection sends the same identity), and the hint
+ * renewed. A stale or foreign hint costs one compare.
+ */
+static inline struct sl_limit_state *
+sl_hinted_get(struct sl_worker *w, const struct sl_bucket_key *k)
+{
+	struct sl_bucket_table *t = sl_hint_table(w);
+	struct sl_limit_state *s;
+
+	if (w->cur_flow == NULL)
+		return sl_bucket_get(t, k, w->now_ns);
+	s = sl_bucket_get_hinted(t, k, w->now_ns, w->cur_flow->bucket_hint);
+	w->cur_flow->bucket_hint = sl_bucket_hint_of(t, s);
+	return s;
+}
+
 int sl_ports_init(struct sl_app *app, uint16_t want_queues);
 void sl_ports_close(const struct sl_app *app);
 
 int sl_worker_init(struct sl_worker *w, const struct sl_app *app,
 		   unsigned int lcore, uint16_t queue, int track_only);
 int sl_worker_main(void *arg);
+/* Faults in the worker's tables from the calling thread (its NUMA node). */
+void sl_worker_prefault(struct sl_worker *w);
 void sl_worker_free(struct sl_worker *w);
 int sl_worker_reset_flows(struct sl_worker *w);
 

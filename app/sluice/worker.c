@@ -57,7 +57,10 @@ sl_worker_reset_flows(struct sl_worker *w)
 
 	sl_flow_table_free(w->flows);
 	w->flows = sl_flow_table_create(&fp);
-	return w->flows != NULL ? 0 : -ENOMEM;
+	if (w->flows == NULL)
+		return -ENOMEM;
+	sl_flow_table_prefault(w->flows);
+	return 0;
 }
 
 void
@@ -387,6 +390,12 @@ sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			/* two ahead: its bucket lines have arrived by now */
 			if (i + 2 < k && st[i + 2].flow)
 				sl_flow_prefetch_entry(w->flows, st[i + 2].h);
+			/* one ahead: its entry has, and names its limit */
+			if (from == DOWN && i + 1 < k && st[i + 1].flow)
+				sl_bucket_prefetch_hint(
+					sl_hint_table(w),
+					sl_flow_peek_hint(w->flows,
+							  st[i + 1].h));
 			handle_parsed(w, pkts[base + i], from, &st[i].p,
 				      (enum sl_pkt_class)st[i].cls,
 				      st[i].flow ? &st[i].h : NULL);
@@ -411,6 +420,16 @@ sl_worker_flush(struct sl_worker *w)
 {
 	flush(w, UP);
 	flush(w, DOWN);
+}
+
+void
+sl_worker_prefault(struct sl_worker *w)
+{
+	sl_flow_table_prefault(w->flows);
+	sl_bucket_table_prefault(w->buckets);
+	sl_bucket_table_prefault(w->logs);
+	sl_bucket_table_prefault(w->leases);
+	sl_bucket_table_prefault(w->tiers);
 }
 
 /*
@@ -447,11 +466,7 @@ sl_worker_main(void *arg)
 
 	SL_LOG(INFO, "worker on lcore %u polls queue %u", w->lcore, w->queue);
 	/* this lcore's tables, faulted in here (its node) before traffic */
-	sl_flow_table_prefault(w->flows);
-	sl_bucket_table_prefault(w->buckets);
-	sl_bucket_table_prefault(w->logs);
-	sl_bucket_table_prefault(w->leases);
-	sl_bucket_table_prefault(w->tiers);
+	sl_worker_prefault(w);
 	if (app->qs != NULL) {
 		rte_rcu_qsbr_thread_register(app->qs, w->lcore);
 		rte_rcu_qsbr_thread_online(app->qs, w->lcore);

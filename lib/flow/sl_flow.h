@@ -60,6 +60,8 @@ struct sl_flow {
 	uint8_t in_use;
 	uint8_t parked;    /* a request on it waits for a decision */
 	uint16_t park_idx; /* the caller's, while parked */
+	uint32_t
+		bucket_hint; /* the caller's: its last decision's limit state */
 };
 
 struct sl_flow_params {
@@ -164,6 +166,12 @@ void sl_flow_server_segment(struct sl_flow_table *t,
 uint64_t sl_flow_hash(const struct sl_flow_key *k);
 void sl_flow_prefetch_buckets(const struct sl_flow_table *t, uint64_t h);
 void sl_flow_prefetch_entry(const struct sl_flow_table *t, uint64_t h);
+/*
+ * The bucket_hint of the flow with hash h, if its entry is found by
+ * signature alone (no key compare: the hint is only prefetched with, and
+ * checked where it is used); 0 otherwise. For after sl_flow_prefetch_entry.
+ */
+uint32_t sl_flow_peek_hint(const struct sl_flow_table *t, uint64_t h);
 
 struct sl_flow *sl_flow_lookup(struct sl_flow_table *t,
 			       const struct sl_flow_key *k);

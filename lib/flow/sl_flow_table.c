@@ -175,6 +175,19 @@ sl_flow_prefetch_entry(const struct sl_flow_table *t, uint64_t h)
 	prefetch_sig(t, (uint32_t)h & t->bucket_mask, sig_of(h));
 }
 
+uint32_t
+sl_flow_peek_hint(const struct sl_flow_table *t, uint64_t h)
+{
+	const struct bucket *bk = &t->buckets[(uint32_t)h & t->bucket_mask];
+	uint32_t sig = sig_of(h);
+	int i;
+
+	for (i = 0; i < BUCKET_SLOTS; i++)
+		if (bk->sig[i] == sig && bk->idx[i] != 0)
+			return t->flows[bk->idx[i] - 1].bucket_hint;
+	return 0;
+}
+
 struct sl_flow *
 sl_flow_lookup(struct sl_flow_table *t, const struct sl_flow_key *k)
 {

@@ -64,8 +64,6 @@ struct sl_http_req {
 	struct sl_str
 		api_key; /* configured header, else Authorization: Bearer */
 	struct sl_str user;
-	struct sl_str
-		xff[SL_HTTP_MAX_XFF]; /* X-Forwarded-For fields, in order */
 	uint64_t content_length;
 	uint16_t n_headers;
 	uint8_t n_xff;
@@ -76,6 +74,9 @@ struct sl_http_req {
 	uint8_t conn_close;
 	uint8_t upgrade; /* Upgrade requested or CONNECT: stream leaves HTTP */
 	uint8_t error;   /* enum sl_http_err */
+	/* X-Forwarded-For fields, in order; the first n_xff are set (last:
+	 * a parse clears only what precedes it) */
+	struct sl_str xff[SL_HTTP_MAX_XFF];
 };
 
 /*

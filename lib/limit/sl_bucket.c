@@ -293,6 +293,44 @@ sl_bucket_get(struct sl_bucket_table *t, const struct sl_bucket_key *k,
 	return state_of(t, i);
 }
 
+uint32_t
+sl_bucket_hint_of(const struct sl_bucket_table *t,
+		  const struct sl_limit_state *s)
+{
+	const uint8_t *p = (const uint8_t *)s;
+	size_t off;
+
+	/* the scratch state of a full table is no entry */
+	if (p < t->states || p >= t->states + (size_t)t->capacity * t->stride)
+		return 0;
+	off = (size_t)(p - t->states);
+	return (uint32_t)(off / t->stride) + 1;
+}
+
+void
+sl_bucket_prefetch_hint(const struct sl_bucket_table *t, uint32_t hint)
+{
+	if (hint == 0 || hint > t->capacity)
+		return;
+	__builtin_prefetch(&t->ents[hint - 1]);
+	__builtin_prefetch(t->states + (size_t)(hint - 1) * t->stride);
+}
+
+struct sl_limit_state *
+sl_bucket_get_hinted(struct sl_bucket_table *t, const struct sl_bucket_key *k,
+		     uint64_t now, uint32_t hint)
+{
+	if (hint != 0 && hint <= t->capacity) {
+		struct entry *e = &t->ents[hint - 1];
+
+		if (e->in_use && e->k1 == k->k1 && e->k2 == k->k2) {
+			e->pin = t->gen;
+			return state_of(t, hint - 1);
+		}
+	}
+	return sl_bucket_get(t, k, now);
+}
+
 void
 sl_bucket_touch(struct sl_bucket_table *t, struct sl_limit_state *s,
 		uint64_t full_at)

@@ -321,16 +321,6 @@ tcp_len(const struct sl_pkt *p)
 	return (uint32_t)p->tcp_hlen + p->payload_len;
 }
 
-uint16_t
-sl_tcp_cksum_partial(const uint8_t *frame, const struct sl_pkt *p,
-		     uint32_t l4len, uint32_t extra)
-{
-	uint32_t s = pseudo_sum(frame, p, l4len) + extra;
-
-	s = sl_cksum_partial(frame + p->l4_off, p->tcp_hlen, s);
-	return sl_cksum_fold(s);
-}
-
 int
 sl_tcp_cksum_ok(const uint8_t *frame, const struct sl_pkt *p)
 {

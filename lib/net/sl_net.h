@@ -80,13 +80,6 @@ uint16_t sl_cksum_fold(uint32_t sum);
  */
 int sl_tcp_cksum_ok(const uint8_t *frame, const struct sl_pkt *p);
 
-/*
- * Checksum over the pseudo-header (TCP length l4len) and the TCP header
- * only, plus extra: the payload's sum when it is known in advance.
- */
-uint16_t sl_tcp_cksum_partial(const uint8_t *frame, const struct sl_pkt *p,
-			      uint32_t l4len, uint32_t extra);
-
 /* Recomputes and writes the TCP checksum of a classified segment. */
 void sl_tcp_cksum_set(uint8_t *frame, const struct sl_pkt *p);
 /* Recomputes and writes the IPv4 header checksum. */

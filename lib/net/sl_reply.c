@@ -4,28 +4,34 @@
 
 #include "sl_net.h"
 
+static const char pairs[201] = "00010203040506070809"
+			       "10111213141516171819"
+			       "20212223242526272829"
+			       "30313233343536373839"
+			       "40414243444546474849"
+			       "50515253545556575859"
+			       "60616263646566676869"
+			       "70717273747576777879"
+			       "80818283848586878889"
+			       "90919293949596979899";
+
 uint32_t
 sl_utoa(uint64_t v, char *buf)
 {
-	char tmp[20];
-	uint32_t n = 0, i;
+	uint64_t p10 = 10;
+	uint32_t n = 1, i;
 
-	/* the numbers in replies are mostly one or two digits */
-	if (v < 10) {
+	/* length first, then two digits per division, written backwards */
+	while (n < 20 && v >= p10) {
+		n++;
+		p10 = n < 20 ? p10 * 10 : p10;
+	}
+	for (i = n; v >= 100; i -= 2, v /= 100)
+		memcpy(buf + i - 2, pairs + 2 * (v % 100), 2);
+	if (v >= 10)
+		memcpy(buf, pairs + 2 * v, 2);
+	else
 		buf[0] = (char)('0' + v);
-		return 1;
-	}
-	if (v < 100) {
-		buf[0] = (char)('0' + v / 10);
-		buf[1] = (char)('0' + v % 10);
-		return 2;
-	}
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (i = 0; i < n; i++)
-		buf[i] = tmp[n - 1 - i];
 	return n;
 }
 
@@ -232,15 +238,17 @@ sl_reply_tpl_build(struct sl_reply_tpl *t, const struct sl_reply_info *ri)
 	return w.overflow ? -1 : 0;
 }
 
-/* Adds a few digits written at payload offset pos to a big-endian sum. */
-static inline uint32_t
-sum_at(const uint8_t *b, uint32_t len, uint32_t pos, uint32_t acc)
+/* The sum of n digits as if at an even offset, folded to 16 bits. */
+static inline uint16_t
+digits_sum(const char *d, uint32_t n)
 {
-	uint32_t i;
+	uint32_t acc = 0, i;
 
-	for (i = 0; i < len; i++, pos++)
-		acc += (pos & 1) ? b[i] : (uint32_t)b[i] << 8;
-	return acc;
+	for (i = 0; i < n; i++)
+		acc += (i & 1) ? (uint8_t)d[i] : (uint32_t)(uint8_t)d[i] << 8;
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	return (uint16_t)acc;
 }
 
 /*
@@ -258,49 +266,53 @@ copy_over(uint8_t *d, const char *s, uint32_t n)
 		memcpy(d + i, s + i, 16);
 }
 
+/* A number of the reply: its digits and their sum, made once per reply. */
+struct num {
+	char d[24];
+	uint32_t n;
+	uint16_t sum;
+};
+
+static inline void
+num_set(struct num *x, uint64_t v)
+{
+	x->n = sl_utoa(v, x->d);
+	x->sum = digits_sum(x->d, x->n);
+}
+
 uint32_t
 sl_reply_tpl_fill(const struct sl_reply_tpl *t, const struct sl_reply_nums *v,
 		  uint8_t *dst, uint32_t room, uint32_t *sum)
 {
+	struct num nums[SL_SLOT_CLEN + 1];
 	uint32_t pos = 0, acc = 0, i;
-	char d[20];
-	uint32_t nd_retry = sl_utoa(v->retry_after_s, d);
 
+	num_set(&nums[SL_SLOT_RETRY], v->retry_after_s);
+	num_set(&nums[SL_SLOT_REMAINING], v->remaining);
+	num_set(&nums[SL_SLOT_RESET], v->reset_s);
+	num_set(&nums[SL_SLOT_CLEN],
+		t->body_fixed +
+			(t->body_has_retry ? nums[SL_SLOT_RETRY].n : 0));
+	if (!t->baked) {
+		num_set(&nums[SL_SLOT_LIMIT], v->limit);
+		num_set(&nums[SL_SLOT_WINDOW], v->window_s);
+	}
 	for (i = 0; i < t->n; i++) {
 		const struct sl_reply_tpl_seg *s = &t->seg[i];
-		uint64_t x = 0;
-		uint32_t nd;
+		const struct num *x;
 
 		if (pos + s->len + 32 > room)
 			return 0;
 		copy_over(dst + pos, t->text + s->off, s->len);
 		acc += (pos & 1) ? __builtin_bswap16(s->sum) : s->sum;
 		pos += s->len;
-		switch (s->slot) {
-		case SL_SLOT_NONE:
+		if (s->slot == SL_SLOT_NONE)
 			continue;
-		case SL_SLOT_RETRY:
-			x = v->retry_after_s;
-			break;
-		case SL_SLOT_LIMIT:
-			x = v->limit;
-			break;
-		case SL_SLOT_WINDOW:
-			x = v->window_s;
-			break;
-		case SL_SLOT_REMAINING:
-			x = v->remaining;
-			break;
-		case SL_SLOT_RESET:
-			x = v->reset_s;
-			break;
-		case SL_SLOT_CLEN:
-			x = t->body_fixed + (t->body_has_retry ? nd_retry : 0);
-			break;
-		}
-		nd = sl_utoa(x, (char *)dst + pos);
-		acc = sum_at(dst + pos, nd, pos, acc);
-		pos += nd;
+		/* 24 bytes whole: within the 32 of room checked above */
+		x = &nums[s->slot];
+		memcpy(dst + pos, x->d, sizeof(x->d));
+		acc += (pos & 1) ? __builtin_bswap16(x->sum) : x->sum;
+		pos += x->n;
 	}
 	*sum = acc;
 	return pos;
@@ -332,56 +344,84 @@ sl_reply_segment(uint8_t *out, uint32_t room, const uint8_t *req,
 				    flags, payload, plen, UINT32_MAX);
 }
 
+/* Big-endian 16-bit words of a header, summed; n is even and small. */
+static inline uint32_t
+sum_be16(const uint8_t *b, uint32_t n)
+{
+	uint32_t acc = 0, i;
+
+	for (i = 0; i < n; i += 2)
+		acc += (uint32_t)b[i] << 8 | b[i + 1];
+	return acc;
+}
+
+static inline uint16_t
+fold(uint32_t acc)
+{
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	return (uint16_t)~acc;
+}
+
+/*
+ * Fixed-size copies and sums only: the Ethernet part is copied as 24
+ * bytes whatever its length (at most 22; what lands past it is
+ * overwritten by the IP header), and the addresses as 16.
+ */
 uint32_t
 sl_reply_segment_sum(uint8_t *out, uint32_t room, const uint8_t *req,
 		     const struct sl_pkt *p, int to_client, uint32_t seq,
 		     uint32_t ack, uint8_t flags, const void *payload,
 		     uint32_t plen, uint32_t payload_sum)
 {
-	uint8_t l2[22], src[16], dst[16];
-	uint32_t alen = p->af == SL_AF_INET6 ? 16 : 4;
-	uint32_t l3h = p->af == SL_AF_INET6 ? 40 : 20;
+	uint8_t l2[24], src[16], dst[16];
+	int v6 = p->af == SL_AF_INET6;
+	uint32_t l3h = v6 ? 40 : 20;
 	uint32_t off = p->l3_off, total = off + l3h + 20 + plen;
+	uint32_t l4len = 20 + plen, acc;
 	uint16_t sport = to_client ? p->dport : p->sport;
 	uint16_t dport = to_client ? p->sport : p->dport;
-	uint8_t *ip, *t;
-	struct sl_pkt q;
+	uint8_t *ip = out + off, *t = ip + l3h;
 
-	if (total > room || off > sizeof(l2) || total - off > 0xffff)
+	if (total > room || off > 22 || total - off > 0xffff)
 		return 0;
 	/* everything read from req first: out may overwrite it */
-	memcpy(l2, req, off);
-	memcpy(src, to_client ? p->dst : p->src, alen);
-	memcpy(dst, to_client ? p->src : p->dst, alen);
+	memcpy(l2, req, sizeof(l2));
+	memcpy(src, to_client ? p->dst : p->src, 16);
+	memcpy(dst, to_client ? p->src : p->dst, 16);
 	/* callers may write the payload in place first (sl_reply_payload_off)
 	 */
-	if (payload != NULL && plen && payload != out + off + l3h + 20)
-		memmove(out + off + l3h + 20, payload, plen);
-	memcpy(out, l2, off);
+	if (payload != NULL && plen && payload != t + 20)
+		memmove(t + 20, payload, plen);
+	if (payload_sum == UINT32_MAX)
+		payload_sum = sl_cksum_partial(t + 20, plen, 0);
+	memcpy(out, l2, sizeof(l2));
 	if (to_client) {
 		memcpy(out, l2 + 6, 6);
 		memcpy(out + 6, l2, 6);
 	}
-	ip = out + off;
-	if (p->af == SL_AF_INET6) {
+	if (v6) {
 		wr32(ip, 0x60000000u);
-		wr16(ip + 4, (uint16_t)(20 + plen));
+		wr16(ip + 4, (uint16_t)l4len);
 		ip[6] = 6;
 		ip[7] = 64;
 		memcpy(ip + 8, src, 16);
 		memcpy(ip + 24, dst, 16);
+		acc = sum_be16(src, 16) + sum_be16(dst, 16) + (l4len >> 16);
 	} else {
 		ip[0] = 0x45;
 		ip[1] = 0;
-		wr16(ip + 2, (uint16_t)(20 + 20 + plen));
+		wr16(ip + 2, (uint16_t)(20 + l4len));
 		wr16(ip + 4, 0);
 		wr16(ip + 6, 0x4000); /* DF */
 		ip[8] = 64;
 		ip[9] = 6;
 		memcpy(ip + 12, src, 4);
 		memcpy(ip + 16, dst, 4);
+		acc = sum_be16(src, 4) + sum_be16(dst, 4);
+		wr16(ip + 10,
+		     fold(0x4500 + 20 + l4len + 0x4000 + 0x4006 + acc));
 	}
-	t = ip + l3h;
 	wr16(t, sport);
 	wr16(t + 2, dport);
 	wr32(t + 4, seq);
@@ -391,26 +431,15 @@ sl_reply_segment_sum(uint8_t *out, uint32_t room, const uint8_t *req,
 	wr16(t + 14, 1024);
 	wr16(t + 16, 0);
 	wr16(t + 18, 0);
-	memset(&q, 0, sizeof(q));
-	q.af = p->af;
-	q.l3_off = (uint16_t)off;
-	q.l4_off = (uint16_t)(off + l3h);
-	q.tcp_hlen = 20;
-	q.payload_len = plen;
-	if (p->af == SL_AF_INET)
-		sl_ipv4_cksum_set(out, &q);
-	if (payload_sum == UINT32_MAX) {
-		sl_tcp_cksum_set(out, &q);
-	} else {
-		/* header and pseudo-header only: the payload was summed ahead
-		 */
-		uint16_t ck;
-
-		q.payload_len = 0;
-		ck = sl_tcp_cksum_partial(out, &q, 20 + plen, payload_sum);
-		t[16] = (uint8_t)(ck >> 8);
-		t[17] = (uint8_t)ck;
-	}
+	/*
+	 * pseudo-header, TCP header and the payload summed ahead; the header
+	 * from the values, not read back from the bytes just stored (that
+	 * read would wait for the narrow stores to drain)
+	 */
+	acc += (l4len & 0xffff) + 6 + sport + dport + (seq >> 16) +
+	       (seq & 0xffff) + (ack >> 16) + (ack & 0xffff) +
+	       (0x50u << 8 | flags) + 1024 + payload_sum;
+	wr16(t + 16, fold(acc));
 	return total;
 }
 

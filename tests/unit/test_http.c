@@ -299,6 +299,41 @@ accepted_forms(void **state)
 	assert_str(r.xff[1], "2.2.2.2");
 }
 
+/*
+ * A byte at every position of a long value, so the 32- and 16-byte vector
+ * scans and the scalar tail each meet it: controls and DEL refuse the
+ * head, HTAB and obs-text are part of the value.
+ */
+static void
+value_bytes_at_every_position(void **state)
+{
+	static const char pre[] = "GET / HTTP/1.1\r\nHost: a\r\nX-V: ";
+	static const unsigned char bad[] = {0x00, 0x01, 0x0b, 0x1f, 0x7f};
+	static const unsigned char ok[] = {'\t', 0x80, 0xff, ' '};
+	static const char post[] = "\r\nX-K: k\r\n\r\n";
+	char b[256];
+	struct sl_http_req r;
+	size_t pos, i, head = sizeof(pre) - 1, vlen = 80;
+	size_t len = head + vlen + sizeof(post) - 1;
+
+	(void)state;
+	for (pos = 1; pos + 1 < vlen; pos++) {
+		memcpy(b, pre, head);
+		memset(b + head, 'v', vlen);
+		memcpy(b + head + vlen, post, sizeof(post) - 1);
+		for (i = 0; i < sizeof(bad); i++) {
+			b[head + pos] = (char)bad[i];
+			assert_int_equal(parse(b, len, &r), SL_HTTP_ERROR);
+			assert_int_equal(r.error, SL_HTTP_E_CTL);
+		}
+		for (i = 0; i < sizeof(ok); i++) {
+			b[head + pos] = (char)ok[i];
+			assert_int_equal(parse(b, len, &r), (int)len);
+			assert_int_equal(r.n_headers, 3);
+		}
+	}
+}
+
 /* Two pipelined requests: the first call returns only the first head. */
 static void
 pipelined(void **state)
@@ -398,6 +433,7 @@ main(void)
 		cmocka_unit_test(strictness),
 		cmocka_unit_test(smuggling_shapes),
 		cmocka_unit_test(accepted_forms),
+		cmocka_unit_test(value_bytes_at_every_position),
 		cmocka_unit_test(pipelined),
 		cmocka_unit_test(too_many_headers),
 		cmocka_unit_test(chunked_whole_and_bytewise),

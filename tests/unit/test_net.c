@@ -254,6 +254,45 @@ reply_template(void **state)
 		assert_int_equal(sl_pkt_parse(frame, fl, &q), SL_PKT_TCP);
 		assert_true(sl_tcp_cksum_ok(frame, &q));
 		assert_int_equal(q.payload_len, gn);
+		/* and over IPv4 (the parser checks the IP header's sum) */
+		assert_int_equal(sl_pkt_parse(FRAME_V4, sizeof(FRAME_V4), &p),
+				 SL_PKT_TCP);
+		fl = sl_reply_segment_sum(frame, sizeof(frame), FRAME_V4, &p, 1,
+					  77, 88, 0x19, got, gn, sum);
+		assert_int_equal(sl_pkt_parse(frame, fl, &q), SL_PKT_TCP);
+		assert_true(sl_tcp_cksum_ok(frame, &q));
+		assert_int_equal(q.payload_len, gn);
+	}
+}
+
+static void
+utoa(void **state)
+{
+	static const struct {
+		uint64_t v;
+		const char *s;
+	} cases[] = {
+		{0, "0"},
+		{7, "7"},
+		{10, "10"},
+		{99, "99"},
+		{100, "100"},
+		{3600, "3600"},
+		{12345, "12345"},
+		{1000000, "1000000"},
+		{9999999999ULL, "9999999999"},
+		{10000000000000000000ULL, "10000000000000000000"},
+		{UINT64_MAX, "18446744073709551615"},
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char b[24];
+		uint32_t n = sl_utoa(cases[i].v, b);
+
+		assert_int_equal(n, strlen(cases[i].s));
+		assert_memory_equal(b, cases[i].s, n);
 	}
 }
 
@@ -319,6 +358,7 @@ main(void)
 		cmocka_unit_test(checksums),
 		cmocka_unit_test(reply_text),
 		cmocka_unit_test(reply_template),
+		cmocka_unit_test(utoa),
 		cmocka_unit_test(reply_segment),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
