@@ -34,11 +34,15 @@ for k, label in (("cycles_per_request_forward", "forward"),
                  ("cycles_per_request_allow", "decide, new flow, allowed"),
                  ("cycles_per_request_reject", "decide, new flow, 429+RST"),
                  ("cycles_per_request_sampled", "decide, keep-alive, sampled"),
+                 ("cycles_per_request_leased", "decide, keep-alive, leased"),
                  ("scan_floor_cycles", "scan floor")):
     v = med(k)
     print("  %-30s %8.1f cycles/req  %6.2f x forward  (min %.1f, max %.1f)" % (
         label, v, v / f, min(r[k] for r in rows), max(r[k] for r in rows)))
-print("  %-30s %8.2f Mreq/s per core (median)" % ("decisions", med("decisions_per_sec_per_core") / 1e6))
+print("  %-30s %8.2f Mreq/s per core (median; leased, as the appliance runs)" % (
+    "decisions", med("decisions_per_sec_per_core") / 1e6))
+print("  %-30s %8.2f Mreq/s per core (median; local buckets)" % (
+    "decisions, local", med("decisions_per_sec_per_core_local") / 1e6))
 pr = sorted(r["cycles_per_request_forward"] / r["cycles_per_request_passthrough"] for r in rows)
 print("  %-30s %8.2f (median; min %.2f, max %.2f)" % (
     "pass-through / forward rate", statistics.median(pr), pr[0], pr[-1]))

@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""sluice-bench on a small corpus: it runs with --no-huge, every pass
+decides what it was built to decide (the benchmark exits non-zero
+otherwise: all allowed, all rejected, every decision sampled, the leased
+pass never degraded), and its last line carries every figure the README
+and BENCHMARKS.md name. No figure is compared with a threshold: these
+machines are too noisy for that, and the ratios live in BENCHMARKS.md.
+
+usage: test_bench.py PATH/TO/sluice-bench
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sltest  # noqa: E402
+
+KEYS = ["decisions_per_sec_per_core", "decisions_per_sec_per_core_local",
+        "cycles_per_request_allow", "cycles_per_request_reject",
+        "cycles_per_request_forward", "cycles_per_request_passthrough",
+        "cycles_per_request_parse", "cycles_per_request_sampled",
+        "cycles_per_request_leased", "scan_floor_cycles", "keys", "flows",
+        "head_bytes_avg", "latency_ns_p50", "latency_ns_p99", "latency_ns_p999",
+        "bytes_per_flow", "bytes_per_bucket", "rss_kb_before_flood",
+        "rss_kb_after_flood"]
+
+
+def main():
+    binary = sys.argv[1]
+    res = sltest.Results("bench")
+    prefix = "bench%d" % os.getpid()
+    p = subprocess.run([binary, "--no-huge", "-m", "512", "--no-pci", "-l", "0",
+                        "--file-prefix", prefix, "--log-level", "lib.eal:warning",
+                        "--", "--json", "--packets", "512", "--flows", "512",
+                        "--keys", "1000", "--rounds", "3", "--flood", "20000"],
+                       capture_output=True, text=True, timeout=300)
+    res.eq(p.returncode, 0, "sluice-bench ran every pass as planned" +
+           ("" if p.returncode == 0 else ": " + p.stderr[-500:]))
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    res.check(len(lines) > 0, "a JSON object on its last line")
+    if lines:
+        d = json.loads(lines[-1])
+        missing = [k for k in KEYS if k not in d]
+        res.check(not missing, "every figure is there (missing: %s)" % missing)
+        res.check(all(d[k] > 0 for k in KEYS if k in d and k.startswith("cycles")),
+                  "every pass took some cycles")
+        res.eq((d.get("keys"), d.get("flows")), (1000, 512), "the corpus asked for")
+        # 20 000 new addresses would add over 5 MB if the tables grew;
+        # a sanitizer's own bookkeeping adds a few kB, which is not that
+        grow = d.get("rss_kb_after_flood", 0) - d.get("rss_kb_before_flood", 0)
+        res.check(grow < 1024, "no growth under a flood of 20000 new addresses "
+                  "(%s -> %s kB)" % (d.get("rss_kb_before_flood"),
+                                     d.get("rss_kb_after_flood")))
+    return res.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
