@@ -865,8 +865,13 @@ flood(const struct bopts *o, struct sl_app *base, struct flood_result *fr)
 
 static void
 report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
-       double *v, const struct sl_hist *lat, const struct flood_result *fr)
+       double *v, const struct sl_hist *lat, const struct flood_result *fr,
+       const struct sl_worker *leased)
 {
+	/* how often the leased pass went to its authority */
+	double asks = 1000.0 * (double)leased->ctr.coord_asks /
+		      (double)(leased->ctr.requests ? leased->ctr.requests : 1);
+
 	uint64_t p50 = sl_hist_quantile(lat, 0.5),
 		 p99 = sl_hist_quantile(lat, 0.99),
 		 p999 = sl_hist_quantile(lat, 0.999);
@@ -896,6 +901,9 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 			printf("%-38s %12.1f %12.2f %10.2f\n", label[i], v[i],
 			       app->tsc_hz / v[i] / 1e6, v[i] / v[M_FWD]);
 		printf("reject / allow: %.2f\n", v[M_REJECT] / v[M_ALLOW]);
+		printf("leased pass: %.1f asks to the coordinator per 1000 "
+		       "requests\n",
+		       asks);
 		printf("pass-through rate / forwarding rate: %.2f\n",
 		       v[M_FWD] / v[M_PASS]);
 		printf("latency, RX to TX, 1 frame in 16 (bucket upper "
@@ -920,6 +928,7 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 	       "\"cycles_per_request_reject\": %.1f, "
 	       "\"cycles_per_request_sampled\": %.1f, "
 	       "\"cycles_per_request_leased\": %.1f, "
+	       "\"leased_asks_per_1000_requests\": %.1f, "
 	       "\"scan_floor_cycles\": %.1f, "
 	       "\"decisions_per_sec_per_core\": %.0f, "
 	       "\"decisions_per_sec_per_core_local\": %.0f, "
@@ -930,9 +939,10 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 	       c->n, o->flows, o->keys, o->zipf, (double)c->head_bytes / c->n,
 	       o->rounds, app->tsc_hz, v[M_FWD], v[M_PASS], v[M_FLOW],
 	       v[M_PARSE], v[M_ALLOW], v[M_REJECT], v[M_SAMPLE], v[M_LEASED],
-	       v[M_SCAN], app->tsc_hz / v[M_LEASED], app->tsc_hz / v[M_PARSE],
-	       p50, p99, p999, fr->bytes_per_flow, fr->bytes_per_bucket,
-	       o->flood, fr->rss_kb_before, fr->rss_kb_after);
+	       asks, v[M_SCAN], app->tsc_hz / v[M_LEASED],
+	       app->tsc_hz / v[M_PARSE], p50, p99, p999, fr->bytes_per_flow,
+	       fr->bytes_per_bucket, o->flood, fr->rss_kb_before,
+	       fr->rss_kb_after);
 }
 
 int
@@ -1049,7 +1059,7 @@ main(int argc, char **argv)
 	for (m = 0; m < M__N; m++)
 		v[m] = median_per(t[m], o.rounds, c.n);
 	flood(&o, app, &fr);
-	report(&o, &c, app, v, &w[M_PARSE]->latency, &fr);
+	report(&o, &c, app, v, &w[M_PARSE]->latency, &fr, w[M_LEASED]);
 	if (o.coord) {
 		coord_run(&o, app, 1, "hot key, 10000/s");
 		coord_run(&o, app, 100000, "100000 keys, 10000/s each");
