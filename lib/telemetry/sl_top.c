@@ -79,10 +79,40 @@ sl_top_snapshot(const struct sl_top *t, struct sl_top_entry *out)
 	return n;
 }
 
+/*
+ * Values below 8 have a bucket each; a value with its top bit at e >= 3
+ * goes to one of 8 buckets of width 2^(e-3), picked by the three bits
+ * below the top one.
+ */
+static uint32_t
+hist_index(uint64_t ns)
+{
+	uint32_t e;
+
+	if (ns < SL_HIST_SUB)
+		return (uint32_t)ns;
+	e = 63 - (uint32_t)__builtin_clzll(ns);
+	return SL_HIST_SUB + (e - 3) * SL_HIST_SUB +
+	       (uint32_t)((ns >> (e - 3)) & (SL_HIST_SUB - 1));
+}
+
+/* The first value past bucket i: what a quantile in it reports. */
+static uint64_t
+hist_upper(uint32_t i)
+{
+	uint32_t e, sub;
+
+	if (i < SL_HIST_SUB)
+		return i + 1;
+	e = (i - SL_HIST_SUB) / SL_HIST_SUB + 3;
+	sub = (i - SL_HIST_SUB) % SL_HIST_SUB;
+	return (uint64_t)(SL_HIST_SUB + sub + 1) << (e - 3);
+}
+
 void
 sl_hist_add(struct sl_hist *h, uint64_t ns)
 {
-	uint32_t i = ns ? 64 - (uint32_t)__builtin_clzll(ns) : 0;
+	uint32_t i = hist_index(ns);
 
 	if (i >= SL_HIST_BUCKETS)
 		i = SL_HIST_BUCKETS - 1;
@@ -105,7 +135,7 @@ sl_hist_quantile(const struct sl_hist *h, double q)
 	for (i = 0; i < SL_HIST_BUCKETS; i++) {
 		seen += h->b[i];
 		if (seen > want)
-			return i == 0 ? 1 : (1ULL << i);
+			return hist_upper(i);
 	}
-	return 1ULL << (SL_HIST_BUCKETS - 1);
+	return hist_upper(SL_HIST_BUCKETS - 1);
 }

@@ -12,9 +12,12 @@
 
 #include <stdint.h>
 
-#define SL_TOP_K        32
-#define SL_TOP_ID_MAX   96
-#define SL_HIST_BUCKETS 40
+#define SL_TOP_K      32
+#define SL_TOP_ID_MAX 96
+/* log-linear: 8 exact values, then 8 sub-buckets per power of two up to
+ * 2^40 ns, so a quantile is within 12.5 % of the value it stands for */
+#define SL_HIST_SUB     8
+#define SL_HIST_BUCKETS (SL_HIST_SUB + (40 - 3) * SL_HIST_SUB)
 
 struct sl_top_entry {
 	uint32_t seq; /* odd while the worker rewrites the entry */
@@ -42,11 +45,12 @@ void sl_top_add(struct sl_top *t, uint64_t hash, uint16_t rule_slot,
 uint32_t sl_top_snapshot(const struct sl_top *t, struct sl_top_entry *out);
 
 struct sl_hist {
-	uint64_t b[SL_HIST_BUCKETS]; /* b[i]: values in [2^(i-1), 2^i) ns */
+	uint64_t b[SL_HIST_BUCKETS]; /* see sl_hist_add */
 };
 
 void sl_hist_add(struct sl_hist *h, uint64_t ns);
-/* Upper bound (ns) of the bucket holding the q-th quantile (q in 0..1). */
+/* The end (ns, exclusive) of the bucket holding the q-th quantile (q in
+ * 0..1): at most 12.5 % above the value itself. */
 uint64_t sl_hist_quantile(const struct sl_hist *h, double q);
 
 #endif /* SL_TOP_H */

@@ -51,14 +51,25 @@ histogram_quantiles(void **state)
 	memset(&h, 0, sizeof(h));
 	assert_int_equal(sl_hist_quantile(&h, 0.5), 0);
 	for (i = 0; i < 990; i++)
-		sl_hist_add(&h, 300); /* bucket [256, 512) */
+		sl_hist_add(&h, 300); /* bucket [288, 320) */
 	for (i = 0; i < 10; i++)
-		sl_hist_add(&h, 70000); /* bucket [65536, 131072) */
-	assert_int_equal(sl_hist_quantile(&h, 0.5), 512);
-	assert_int_equal(sl_hist_quantile(&h, 0.98), 512);
-	assert_int_equal(sl_hist_quantile(&h, 0.999), 131072);
+		sl_hist_add(&h, 70000); /* bucket [65536, 73728) */
+	assert_int_equal(sl_hist_quantile(&h, 0.5), 320);
+	assert_int_equal(sl_hist_quantile(&h, 0.98), 320);
+	assert_int_equal(sl_hist_quantile(&h, 0.999), 73728);
 	sl_hist_add(&h, UINT64_MAX); /* clamps into the last bucket */
 	assert_int_equal(h.b[SL_HIST_BUCKETS - 1], 1);
+	/* every value lands in a bucket that ends past it, by at most 1/8 */
+	{
+		uint64_t v;
+
+		for (v = 0; v < (1ULL << 39); v = v * 9 / 8 + 1) {
+			memset(&h, 0, sizeof(h));
+			sl_hist_add(&h, v);
+			assert_true(sl_hist_quantile(&h, 0.5) > v);
+			assert_true(sl_hist_quantile(&h, 0.5) <= v + v / 8 + 1);
+		}
+	}
 }
 
 int
