@@ -11,7 +11,7 @@
 
 #define RING_SIZE   4096
 #define COORD_BURST 64
-#define LEASE_NS    100000000ULL /* 100 ms */
+#define LEASE_NS    1000000000ULL /* 1 s */
 
 struct sl_coord *
 sl_coord_create(uint32_t workers, uint32_t capacity)

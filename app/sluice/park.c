@@ -218,18 +218,21 @@ need_state(const struct sl_worker *w, const struct sl_need *n,
 
 /*
  * A lease holds for the numbers it was granted under. After a reload or
- * an override changed them, its units go back and its refusal is
- * forgotten: the authority decides again under the new numbers.
+ * an override changed them, its units are dropped and its refusal is
+ * forgotten: the authority decides again under the new numbers. Dropped,
+ * not given back: units granted under a raised limit (an override now
+ * removed) would otherwise credit the lowered one's bucket, and a
+ * lowered limit must hold at once; the authority counting a few units as
+ * spent that were not is the safe side, within the lease budget.
  */
 static void
 renumber(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l)
 {
+	(void)w;
 	if (l->count == 0 ||
 	    (l->count == n->count && l->burst == n->burst &&
 	     l->period_ms == n->period_ms && l->algo == n->algo))
 		return;
-	if (l->units > 0)
-		send_back(w, &n->key, l, l->units);
 	l->units = 0;
 	l->refused_until = 0;
 	l->asked_ns = 0;

@@ -55,7 +55,7 @@ enum sl_lease_take sl_lease_take(struct sl_lease *l, uint32_t cost,
 				 uint64_t now_ns);
 
 /*
- * How many units to ask for: enough for about 20 ms at the observed rate,
+ * How many units to ask for: enough for about 500 ms at the observed rate,
  * at least cost, at most what the accuracy budget allows per holder.
  * A result equal to cost means exact: one request, one round trip.
  */
