@@ -36,6 +36,15 @@ sizing(void **state)
 	}
 	assert_true(sl_lease_want(&l, &bulk, 1) > 50);
 	assert_true(sl_lease_want(&l, &bulk, 1) <= 100);
+	/* a key seen four times a second under that generous limit: enough
+	 * for its next request or two, not one ask per request */
+	memset(&l, 0, sizeof(l));
+	for (i = 0; i < 100; i++)
+		sl_lease_seen(&l, 1, t + (uint64_t)i * 250 * MS);
+	assert_true(sl_lease_want(&l, &bulk, 1) >= 2);
+	assert_true(sl_lease_want(&l, &bulk, 1) <= 3);
+	/* the same pace under the 5/min limit stays exact */
+	assert_int_equal(sl_lease_want(&l, &login, 1), 1);
 }
 
 static void
