@@ -110,6 +110,7 @@ def main():
             st = t.sluice.stats()
             req = [s.value for s in fams["sluice_requests"].samples if not s.labels]
             res.eq(req, [st["requests"]], "exporter: parses as Prometheus text; requests match")
+            res.check("sluice_idle_sleeps" in fams, "exporter: the idle workers' naps are counted")
             rej = {s.labels["rule"]: s.value for s in fams["sluice_rule_rejected"].samples}
             res.check(rej.get("key-ops", 0) >= 3, "exporter: per-rule rejections")
             trej = {s.labels["tier"]: s.value for s in fams["sluice_tier_rejected"].samples}
