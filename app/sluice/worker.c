@@ -207,7 +207,10 @@ cksum_ok(const struct rte_mbuf *m, const uint8_t *frame, const struct sl_pkt *p)
 {
 	uint64_t f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
 
-	if (f == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
+	/* NONE: the data was verified, the field itself may be unset
+	 * (virtio), so it must not be summed again */
+	if (f == RTE_MBUF_F_RX_L4_CKSUM_GOOD ||
+	    f == RTE_MBUF_F_RX_L4_CKSUM_NONE)
 		return 1;
 	if (f == RTE_MBUF_F_RX_L4_CKSUM_BAD)
 		return 0;
