@@ -207,10 +207,10 @@ cksum_ok(const struct rte_mbuf *m, const uint8_t *frame, const struct sl_pkt *p)
 {
 	uint64_t f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
 
-	/* NONE: the data was verified, the field itself may be unset
-	 * (virtio), so it must not be summed again */
-	if (f == RTE_MBUF_F_RX_L4_CKSUM_GOOD ||
-	    f == RTE_MBUF_F_RX_L4_CKSUM_NONE)
+	/* NONE (verified data, field not filled in: virtio) is summed like
+	 * unknown: forwarded as it is, such a frame would be dropped by the
+	 * backend, so it is counted as a bad checksum here, where it shows */
+	if (f == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
 		return 1;
 	if (f == RTE_MBUF_F_RX_L4_CKSUM_BAD)
 		return 0;
