@@ -2,7 +2,8 @@
 # The coordinator against a live redis-server (started here on 127.0.0.1,
 # stopped on exit): Redis calls per 1000 admitted requests for a hot key
 # and for 100 000 keys, next to the per-request design, and the parked
-# latency with a Redis round trip in it. Not a test: prints figures.
+# latency with a Redis round trip in it, flat out and at two paced rates.
+# Not a test: prints figures.
 # usage: scripts/bench-redis.sh [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,12 @@ for _ in $(seq 50); do
 	[ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && break
 	sleep 0.1
 done
-build/app/sluice-bench/sluice-bench --no-huge -m 2048 --no-pci -l 0 \
-	--file-prefix "benchr$$" --log-level lib.eal:warning -- \
-	--redis "$port" --flood 1000 --rounds "$rounds" 2>/dev/null | grep '"coord"'
+# flat out (the replay outruns one Redis connection: queueing shows), then
+# paced at rates one connection sustains (the protocol's own figures)
+for rate in 0 50000 200000; do
+	echo "== offered: $([ "$rate" = 0 ] && echo "as fast as the replay goes" || echo "$rate requests/s")"
+	build/app/sluice-bench/sluice-bench --no-huge -m 2048 --no-pci -l 0 \
+		--file-prefix "benchr$$" --log-level lib.eal:warning -- \
+		--redis "$port" --flood 1000 --rounds "$rounds" --rate "$rate" \
+		2>/dev/null | grep '"coord"'
+done

@@ -37,6 +37,7 @@
 struct bopts {
 	int coord;
 	uint16_t redis_port; /* --coord against a live redis-server */
+	uint32_t rate;       /* --coord: requests/s offered; 0: flat out */
 	uint32_t workers;
 	uint32_t flood;
 	uint32_t packets;
@@ -318,6 +319,7 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 		{"workers", required_argument, NULL, 'W'},
 		{"coord", no_argument, NULL, 'C'},
 		{"redis", required_argument, NULL, 'R'},
+		{"rate", required_argument, NULL, 'T'},
 		{"json", no_argument, NULL, 'j'},
 		{NULL, 0, NULL, 0},
 	};
@@ -349,6 +351,9 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 			break;
 		case 'C':
 			o->coord = 1;
+			break;
+		case 'T':
+			o->rate = (uint32_t)atoi(optarg);
 			break;
 		case 'R':
 			o->redis_port = (uint16_t)atoi(optarg);
@@ -694,10 +699,21 @@ coord_run(const struct bopts *o, struct sl_app *base, uint32_t keys,
 	if (build_corpus(&c, &ko, app->pool) != 0)
 		rte_exit(EXIT_FAILURE, "coord: out of mbufs\n");
 	for (r = 0; r < o->rounds; r++) {
+		/* --rate: a burst no sooner than its time; the wait answers */
+		uint64_t gap = o->rate ? app->tsc_hz * SL_BURST / o->rate : 0;
+		uint64_t due = rte_rdtsc();
+
 		set_round(&c, r);
-		for (i = 0; i < c.n; i += SL_BURST) {
+		for (i = 0; i < c.n; i += SL_BURST, due += gap) {
 			uint64_t ns;
 
+			while (rte_rdtsc() < due) {
+				sl_coord_poll(app->coord,
+					      sl_tsc_ns(app, rte_rdtsc()));
+				w->now = rte_rdtsc();
+				w->now_ns = sl_tsc_ns(app, w->now);
+				sl_park_poll(w);
+			}
 			w->now = rte_rdtsc();
 			sl_worker_burst(
 				w, &c.m[i],
@@ -735,14 +751,16 @@ coord_run(const struct bopts *o, struct sl_app *base, uint32_t keys,
 			       (double)(w->ctr.allowed ? w->ctr.allowed : 1),
 		       ss->replies ? ss->rtt_ns_sum / ss->replies : 0);
 	}
-	printf("{\"coord\": \"%s\", \"keys\": %u, \"requests\": %lu, "
+	printf("{\"coord\": \"%s\", \"offered_per_sec\": %u, "
+	       "\"keys\": %u, \"requests\": %lu, "
 	       "\"admitted\": %lu, \"refused\": %lu, "
 	       "\"coord_messages_per_1000_admitted\": %.1f, "
 	       "\"store_calls_per_1000_admitted_per_request_design\": %.1f, "
 	       "\"parked\": %lu, \"parked_ns_p50\": %lu, "
 	       "\"parked_ns_p99\": %lu, \"latency_ns_p50\": %lu, "
 	       "\"latency_ns_p99\": %lu, \"latency_ns_p999\": %lu}\n",
-	       label, keys, w->ctr.requests, w->ctr.allowed, w->ctr.rejected,
+	       label, o->rate, keys, w->ctr.requests, w->ctr.allowed,
+	       w->ctr.rejected,
 	       1000.0 * (double)(w->ctr.coord_asks) /
 		       (double)(w->ctr.allowed ? w->ctr.allowed : 1),
 	       1000.0 * (double)w->ctr.requests /
@@ -974,6 +992,7 @@ main(int argc, char **argv)
 			 "usage: sluice-bench [EAL] -- [--packets N] [--flows "
 			 "N>=packets] "
 			 "[--keys N] [--rounds N>=2] [--zipf S] [--flood N] "
+			 "[--workers N] [--coord] [--redis PORT] [--rate N] "
 			 "[--json]\n"
 			 "(one request per connection per round, so that every "
 			 "request of the reject pass is decided)\n");
