@@ -49,7 +49,7 @@ print("  %-30s %8.2f (median; min %.2f, max %.2f)" % (
 ratios = sorted(r["cycles_per_request_reject"] / r["cycles_per_request_allow"] for r in rows)
 print("  %-30s %8.2f (median of per-run ratios; min %.2f, max %.2f)" % (
     "reject / allow", statistics.median(ratios), ratios[0], ratios[-1]))
-print("  %-30s p50 %d ns, p99 %d ns, p99.9 %d ns (median; bucket ends, at most 12.5 % high)" % (
+print("  %-30s p50 %d ns, p99 %d ns, p99.9 %d ns (median; bucket ends, at most 12.5 %% high)" % (
     "RX to TX, 1 frame in 16", med("latency_ns_p50"), med("latency_ns_p99"), med("latency_ns_p999")))
 r = rows[0]
 print("  %-30s %d B per flow, %d B per bucket; RSS %d kB -> %d kB over %d new addresses" % (
