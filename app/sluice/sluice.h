@@ -167,13 +167,10 @@ static inline struct sl_limit_state *
 sl_hinted_get(struct sl_worker *w, const struct sl_bucket_key *k)
 {
 	struct sl_bucket_table *t = sl_hint_table(w);
-	struct sl_limit_state *s;
 
 	if (w->cur_flow == NULL)
 		return sl_bucket_get(t, k, w->now_ns);
-	s = sl_bucket_get_hinted(t, k, w->now_ns, w->cur_flow->bucket_hint);
-	w->cur_flow->bucket_hint = sl_bucket_hint_of(t, s);
-	return s;
+	return sl_bucket_get_hinted(t, k, w->now_ns, &w->cur_flow->bucket_hint);
 }
 
 int sl_ports_init(struct sl_app *app, uint16_t want_queues);

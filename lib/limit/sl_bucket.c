@@ -241,6 +241,18 @@ struct sl_limit_state *
 sl_bucket_get(struct sl_bucket_table *t, const struct sl_bucket_key *k,
 	      uint64_t now)
 {
+	uint32_t hint = 0;
+
+	return sl_bucket_get_hinted(t, k, now, &hint);
+}
+
+#define NO_ENTRY UINT32_MAX
+
+/* The entry of key, found or made; NO_ENTRY when none can be had. */
+static uint32_t
+get_index(struct sl_bucket_table *t, const struct sl_bucket_key *k,
+	  uint64_t now)
+{
 	uint32_t sig = (uint32_t)(k->k1 >> 32) | 1u;
 	uint32_t b1 = (uint32_t)k->k1 & t->mask, b2 = alt_of(t, k), b, i;
 	int32_t found = find(t, b1, sig, k);
@@ -250,7 +262,7 @@ sl_bucket_get(struct sl_bucket_table *t, const struct sl_bucket_key *k,
 		found = find(t, b2, sig, k);
 	if (found >= 0) {
 		t->ents[found].pin = t->gen;
-		return state_of(t, (uint32_t)found);
+		return (uint32_t)found;
 	}
 	if (t->n_free == 0)
 		evict_one(t, now);
@@ -269,14 +281,8 @@ sl_bucket_get(struct sl_bucket_table *t, const struct sl_bucket_key *k,
 			s = slot_free(&t->bkts[b2]);
 		}
 	}
-	if (s < 0 || t->n_free == 0) {
-		/* all sixteen pinned by this request: use a scratch state */
-		static __thread uint8_t scratch[sizeof(struct sl_limit_state) +
-						SL_LOG_MAX * sizeof(uint32_t)];
-
-		memset(scratch, 0, sizeof(scratch));
-		return (struct sl_limit_state *)scratch;
-	}
+	if (s < 0 || t->n_free == 0)
+		return NO_ENTRY;
 	i = t->free_ents[--t->n_free];
 	t->ents[i] = (struct entry){.k1 = k->k1,
 				    .k2 = k->k2,
@@ -290,21 +296,7 @@ sl_bucket_get(struct sl_bucket_table *t, const struct sl_bucket_key *k,
 	t->bkts[b].idx[s] = i + 1;
 	t->st.active++;
 	t->st.created++;
-	return state_of(t, i);
-}
-
-uint32_t
-sl_bucket_hint_of(const struct sl_bucket_table *t,
-		  const struct sl_limit_state *s)
-{
-	const uint8_t *p = (const uint8_t *)s;
-	size_t off;
-
-	/* the scratch state of a full table is no entry */
-	if (p < t->states || p >= t->states + (size_t)t->capacity * t->stride)
-		return 0;
-	off = (size_t)(p - t->states);
-	return (uint32_t)(off / t->stride) + 1;
+	return i;
 }
 
 void
@@ -318,17 +310,30 @@ sl_bucket_prefetch_hint(const struct sl_bucket_table *t, uint32_t hint)
 
 struct sl_limit_state *
 sl_bucket_get_hinted(struct sl_bucket_table *t, const struct sl_bucket_key *k,
-		     uint64_t now, uint32_t hint)
+		     uint64_t now, uint32_t *hint)
 {
-	if (hint != 0 && hint <= t->capacity) {
-		struct entry *e = &t->ents[hint - 1];
+	uint32_t i;
+
+	if (*hint != 0 && *hint <= t->capacity) {
+		struct entry *e = &t->ents[*hint - 1];
 
 		if (e->in_use && e->k1 == k->k1 && e->k2 == k->k2) {
 			e->pin = t->gen;
-			return state_of(t, hint - 1);
+			return state_of(t, *hint - 1);
 		}
 	}
-	return sl_bucket_get(t, k, now);
+	i = get_index(t, k, now);
+	if (i == NO_ENTRY) {
+		/* all sixteen pinned by this request: use a scratch state */
+		static __thread uint8_t scratch[sizeof(struct sl_limit_state) +
+						SL_LOG_MAX * sizeof(uint32_t)];
+
+		memset(scratch, 0, sizeof(scratch));
+		*hint = 0;
+		return (struct sl_limit_state *)scratch;
+	}
+	*hint = i + 1;
+	return state_of(t, i);
 }
 
 void

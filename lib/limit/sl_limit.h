@@ -133,15 +133,16 @@ struct sl_limit_state *sl_bucket_get(struct sl_bucket_table *t,
  * soon as it knows the flow, and finds the entry through it without the
  * hash table when its key still matches. A stale hint costs one compare.
  */
-/* The hint of a state got from t (0: none). */
-uint32_t sl_bucket_hint_of(const struct sl_bucket_table *t,
-			   const struct sl_limit_state *s);
 /* Asks for the entry's and its state's lines. */
 void sl_bucket_prefetch_hint(const struct sl_bucket_table *t, uint32_t hint);
-/* sl_bucket_get, through the hint when it still names key. */
+/*
+ * sl_bucket_get, through *hint when it still names key; *hint is then
+ * the returned state's (0 for the scratch state of a table whose every
+ * candidate entry the request has pinned).
+ */
 struct sl_limit_state *sl_bucket_get_hinted(struct sl_bucket_table *t,
 					    const struct sl_bucket_key *k,
-					    uint64_t now_ns, uint32_t hint);
+					    uint64_t now_ns, uint32_t *hint);
 
 /* Records when the state will be full again (after a commit). */
 void sl_bucket_touch(struct sl_bucket_table *t, struct sl_limit_state *s,

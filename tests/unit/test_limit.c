@@ -284,9 +284,10 @@ bucket_pins(void **state)
 }
 
 /*
- * A hint finds its entry while the key matches; a stale one (another key,
- * an entry evicted and reused, garbage) falls back to the table; the
- * scratch state of a pinned-full table has none.
+ * A hint finds its entry while the key matches and is renewed by every
+ * get; a stale one (another key, an entry evicted and reused, garbage)
+ * falls back to the table; the scratch state of a pinned-full table
+ * leaves none.
  */
 static void
 bucket_hints(void **state)
@@ -294,37 +295,43 @@ bucket_hints(void **state)
 	struct sl_bucket_table *t = sl_bucket_table_create(2, 0);
 	struct sl_bucket_key k1 = {1, 1}, k2 = {2, 2}, k3 = {3, 3};
 	struct sl_limit_state *a, *b, *c;
-	uint32_t ha, hb;
+	uint32_t ha = 0, hb, h;
 
 	(void)state;
 	sl_bucket_begin(t);
-	a = sl_bucket_get(t, &k1, 1);
+	a = sl_bucket_get_hinted(t, &k1, 1, &ha);
 	a->a = 11;
-	ha = sl_bucket_hint_of(t, a);
 	assert_int_not_equal(ha, 0);
 	sl_bucket_prefetch_hint(t, ha);
 	sl_bucket_prefetch_hint(t, 12345); /* out of range: ignored */
-	assert_ptr_equal(sl_bucket_get_hinted(t, &k1, 1, ha), a);
-	/* k2 with k1's hint: its own, fresh state */
-	b = sl_bucket_get_hinted(t, &k2, 1, ha);
+	h = ha;
+	assert_ptr_equal(sl_bucket_get_hinted(t, &k1, 1, &h), a);
+	assert_int_equal(h, ha);
+	assert_ptr_equal(sl_bucket_get(t, &k1, 1), a);
+	/* k2 with k1's hint: its own, fresh state, and its own hint */
+	hb = ha;
+	b = sl_bucket_get_hinted(t, &k2, 1, &hb);
 	assert_ptr_not_equal(b, a);
 	assert_int_equal(b->a, 0);
-	hb = sl_bucket_hint_of(t, b);
 	assert_int_not_equal(hb, ha);
-	assert_ptr_equal(sl_bucket_get_hinted(t, &k1, 1, 99), a);
-	assert_ptr_equal(sl_bucket_get_hinted(t, &k1, 1, 0), a);
-	/* both pinned: k3 gets the scratch state, which has no hint */
-	c = sl_bucket_get_hinted(t, &k3, 1, ha);
+	h = 99;
+	assert_ptr_equal(sl_bucket_get_hinted(t, &k1, 1, &h), a);
+	assert_int_equal(h, ha);
+	/* both pinned: k3 gets the scratch state, which leaves no hint */
+	h = ha;
+	c = sl_bucket_get_hinted(t, &k3, 1, &h);
 	assert_ptr_not_equal(c, a);
 	assert_ptr_not_equal(c, b);
-	assert_int_equal(sl_bucket_hint_of(t, c), 0);
-	/* a new request: k3 evicts one of them; a hint to it no longer
-	 * finds the old key's state as k3's */
+	assert_int_equal(h, 0);
+	/* a new request: k3 evicts one of them; the old hints find k3's
+	 * own state, not the evicted key's */
 	sl_bucket_begin(t);
 	c = sl_bucket_get(t, &k3, 2);
 	c->a = 33;
-	assert_ptr_equal(sl_bucket_get_hinted(t, &k3, 2, ha), c);
-	assert_ptr_equal(sl_bucket_get_hinted(t, &k3, 2, hb), c);
+	h = ha;
+	assert_ptr_equal(sl_bucket_get_hinted(t, &k3, 2, &h), c);
+	h = hb;
+	assert_ptr_equal(sl_bucket_get_hinted(t, &k3, 2, &h), c);
 	sl_bucket_table_free(t);
 }
 
