@@ -225,15 +225,6 @@ secs_up(uint64_t ns)
 	return ns / NS + (ns % NS != 0);
 }
 
-static uint64_t
-rnd(struct sl_worker *w)
-{
-	w->rng ^= w->rng << 13;
-	w->rng ^= w->rng >> 7;
-	w->rng ^= w->rng << 17;
-	return w->rng;
-}
-
 /* Retry-After: never earlier than true, spread by up to the jitter. */
 uint64_t
 sl_retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
@@ -245,7 +236,7 @@ sl_retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
 	if (s == 0)
 		s = 1;
 	spread = (s * jitter_ppm + 999999) / 1000000;
-	return s + (spread ? rnd(w) % (spread + 1) : 0);
+	return s + (spread ? sl_rnd(w) % (spread + 1) : 0);
 }
 
 static void
@@ -338,10 +329,6 @@ commit_all(struct sl_worker *w, const struct sl_policy *pol, struct check *cs,
 	}
 }
 
-/*
- * With a coordinator: every enforcing limit is spent from a lease; shadow
- * rules are counted from this worker's own buckets, never waited for.
- */
 /* A shadow rule that would have rejected counts once per request. */
 static void
 count_shadow(struct sl_worker *w, uint32_t shadow_denied)
@@ -379,6 +366,10 @@ allowed(struct sl_worker *w, uint32_t shadow_denied, const struct check *cs,
 	return SL_REQ_CONTINUE;
 }
 
+/*
+ * With a coordinator: every enforcing limit is spent from a lease; shadow
+ * rules are counted from this worker's own buckets, never waited for.
+ */
 static enum sl_req_action
 decide_leased(struct sl_worker *w, const struct sl_policy *pol,
 	      const struct sl_http_req *req, const struct sl_identity *id,

@@ -226,9 +226,8 @@ need_state(const struct sl_worker *w, const struct sl_need *n,
  * spent that were not is the safe side, within the lease budget.
  */
 static void
-renumber(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l)
+renumber(const struct sl_need *n, struct sl_lease *l)
 {
-	(void)w;
 	if (l->count == 0 ||
 	    (l->count == n->count && l->burst == n->burst &&
 	     l->period_ms == n->period_ms && l->algo == n->algo))
@@ -262,7 +261,7 @@ evaluate(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 		ls[i] = i == 0 && fresh ? (struct sl_lease *)sl_hinted_get(
 						  w, &ns[i].key)
 					: lease_of(w, &ns[i].key);
-		renumber(w, &ns[i], ls[i]);
+		renumber(&ns[i], ls[i]);
 		st = need_state(w, &ns[i], ls[i]);
 		if (st == ST_REFUSED &&
 		    (*strict < 0 ||

@@ -260,6 +260,16 @@ sl_count_allowed(struct sl_worker *w)
 	w->tiers_ctr[w->cur_tier + 1].allowed++;
 }
 
+/* The worker's own xorshift: jitter and sampling, no shared state. */
+static inline uint64_t
+sl_rnd(struct sl_worker *w)
+{
+	w->rng ^= w->rng << 13;
+	w->rng ^= w->rng >> 7;
+	w->rng ^= w->rng << 17;
+	return w->rng;
+}
+
 /* Whether this decision goes to the decision stream (random, at the rate
  * of the running rules); one load and a branch when sampling is off. */
 static inline int
@@ -271,10 +281,7 @@ sl_dec_pick(struct sl_worker *w, int rejected)
 		return 0;
 	if (ppm >= 1000000)
 		return 1;
-	w->rng ^= w->rng << 13;
-	w->rng ^= w->rng >> 7;
-	w->rng ^= w->rng << 17;
-	return w->rng % 1000000 < ppm;
+	return sl_rnd(w) % 1000000 < ppm;
 }
 
 /* The arrival TSC stamped on m at RX (0 when stamping is off). */

@@ -455,8 +455,7 @@ idle_backoff(struct sl_worker *w, unsigned int busy)
 	if (++w->idle_polls < SL_IDLE_POLLS)
 		return;
 	w->idle_polls = 0;
-	flush(w, UP);
-	flush(w, DOWN);
+	sl_worker_flush(w);
 	w->ctr.idle_sleeps++;
 	rte_delay_us_sleep(w->app->idle_sleep_us);
 }
@@ -483,8 +482,7 @@ sl_worker_main(void *arg)
 		busy = poll_port(w, DOWN);
 		busy += poll_port(w, UP);
 		if (w->now >= w->next_drain) {
-			flush(w, UP);
-			flush(w, DOWN);
+			sl_worker_flush(w);
 			w->next_drain = w->now + app->drain_tsc;
 		}
 		sl_flow_expire(w->flows, w->now, SL_EXPIRE_BUDGET);
@@ -505,7 +503,6 @@ sl_worker_main(void *arg)
 		rte_rcu_qsbr_thread_offline(app->qs, w->lcore);
 		rte_rcu_qsbr_thread_unregister(app->qs, w->lcore);
 	}
-	flush(w, UP);
-	flush(w, DOWN);
+	sl_worker_flush(w);
 	return 0;
 }

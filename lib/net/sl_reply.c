@@ -22,10 +22,9 @@ sl_utoa(uint64_t v, char *buf)
 	uint32_t n = 1, i;
 
 	/* length first, then two digits per division, written backwards */
-	while (n < 20 && v >= p10) {
-		n++;
-		p10 = n < 20 ? p10 * 10 : p10;
-	}
+	/* 10^20 wraps, but the loop has stopped by then */
+	for (; n < 20 && v >= p10; n++)
+		p10 *= 10;
 	for (i = n; v >= 100; i -= 2, v /= 100)
 		memcpy(buf + i - 2, pairs + 2 * (v % 100), 2);
 	if (v >= 10)
