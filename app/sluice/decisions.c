@@ -18,6 +18,7 @@
 #include <rte_telemetry.h>
 
 #include "sluice.h"
+#include "store.h"
 
 #define DRAIN_BURST 256
 #define LINE_MAX_B  1024
@@ -267,13 +268,12 @@ append_xadd(struct sl_decisions *d, const struct sl_dec_rec *r,
 static void
 follow_moved(struct sl_decisions *d, const char *err)
 {
-	char host[256];
-	unsigned int slot, port;
+	struct sl_redirect r;
 
-	if (sscanf(err, "MOVED %u %255[^:]:%u", &slot, host, &port) != 3)
+	if (!sl_redis_redirect(err, &r) || !r.moved)
 		return;
-	snprintf(d->host, sizeof(d->host), "%s", host);
-	d->port = (uint16_t)port;
+	snprintf(d->host, sizeof(d->host), "%s", r.host);
+	d->port = r.port;
 	d->redirects++;
 	drop_conn(d);
 	d->retry_ns = 0;

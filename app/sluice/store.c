@@ -205,7 +205,8 @@ node_of(struct sl_store *s, const char *host, uint16_t port)
 	i = s->n_nodes++;
 	memset(&s->nodes[i], 0, sizeof(s->nodes[i]));
 	s->nodes[i].s = s;
-	snprintf(s->nodes[i].host, sizeof(s->nodes[i].host), "%s", host);
+	snprintf(s->nodes[i].host, sizeof(s->nodes[i].host), "%.*s",
+		 (int)sizeof(s->nodes[i].host) - 1, host);
 	s->nodes[i].port = port;
 	connect_node(&s->nodes[i]);
 	return (int)i;
@@ -478,30 +479,42 @@ answer_worker(struct sl_coord *c, struct sl_coord_msg *a)
  * the ask goes there; ASK goes there once, after ASKING. Returns 1 when
  * the ask was sent again.
  */
+int
+sl_redis_redirect(const char *err, struct sl_redirect *r)
+{
+	unsigned int port;
+
+	r->moved = strncmp(err, "MOVED ", 6) == 0;
+	if ((!r->moved && strncmp(err, "ASK ", 4) != 0) ||
+	    sscanf(err + (r->moved ? 6 : 4), "%u %255[^:]:%u", &r->slot,
+		   r->host, &port) != 3 ||
+	    r->slot >= SLOTS)
+		return 0;
+	r->port = (uint16_t)port;
+	return 1;
+}
+
 static int
 redirect(struct sl_store *s, uint32_t i, const char *err)
 {
 	struct inflight *f = &s->fl[i];
-	int moved = strncmp(err, "MOVED ", 6) == 0;
-	char host[64];
-	unsigned int slot, port;
+	struct sl_redirect r;
 	int n;
 
-	if ((!moved && strncmp(err, "ASK ", 4) != 0) || f->hops >= 3 ||
-	    sscanf(err + (moved ? 6 : 4), "%u %63[^:]:%u", &slot, host,
-		   &port) != 3 ||
-	    slot >= SLOTS)
+	/* a node's name has room for 63 bytes */
+	if (f->hops >= 3 || !sl_redis_redirect(err, &r) ||
+	    strlen(r.host) >= sizeof(s->nodes[0].host))
 		return 0;
-	n = node_of(s, host, (uint16_t)port);
+	n = node_of(s, r.host, r.port);
 	if (n < 0)
 		return 0;
 	f->hops++;
 	s->st.redirects++;
 	s->st.nodes = s->n_nodes;
-	if (moved)
-		s->slot_node[slot] = (uint8_t)n;
+	if (r.moved)
+		s->slot_node[r.slot] = (uint8_t)n;
 	f->node = (uint8_t)n;
-	return send_reserve(s, i, f->eval, !moved) == REDIS_OK;
+	return send_reserve(s, i, f->eval, !r.moved) == REDIS_OK;
 }
 
 static void

@@ -52,4 +52,14 @@ struct sl_store_stats {
 };
 const struct sl_store_stats *sl_store_stats(const struct sl_store *s);
 
+/* A Redis Cluster redirection: "MOVED slot host:port" or "ASK ...". */
+struct sl_redirect {
+	int moved; /* MOVED (the slot lives there now), else ASK (once) */
+	unsigned int slot;
+	uint16_t port;
+	char host[256];
+};
+/* Whether err is a redirection; *r filled in when it is. */
+int sl_redis_redirect(const char *err, struct sl_redirect *r);
+
 #endif /* SLUICE_STORE_H */
