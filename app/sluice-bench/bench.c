@@ -434,16 +434,56 @@ c_n_ring(const struct bopts *o)
 	return rte_align32pow2(o->packets + 1);
 }
 
-/* The keep-alive worker with every decision going to the stream's ring. */
-static struct sl_worker *
-sampling_worker(const struct sl_app *app, struct sl_config *cfg, uint32_t ring)
+/* A worker's own copy of the app, to change what the pass needs. */
+static struct sl_app *
+app_copy(const struct sl_app *app)
 {
 	struct sl_app *a = calloc(1, sizeof(*a));
-	struct sl_worker *w;
 
 	if (a == NULL)
 		rte_exit(EXIT_FAILURE, "out of memory\n");
 	*a = *app;
+	return a;
+}
+
+/* The node's own authority, as main() starts it, for one lease holder. */
+static void
+with_coordinator(struct sl_app *a, uint32_t capacity)
+{
+	a->coord = sl_coord_create(1, capacity);
+	a->holders = 1;
+	a->expected = 1;
+	a->store_timeout_ns = 50000000ULL;
+	if (a->coord == NULL)
+		rte_exit(EXIT_FAILURE, "cannot create the coordinator\n");
+}
+
+/* The main lcore's turn (the coordinator answers), then the worker's. */
+static void
+answer_once(const struct sl_app *app, struct sl_worker *w)
+{
+	sl_coord_poll(app->coord, sl_tsc_ns(app, rte_rdtsc()));
+	w->now = rte_rdtsc();
+	w->now_ns = sl_tsc_ns(app, w->now);
+	sl_park_poll(w);
+}
+
+/* Whatever still waits for a first grant is answered, and sent. */
+static void
+answer_all(const struct sl_app *app, struct sl_worker *w)
+{
+	while (w->n_park_free != SL_PARK_MAX)
+		answer_once(app, w);
+	sl_worker_flush(w);
+}
+
+/* The keep-alive worker with every decision going to the stream's ring. */
+static struct sl_worker *
+sampling_worker(const struct sl_app *app, struct sl_config *cfg, uint32_t ring)
+{
+	struct sl_app *a = app_copy(app);
+	struct sl_worker *w;
+
 	a->policy = bench_policy(cfg, 1000000000, 1000);
 	a->policy->dec_ppm[0] = a->policy->dec_ppm[1] = 1000000;
 	w = bench_worker(a, 0);
@@ -459,11 +499,8 @@ sampling_worker(const struct sl_app *app, struct sl_config *cfg, uint32_t ring)
 static struct sl_worker *
 passthrough_worker(const struct sl_app *app)
 {
-	struct sl_app *a = calloc(1, sizeof(*a));
+	struct sl_app *a = app_copy(app);
 
-	if (a == NULL)
-		rte_exit(EXIT_FAILURE, "out of memory\n");
-	*a = *app;
 	memset(a->service, 0, sizeof(a->service));
 	return bench_worker(a, 0);
 }
@@ -476,18 +513,10 @@ passthrough_worker(const struct sl_app *app)
 static struct sl_worker *
 leased_worker(const struct sl_app *app, struct sl_config *cfg)
 {
-	struct sl_app *a = calloc(1, sizeof(*a));
+	struct sl_app *a = app_copy(app);
 
-	if (a == NULL)
-		rte_exit(EXIT_FAILURE, "out of memory\n");
-	*a = *app;
 	a->policy = bench_policy(cfg, 1000000000, 1000);
-	a->coord = sl_coord_create(1, cfg->dataplane.buckets_per_worker * 2);
-	a->holders = 1;
-	a->expected = 1;
-	a->store_timeout_ns = 50000000ULL;
-	if (a->coord == NULL)
-		rte_exit(EXIT_FAILURE, "cannot create the coordinator\n");
+	with_coordinator(a, cfg->dataplane.buckets_per_worker * 2);
 	return bench_worker(a, 0);
 }
 
@@ -518,13 +547,7 @@ pass_leased(struct sl_worker *w, struct corpus *c)
 	t0 = rte_rdtsc_precise();
 	sl_worker_flush(w);
 	spent += rte_rdtsc_precise() - t0;
-	while (w->n_park_free != SL_PARK_MAX) {
-		sl_coord_poll(app->coord, sl_tsc_ns(app, rte_rdtsc()));
-		w->now = rte_rdtsc();
-		w->now_ns = sl_tsc_ns(app, w->now);
-		sl_park_poll(w);
-		sl_worker_flush(w);
-	}
+	answer_all(app, w);
 	return spent;
 }
 
@@ -676,22 +699,15 @@ coord_run(const struct bopts *o, struct sl_app *base, uint32_t keys,
 {
 	struct bopts ko = *o;
 	struct sl_config *cfg = calloc(1, sizeof(*cfg));
-	struct sl_app *app = calloc(1, sizeof(*app));
+	struct sl_app *app = app_copy(base);
 	struct corpus c = {0};
 	struct sl_worker *w;
 	uint32_t r, i;
 
-	*app = *base;
 	ko.keys = keys;
 	sl_config_defaults(cfg);
 	app->policy = bench_policy(cfg, 10000, 1000);
-	app->coord = sl_coord_create(1, 1u << 20);
-	app->holders = 1;
-	app->expected = 1;
-	app->store_timeout_ns = 50000000ULL;
-	if (app->coord == NULL)
-		rte_exit(EXIT_FAILURE,
-			 "coord: cannot create the coordinator\n");
+	with_coordinator(app, 1u << 20);
 	if (o->redis_port)
 		attach_redis(app, o->redis_port);
 	w = bench_worker(app, 0);
@@ -705,34 +721,17 @@ coord_run(const struct bopts *o, struct sl_app *base, uint32_t keys,
 
 		set_round(&c, r);
 		for (i = 0; i < c.n; i += SL_BURST, due += gap) {
-			uint64_t ns;
-
-			while (rte_rdtsc() < due) {
-				sl_coord_poll(app->coord,
-					      sl_tsc_ns(app, rte_rdtsc()));
-				w->now = rte_rdtsc();
-				w->now_ns = sl_tsc_ns(app, w->now);
-				sl_park_poll(w);
-			}
+			while (rte_rdtsc() < due)
+				answer_once(app, w);
 			w->now = rte_rdtsc();
 			sl_worker_burst(
 				w, &c.m[i],
 				(uint16_t)RTE_MIN((uint32_t)SL_BURST, c.n - i),
 				0);
-			ns = sl_tsc_ns(app, rte_rdtsc());
-			sl_coord_poll(app->coord, ns);
-			w->now = rte_rdtsc();
-			w->now_ns = sl_tsc_ns(app, w->now);
-			sl_park_poll(w);
+			answer_once(app, w);
 		}
 		/* whatever still waits is answered before the next round */
-		while (w->park_head != 0xffff) {
-			sl_coord_poll(app->coord, sl_tsc_ns(app, rte_rdtsc()));
-			w->now = rte_rdtsc();
-			w->now_ns = sl_tsc_ns(app, w->now);
-			sl_park_poll(w);
-		}
-		sl_worker_flush(w);
+		answer_all(app, w);
 	}
 	for (i = 0; i < c.n; i++)
 		rte_pktmbuf_free(c.m[i]);
