@@ -324,12 +324,9 @@ sl_ruleset_rule_id(const struct sl_ruleset *rs, uint32_t i)
 int
 sl_ruleset_tier(const struct sl_ruleset *rs, const char *key, uint32_t len)
 {
-	const struct hent *e;
+	int t = sl_ruleset_tier_find(rs, key, len);
 
-	if (rs->cfg.n_keys == 0)
-		return rs->cfg.default_tier;
-	e = ht_get(&rs->keys, sl_hash64(key, len, 1), key, len);
-	return e ? (int)e->val : rs->cfg.default_tier;
+	return t >= 0 ? t : rs->cfg.default_tier;
 }
 
 int
@@ -378,9 +375,9 @@ int
 sl_ruleset_key_blocked(const struct sl_ruleset *rs, const char *key,
 		       uint32_t len)
 {
-	if (rs->cfg.n_block_keys == 0)
-		return 0;
-	return ht_get(&rs->blocked, sl_hash64(key, len, 1), key, len) != NULL;
+	int tier;
+
+	return sl_ruleset_key_info(rs, key, len, &tier);
 }
 
 int
