@@ -118,18 +118,23 @@ on_sha(redisAsyncContext *ac, void *r, void *priv)
  */
 static char fn_lib[16384], fn_reserve[40], fn_refund[40];
 
+/* FNV-1a over a string, continuing from h. */
+static uint64_t
+fnv1a(uint64_t h, const char *p)
+{
+	for (; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+	return h;
+}
+
 static void
 build_library(void)
 {
-	uint64_t h = 1469598103934665603ULL;
-	const char *p;
+	uint64_t h;
 
 	if (fn_lib[0])
 		return;
-	for (p = SL_LUA_RESERVE; *p; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
-	for (p = SL_LUA_REFUND; *p; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+	h = fnv1a(fnv1a(1469598103934665603ULL, SL_LUA_RESERVE), SL_LUA_REFUND);
 	snprintf(fn_reserve, sizeof(fn_reserve), "sl_reserve_%016llx",
 		 (unsigned long long)h);
 	snprintf(fn_refund, sizeof(fn_refund), "sl_refund_%016llx",
@@ -531,13 +536,13 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 	if (!f->used || f->gen != gen)
 		return; /* timed out already: answered by policy */
 	if (rep != NULL && rep->type == REDIS_REPLY_ERROR) {
+		int fn_gone = strstr(rep->str, "Function not found") != NULL;
+
 		/* functions flushed (a restart without persistence): load
 		 * them again, and send this one with the script itself */
-		if (strstr(rep->str, "Function not found") != NULL &&
-		    s->nodes[f->node].ac != NULL)
+		if (fn_gone && s->nodes[f->node].ac != NULL)
 			load_functions(&s->nodes[f->node]);
-		if ((strstr(rep->str, "NOSCRIPT") != NULL ||
-		     strstr(rep->str, "Function not found") != NULL) &&
+		if ((fn_gone || strstr(rep->str, "NOSCRIPT") != NULL) &&
 		    !f->eval && send_reserve(s, i, 1, 0) == REDIS_OK)
 			return;
 		if (s->cluster && redirect(s, i, rep->str))
