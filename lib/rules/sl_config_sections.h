@@ -20,22 +20,29 @@ is_token(const char *s, int allow_dot)
 	return 1;
 }
 
-static int
-has_key(struct loader *L, yaml_node_t *map, const char *name)
+/* The value of key name in a mapping; NULL when it has none. */
+static yaml_node_t *
+value_of(struct loader *L, yaml_node_t *map, const char *name)
 {
 	yaml_node_pair_t *p;
 
-	if (map->type != YAML_MAPPING_NODE)
-		return 1; /* already reported as not a mapping */
 	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
 	     p++) {
 		yaml_node_t *k = node(L, p->key);
 
 		if (k->type == YAML_SCALAR_NODE &&
 		    strcmp((const char *)k->data.scalar.value, name) == 0)
-			return 1;
+			return node(L, p->value);
 	}
-	return 0;
+	return NULL;
+}
+
+static int
+has_key(struct loader *L, yaml_node_t *map, const char *name)
+{
+	if (map->type != YAML_MAPPING_NODE)
+		return 1; /* already reported as not a mapping */
+	return value_of(L, map, name) != NULL;
 }
 
 static int
@@ -1062,22 +1069,6 @@ load_root(struct loader *L, yaml_node_t *root)
 	pick(L, root, first_fields);
 	pick(L, root, second_fields);
 	walk_map(L, root, "config", root_fields, NULL);
-}
-
-static yaml_node_t *
-value_of(struct loader *L, yaml_node_t *map, const char *name)
-{
-	yaml_node_pair_t *p;
-
-	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
-	     p++) {
-		yaml_node_t *k = node(L, p->key);
-
-		if (k->type == YAML_SCALAR_NODE &&
-		    strcmp((const char *)k->data.scalar.value, name) == 0)
-			return node(L, p->value);
-	}
-	return NULL;
 }
 
 /* Where sampled decisions go, once every section is known. */
