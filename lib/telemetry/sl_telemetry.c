@@ -404,7 +404,7 @@ cmd_top(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
-/* Per tier, by name; "(no key)" for requests without an API key. */
+/* Per tier, by name; "no_key" for requests without an API key. */
 static int
 cmd_tiers(const char *cmd, const char *params, struct rte_tel_data *d)
 {
