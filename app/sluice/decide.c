@@ -169,8 +169,14 @@ scope_bytes(struct scope_id *s, uint8_t scope, const struct sl_http_req *req,
 		s->b = NULL;
 		s->len = 0;
 	}
-	s->h1 = sl_hash64(s->b, s->len, 0x5c09e + scope);
-	s->h2 = sl_hash64(s->b, s->len, 0x7e57 ^ ((uint64_t)scope << 40));
+	{
+		uint64_t h[2];
+
+		sl_hash64x2(s->b, s->len, 0x5c09e + scope,
+			    0x7e57 ^ ((uint64_t)scope << 40), h);
+		s->h1 = h[0];
+		s->h2 = h[1];
+	}
 	s->done = 1;
 }
 

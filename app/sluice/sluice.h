@@ -114,6 +114,7 @@ struct sl_worker {
 	struct sl_bucket_table *logs; /* sliding_log state */
 	uint64_t now_ns;
 	uint64_t rng;
+	uint64_t flow_seed;          /* keys this worker's flow hash */
 	const struct sl_policy *pol; /* this burst's rules */
 	struct sl_pending pending;
 	struct sl_top top;

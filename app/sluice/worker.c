@@ -5,34 +5,46 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_prefetch.h>
+#include <rte_random.h>
 
 #include "sluice.h"
 
 #define DOWN 0
 #define UP   1
 
+/* The flow table's parameters, for a worker's first table and any reset. */
+static struct sl_flow_params
+flow_params(const struct sl_worker *w, int track_only)
+{
+	const struct sl_config *c = w->app->cfg;
+
+	return (struct sl_flow_params){
+		.capacity = c->dataplane.flows_per_worker,
+		.head_slots = c->dataplane.head_buffers_per_worker,
+		.max_head_bytes = c->dataplane.max_head_bytes,
+		.idle_timeout = w->app->idle_tsc,
+		.closed_timeout = w->app->tsc_hz, /* TIME_WAIT is the hosts' */
+		.http = &w->app->http,
+		.track_only = (uint8_t)track_only,
+		.hash_seed = w->flow_seed,
+	};
+}
+
 int
 sl_worker_init(struct sl_worker *w, const struct sl_app *app,
 	       unsigned int lcore, uint16_t queue, int track_only)
 {
 	const struct sl_config *c = app->cfg;
-	struct sl_flow_params fp = {
-		.capacity = c->dataplane.flows_per_worker,
-		.head_slots = c->dataplane.head_buffers_per_worker,
-		.max_head_bytes = c->dataplane.max_head_bytes,
-		.idle_timeout = app->idle_tsc,
-		.closed_timeout = app->tsc_hz, /* TIME_WAIT is the hosts' job */
-		.http = &app->http,
-		.track_only = (uint8_t)track_only,
-	};
-
 	uint32_t nlog = c->dataplane.buckets_per_worker / 16;
+	struct sl_flow_params fp;
 
 	memset(w, 0, sizeof(*w));
 	w->app = app;
 	w->lcore = lcore;
 	w->queue = queue;
 	w->rng = 0x2545f4914f6cdd1dULL ^ ((uint64_t)lcore << 32) ^ rte_rdtsc();
+	w->flow_seed = rte_rand() | 1;
+	fp = flow_params(w, track_only);
 	w->flows = sl_flow_table_create(&fp);
 	w->buckets = sl_bucket_table_create(c->dataplane.buckets_per_worker, 0);
 	w->logs = sl_bucket_table_create(nlog < 1024 ? 1024 : nlog, 1);
@@ -46,14 +58,7 @@ sl_worker_init(struct sl_worker *w, const struct sl_app *app,
 int
 sl_worker_reset_flows(struct sl_worker *w)
 {
-	struct sl_flow_params fp = {
-		.capacity = w->app->cfg->dataplane.flows_per_worker,
-		.head_slots = w->app->cfg->dataplane.head_buffers_per_worker,
-		.max_head_bytes = w->app->cfg->dataplane.max_head_bytes,
-		.idle_timeout = w->app->idle_tsc,
-		.closed_timeout = w->app->tsc_hz,
-		.http = &w->app->http,
-	};
+	struct sl_flow_params fp = flow_params(w, 0);
 
 	sl_flow_table_free(w->flows);
 	w->flows = sl_flow_table_create(&fp);
@@ -222,7 +227,7 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 	const struct sl_pkt *p, const uint64_t *hash)
 {
 	struct sl_flow_key k = flow_key(p, 1);
-	uint64_t h = hash != NULL ? *hash : sl_flow_hash(&k);
+	uint64_t h = hash != NULL ? *hash : sl_flow_hash(w->flows, &k);
 	enum sl_seg_verdict v;
 
 	if (unlikely(!cksum_ok(m, frame, p))) {
@@ -367,7 +372,7 @@ stage(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n, int from,
 		if (!sl_is_service_port(w->app, port))
 			continue;
 		k = flow_key(p, from == DOWN);
-		st[i].h = sl_flow_hash(&k);
+		st[i].h = sl_flow_hash(w->flows, &k);
 		st[i].flow = 1;
 		sl_flow_prefetch_buckets(w->flows, st[i].h);
 		if (from == DOWN && p->payload_len > 0)

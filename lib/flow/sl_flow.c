@@ -323,7 +323,7 @@ sl_flow_client_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 		       uint32_t len, uint64_t now, sl_flow_event_fn fn,
 		       void *arg)
 {
-	return sl_flow_client_segment_h(t, k, sl_flow_key_hash(k), seq,
+	return sl_flow_client_segment_h(t, k, sl_flow_key_hash(t, k), seq,
 					tcp_flags, payload, len, now, fn, arg);
 }
 

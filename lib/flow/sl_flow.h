@@ -72,6 +72,10 @@ struct sl_flow_params {
 	uint64_t closed_timeout; /* after FIN from both sides */
 	const struct sl_http_cfg *http;
 	uint8_t track_only; /* follow connections, read no HTTP (benchmarks) */
+	/* keys the flow hash; 0 takes a fixed key. Random per process, it
+	 * keeps senders who know the code from aiming their 4-tuples at one
+	 * bucket */
+	uint64_t hash_seed;
 };
 
 /* Why a request event fired; the request is valid only for SL_EV_REQUEST. */
@@ -163,7 +167,8 @@ void sl_flow_server_segment(struct sl_flow_table *t,
  * lookup reads, then (once those arrived) the entries whose signature
  * matches. Hints only: nothing is read that a lookup would not read.
  */
-uint64_t sl_flow_hash(const struct sl_flow_key *k);
+uint64_t sl_flow_hash(const struct sl_flow_table *t,
+		      const struct sl_flow_key *k);
 void sl_flow_prefetch_buckets(const struct sl_flow_table *t, uint64_t h);
 void sl_flow_prefetch_entry(const struct sl_flow_table *t, uint64_t h);
 /*

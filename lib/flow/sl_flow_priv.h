@@ -14,6 +14,7 @@ struct bucket {
 
 struct sl_flow_table {
 	struct sl_flow_params p;
+	uint64_t hkey[6]; /* the flow hash's key, from p.hash_seed */
 	struct bucket *buckets;
 	uint32_t bucket_mask;
 	struct sl_flow *flows;
@@ -39,7 +40,8 @@ struct sl_flow *sl_flow_insert(struct sl_flow_table *t,
 			       uint64_t now);
 void sl_flow_remove(struct sl_flow_table *t, struct sl_flow *f);
 void sl_flow_release_head(struct sl_flow_table *t, struct sl_flow *f);
-uint64_t sl_flow_key_hash(const struct sl_flow_key *k);
+uint64_t sl_flow_key_hash(const struct sl_flow_table *t,
+			  const struct sl_flow_key *k);
 
 static inline void
 sl_flow_touch(struct sl_flow_table *t, struct sl_flow *f, uint64_t now)

@@ -20,27 +20,64 @@ mix(uint64_t h)
 	return h;
 }
 
+#define HASH_STEP 0x9e3779b97f4a7c15ULL
+
+static inline uint64_t
+hash_init(uint32_t len, uint64_t seed)
+{
+	return seed ^ (HASH_STEP * (len + 1));
+}
+
+/* The last 1..7 bytes, with their count, as one word. */
+static inline uint64_t
+hash_tail(const uint8_t *p, uint32_t len)
+{
+	uint64_t v = 0;
+
+	memcpy(&v, p, len);
+	return v ^ ((uint64_t)len << 56);
+}
+
 uint64_t
 sl_hash64(const void *buf, uint32_t len, uint64_t seed)
 {
 	const uint8_t *p = buf;
-	uint64_t h = seed ^ (0x9e3779b97f4a7c15ULL * (len + 1));
+	uint64_t h = hash_init(len, seed);
 
-	while (len >= 8) {
+	for (; len >= 8; p += 8, len -= 8) {
 		uint64_t v;
 
 		memcpy(&v, p, 8);
-		h = mix(h ^ v) + 0x9e3779b97f4a7c15ULL;
-		p += 8;
-		len -= 8;
+		h = mix(h ^ v) + HASH_STEP;
+	}
+	if (len)
+		h = mix(h ^ hash_tail(p, len));
+	return mix(h);
+}
+
+/* A rule's two bucket-key words come from one pass over the identity. */
+void
+sl_hash64x2(const void *buf, uint32_t len, uint64_t seed1, uint64_t seed2,
+	    uint64_t out[2])
+{
+	const uint8_t *p = buf;
+	uint64_t a = hash_init(len, seed1), b = hash_init(len, seed2);
+
+	for (; len >= 8; p += 8, len -= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		a = mix(a ^ v) + HASH_STEP;
+		b = mix(b ^ v) + HASH_STEP;
 	}
 	if (len) {
-		uint64_t v = 0;
+		uint64_t v = hash_tail(p, len);
 
-		memcpy(&v, p, len);
-		h = mix(h ^ v ^ ((uint64_t)len << 56));
+		a = mix(a ^ v);
+		b = mix(b ^ v);
 	}
-	return mix(h);
+	out[0] = mix(a);
+	out[1] = mix(b);
 }
 
 static void

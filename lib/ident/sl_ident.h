@@ -51,8 +51,14 @@ int sl_ident_extract(const struct sl_ident_cfg *cfg,
  */
 uint64_t sl_ident_hash(const struct sl_identity *id);
 
-/* 64-bit hash used for identities and flow keys (not cryptographic). */
+/*
+ * 64-bit hash of identities and rule names (not cryptographic). Its values
+ * name shared state (Redis keys): they must not change between releases.
+ */
 uint64_t sl_hash64(const void *buf, uint32_t len, uint64_t seed);
+/* sl_hash64 under two seeds at once, the two chains interleaved. */
+void sl_hash64x2(const void *buf, uint32_t len, uint64_t seed1, uint64_t seed2,
+		 uint64_t out[2]);
 
 /* Writes a printable form of the identity ("key:abc", "ip:198.18.0.1"). */
 int sl_ident_format(const struct sl_identity *id, char *buf, uint32_t size);

@@ -372,6 +372,52 @@ flood_evicts_oldest(void **state)
 	sl_flow_table_free(t);
 }
 
+/* Keyed: another seed moves a flow elsewhere; ports alone spread flows. */
+static void
+flow_hash_keyed_and_spread(void **state)
+{
+	struct sl_flow_params p = {.capacity = 16,
+				   .head_slots = 1,
+				   .max_head_bytes = 256,
+				   .idle_timeout = 1000,
+				   .closed_timeout = 10,
+				   .http = &HCFG};
+	struct sl_flow_table *a, *b, *c;
+	struct sl_flow_key k = key(0x01001262);
+	static uint8_t lo[1024], hi[1024];
+	uint32_t i, used_lo = 0, used_hi = 0, moved = 0;
+
+	(void)state;
+	p.hash_seed = 7;
+	a = sl_flow_table_create(&p);
+	c = sl_flow_table_create(&p);
+	p.hash_seed = 8;
+	b = sl_flow_table_create(&p);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(c);
+	for (i = 0; i < 4096; i++) {
+		uint64_t h;
+
+		k.cport = (uint16_t)(1024 + i);
+		h = sl_flow_hash(a, &k);
+		assert_int_equal(h, sl_flow_hash(c, &k));
+		moved += h != sl_flow_hash(b, &k);
+		used_lo += lo[h & 1023] == 0;
+		lo[h & 1023] = 1;
+		/* the signature's bits too */
+		used_hi += hi[(h >> 40) & 1023] == 0;
+		hi[(h >> 40) & 1023] = 1;
+	}
+	assert_int_equal(moved, 4096);
+	/* 4096 random draws into 1024 cells fill 1005 +- 4 */
+	assert_true(used_lo >= 980);
+	assert_true(used_hi >= 980);
+	sl_flow_table_free(a);
+	sl_flow_table_free(b);
+	sl_flow_table_free(c);
+}
+
 int
 main(void)
 {
@@ -385,6 +431,7 @@ main(void)
 		cmocka_unit_test(midstream_pickup),
 		cmocka_unit_test(close_and_server_side),
 		cmocka_unit_test(flood_evicts_oldest),
+		cmocka_unit_test(flow_hash_keyed_and_spread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
