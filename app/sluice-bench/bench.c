@@ -12,7 +12,7 @@
  *   scan     - a plain scan of the same heads for the blank line (floor)
  *
  * usage: sluice-bench [EAL args] -- [--packets N] [--flows N] [--keys N]
- *                      [--rounds N] [--json]
+ *                      [--rounds N] [--json] [--only PASS] ...
  */
 #include <getopt.h>
 #include <math.h>
@@ -46,6 +46,7 @@ struct bopts {
 	uint32_t rounds;
 	double zipf;
 	int json;
+	int only; /* --only: the one pass to run (for profiles); -1: all */
 };
 
 struct corpus {
@@ -306,6 +307,42 @@ median_per(uint64_t *v, uint32_t n, uint32_t per)
 	return (double)v[n / 2] / per;
 }
 
+enum {
+	M_FWD,
+	M_PASS,
+	M_FLOW,
+	M_PARSE,
+	M_ALLOW,
+	M_REJECT,
+	M_SAMPLE,
+	M_LEASED,
+	M_SCAN,
+	M__N
+};
+
+/* --only's names for the passes, in the order above. */
+static const char *const pass_name[M__N] = {
+	"forward", "passthrough", "flow",   "keepalive", "allow",
+	"reject",  "sampled",     "leased", "scan",
+};
+
+static int
+pass_of(const char *name)
+{
+	int m;
+
+	for (m = 0; m < M__N; m++)
+		if (strcmp(name, pass_name[m]) == 0)
+			return m;
+	return -2;
+}
+
+static int
+runs(const struct bopts *o, int m)
+{
+	return o->only < 0 || o->only == m;
+}
+
 static int
 parse_bopts(int argc, char **argv, struct bopts *o)
 {
@@ -321,6 +358,7 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 		{"redis", required_argument, NULL, 'R'},
 		{"rate", required_argument, NULL, 'T'},
 		{"json", no_argument, NULL, 'j'},
+		{"only", required_argument, NULL, 'O'},
 		{NULL, 0, NULL, 0},
 	};
 	int ch;
@@ -362,12 +400,15 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 		case 'j':
 			o->json = 1;
 			break;
+		case 'O':
+			o->only = pass_of(optarg);
+			break;
 		default:
 			return -1;
 		}
 	}
 	if (o->packets < SL_BURST || o->flows == 0 || o->keys == 0 ||
-	    o->rounds < 2)
+	    o->rounds < 2 || o->only < -1)
 		return -1;
 	return 0;
 }
@@ -561,19 +602,6 @@ drain_samples(struct sl_worker *w)
 					      sizeof(recs[0]), 256, NULL) > 0)
 		;
 }
-
-enum {
-	M_FWD,
-	M_PASS,
-	M_FLOW,
-	M_PARSE,
-	M_ALLOW,
-	M_REJECT,
-	M_SAMPLE,
-	M_LEASED,
-	M_SCAN,
-	M__N
-};
 
 /*
  * Scaling: every lcore runs the keep-alive decision pass over its own
@@ -971,7 +999,8 @@ main(int argc, char **argv)
 			  .flows = 32768,
 			  .keys = 100000,
 			  .rounds = 15,
-			  .zipf = 0.99};
+			  .zipf = 0.99,
+			  .only = -1};
 	struct sl_config *cfg = calloc(1, sizeof(*cfg));
 	struct sl_app *app = calloc(1, sizeof(*app));
 	struct sl_app *tight = calloc(1, sizeof(*tight));
@@ -992,7 +1021,7 @@ main(int argc, char **argv)
 			 "N>=packets] "
 			 "[--keys N] [--rounds N>=2] [--zipf S] [--flood N] "
 			 "[--workers N] [--coord] [--redis PORT] [--rate N] "
-			 "[--json]\n"
+			 "[--json] [--only PASS]\n"
 			 "(one request per connection per round, so that every "
 			 "request of the reject pass is decided)\n");
 	sl_logtype =
@@ -1028,9 +1057,13 @@ main(int argc, char **argv)
 	for (r = 0; r <= o.rounds; r++) {
 		uint64_t d[M__N];
 
+		memset(d, 0, sizeof(d));
 		set_round(&c, r);
-		d[M_FWD] = pass_forward(app, &c);
+		if (runs(&o, M_FWD))
+			d[M_FWD] = pass_forward(app, &c);
 		for (m = M_PASS; m <= M_LEASED; m++) {
+			if (!runs(&o, m))
+				continue;
 			if ((m == M_ALLOW || m == M_REJECT) &&
 			    sl_worker_reset_flows(w[m]) != 0)
 				rte_exit(EXIT_FAILURE, "out of memory\n");
@@ -1039,26 +1072,30 @@ main(int argc, char **argv)
 					     : pass_worker(w[m], &c);
 		}
 		drain_samples(w[M_SAMPLE]);
-		d[M_SCAN] = pass_scan(&c, &found);
+		if (runs(&o, M_SCAN))
+			d[M_SCAN] = pass_scan(&c, &found);
 		/* each pass dropped the extra reference set_round() took */
 		for (m = 0; r > 0 && m < M__N; m++)
 			t[m][r - 1] = d[m];
 	}
-	if (w[M_SAMPLE]->ctr.decisions_sampled !=
-	    (uint64_t)c.n * (o.rounds + 1))
+	if (runs(&o, M_SAMPLE) && w[M_SAMPLE]->ctr.decisions_sampled !=
+					  (uint64_t)c.n * (o.rounds + 1))
 		rte_exit(EXIT_FAILURE, "sampled %lu decisions of %lu\n",
 			 w[M_SAMPLE]->ctr.decisions_sampled,
 			 (uint64_t)c.n * (o.rounds + 1));
 	/* the leased pass decides the same requests, every one allowed */
-	if (w[M_LEASED]->ctr.allowed != (uint64_t)c.n * (o.rounds + 1) ||
-	    w[M_LEASED]->ctr.degraded != 0)
+	if (runs(&o, M_LEASED) &&
+	    (w[M_LEASED]->ctr.allowed != (uint64_t)c.n * (o.rounds + 1) ||
+	     w[M_LEASED]->ctr.degraded != 0))
 		rte_exit(EXIT_FAILURE,
 			 "leased pass: allowed %lu of %lu, %lu degraded\n",
 			 w[M_LEASED]->ctr.allowed,
 			 (uint64_t)c.n * (o.rounds + 1),
 			 w[M_LEASED]->ctr.degraded);
-	if (w[M_PARSE]->ctr.allowed != (uint64_t)c.n * (o.rounds + 1) ||
-	    w[M_REJECT]->ctr.rejected < (uint64_t)c.n * o.rounds)
+	if ((runs(&o, M_PARSE) &&
+	     w[M_PARSE]->ctr.allowed != (uint64_t)c.n * (o.rounds + 1)) ||
+	    (runs(&o, M_REJECT) &&
+	     w[M_REJECT]->ctr.rejected < (uint64_t)c.n * o.rounds))
 		rte_exit(EXIT_FAILURE,
 			 "corpus not decided as planned: allowed %lu, rejected "
 			 "%lu "
@@ -1076,6 +1113,14 @@ main(int argc, char **argv)
 			 w[M_REJECT]->ctr.malformed);
 	for (m = 0; m < M__N; m++)
 		v[m] = median_per(t[m], o.rounds, c.n);
+	if (o.only >= 0) {
+		/* for profiles: one figure, to weigh the samples with */
+		printf("{\"only\": \"%s\", \"cycles_per_request\": %.1f, "
+		       "\"packets\": %u, \"rounds\": %u}\n",
+		       pass_name[o.only], v[o.only], c.n, o.rounds);
+		rte_eal_cleanup();
+		return 0;
+	}
 	flood(&o, app, &fr);
 	report(&o, &c, app, v, &w[M_PARSE]->latency, &fr, w[M_LEASED]);
 	if (o.coord) {
