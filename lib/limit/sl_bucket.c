@@ -14,14 +14,20 @@ struct bkt {
 	uint32_t idx[SLOTS]; /* entry + 1; 0 = empty */
 } __attribute__((aligned(64)));
 
+#define MAX_BKTS (1u << 28)
+
+/* 32 bytes, so that no entry straddles two lines (at 40, half did, and
+ * in_use was on the line not prefetched). */
 struct entry {
 	uint64_t k1, k2;
 	uint64_t full_at; /* when the bucket is full again: free to drop */
 	uint32_t pin;     /* request generation that uses it */
-	uint32_t bucket;
-	uint8_t bslot;
-	uint8_t in_use;
+	uint32_t bucket : 28;
+	uint32_t bslot : 3;
+	uint32_t in_use : 1;
 };
+
+_Static_assert(sizeof(struct entry) == 32, "an entry is half a line");
 
 struct sl_bucket_table {
 	uint32_t capacity;
@@ -72,7 +78,7 @@ sl_bucket_table_create_sized(uint32_t capacity, size_t value_size)
 	struct sl_bucket_table *t = calloc(1, sizeof(*t));
 	uint32_t nb = 1, i;
 
-	if (t == NULL || capacity == 0) {
+	if (t == NULL || capacity == 0 || capacity > MAX_BKTS * (SLOTS / 2)) {
 		free(t);
 		return NULL;
 	}
@@ -289,7 +295,7 @@ get_index(struct sl_bucket_table *t, const struct sl_bucket_key *k,
 				    .full_at = now,
 				    .pin = t->gen,
 				    .bucket = b,
-				    .bslot = (uint8_t)s,
+				    .bslot = (uint32_t)s,
 				    .in_use = 1};
 	memset(state_of(t, i), 0, t->stride);
 	t->bkts[b].sig[s] = sig;
