@@ -28,14 +28,31 @@ hash_init(uint32_t len, uint64_t seed)
 	return seed ^ (HASH_STEP * (len + 1));
 }
 
-/* The last 1..7 bytes, with their count, as one word. */
+/*
+ * The last n (1..7) bytes as a little-endian word, with their count on
+ * top. Read in whole loads, not byte by byte: a word loaded from bytes
+ * just stored one at a time waits for all of them (no store forwarding).
+ * whole: the 8 bytes before p + n belong to the buffer.
+ */
 static inline uint64_t
-hash_tail(const uint8_t *p, uint32_t len)
+hash_tail(const uint8_t *p, uint32_t n, int whole)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	memcpy(&v, p, len);
-	return v ^ ((uint64_t)len << 56);
+	if (whole) {
+		memcpy(&v, p + n - 8, 8);
+		v >>= 8 * (8 - n);
+	} else if (n >= 4) {
+		uint32_t lo, hi;
+
+		memcpy(&lo, p, 4);
+		memcpy(&hi, p + n - 4, 4);
+		v = lo | (uint64_t)hi << (8 * (n - 4));
+	} else {
+		v = p[0] | (uint64_t)p[n / 2] << (8 * (n / 2)) |
+		    (uint64_t)p[n - 1] << (8 * (n - 1));
+	}
+	return v ^ ((uint64_t)n << 56);
 }
 
 uint64_t
@@ -43,6 +60,7 @@ sl_hash64(const void *buf, uint32_t len, uint64_t seed)
 {
 	const uint8_t *p = buf;
 	uint64_t h = hash_init(len, seed);
+	int whole = len >= 8;
 
 	for (; len >= 8; p += 8, len -= 8) {
 		uint64_t v;
@@ -51,7 +69,7 @@ sl_hash64(const void *buf, uint32_t len, uint64_t seed)
 		h = mix(h ^ v) + HASH_STEP;
 	}
 	if (len)
-		h = mix(h ^ hash_tail(p, len));
+		h = mix(h ^ hash_tail(p, len, whole));
 	return mix(h);
 }
 
@@ -62,6 +80,7 @@ sl_hash64x2(const void *buf, uint32_t len, uint64_t seed1, uint64_t seed2,
 {
 	const uint8_t *p = buf;
 	uint64_t a = hash_init(len, seed1), b = hash_init(len, seed2);
+	int whole = len >= 8;
 
 	for (; len >= 8; p += 8, len -= 8) {
 		uint64_t v;
@@ -71,7 +90,7 @@ sl_hash64x2(const void *buf, uint32_t len, uint64_t seed1, uint64_t seed2,
 		b = mix(b ^ v) + HASH_STEP;
 	}
 	if (len) {
-		uint64_t v = hash_tail(p, len);
+		uint64_t v = hash_tail(p, len, whole);
 
 		a = mix(a ^ v);
 		b = mix(b ^ v);
