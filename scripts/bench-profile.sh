@@ -15,7 +15,11 @@ shift || true
 args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(--packets 2048 --flows 2048 --keys 10000)
 scripts/setup.sh >/dev/null
-command -v perf >/dev/null || { echo "bench-profile: perf is not installed" >&2; exit 1; }
+# perf is this script's alone: installed here, not by setup.sh
+if ! dpkg-query -W -f='${Status}' linux-perf 2>/dev/null | grep -q "ok installed"; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		linux-perf >/dev/null
+fi
 [ -f build/build.ninja ] || meson setup build >/dev/null
 ninja -C build >/dev/null
 tmp=$(mktemp -d)
