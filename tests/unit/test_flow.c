@@ -44,15 +44,21 @@ on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 	return s->n == s->stop_at ? SL_REQ_STOP : SL_REQ_CONTINUE;
 }
 
+static struct sl_flow_params
+params(uint32_t cap, uint32_t slots, uint32_t maxhead)
+{
+	return (struct sl_flow_params){.capacity = cap,
+				       .head_slots = slots,
+				       .max_head_bytes = maxhead,
+				       .idle_timeout = 1000,
+				       .closed_timeout = 10,
+				       .http = &HCFG};
+}
+
 static struct sl_flow_table *
 table(uint32_t cap, uint32_t slots, uint32_t maxhead)
 {
-	struct sl_flow_params p = {.capacity = cap,
-				   .head_slots = slots,
-				   .max_head_bytes = maxhead,
-				   .idle_timeout = 1000,
-				   .closed_timeout = 10,
-				   .http = &HCFG};
+	struct sl_flow_params p = params(cap, slots, maxhead);
 	struct sl_flow_table *t = sl_flow_table_create(&p);
 
 	assert_non_null(t);
@@ -376,12 +382,7 @@ flood_evicts_oldest(void **state)
 static void
 flow_hash_keyed_and_spread(void **state)
 {
-	struct sl_flow_params p = {.capacity = 16,
-				   .head_slots = 1,
-				   .max_head_bytes = 256,
-				   .idle_timeout = 1000,
-				   .closed_timeout = 10,
-				   .http = &HCFG};
+	struct sl_flow_params p = params(16, 1, 256);
 	struct sl_flow_table *a, *b, *c;
 	struct sl_flow_key k = key(0x01001262);
 	static uint8_t lo[1024], hi[1024];
