@@ -43,6 +43,9 @@ print("  %-30s %8.2f Mreq/s per core (median; leased, as the appliance runs)" % 
     "decisions", med("decisions_per_sec_per_core") / 1e6))
 print("  %-30s %8.2f Mreq/s per core (median; local buckets)" % (
     "decisions, local", med("decisions_per_sec_per_core_local") / 1e6))
+fl = sorted(r["decision_over_scan_floor"] for r in rows)
+print("  %-30s %8.2f (median of per-run ratios; min %.2f, max %.2f)" % (
+    "decision (leased) / scan floor", statistics.median(fl), fl[0], fl[-1]))
 pr = sorted(r["cycles_per_request_forward"] / r["cycles_per_request_passthrough"] for r in rows)
 print("  %-30s %8.2f (median; min %.2f, max %.2f)" % (
     "pass-through / forward rate", statistics.median(pr), pr[0], pr[-1]))

@@ -945,6 +945,9 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 		for (i = 0; i < M__N; i++)
 			printf("%-38s %12.1f %12.2f %10.2f\n", label[i], v[i],
 			       app->tsc_hz / v[i] / 1e6, v[i] / v[M_FWD]);
+		printf("decision / scan floor: %.2f leased, %.2f local "
+		       "(keep-alive)\n",
+		       v[M_LEASED] / v[M_SCAN], v[M_PARSE] / v[M_SCAN]);
 		printf("reject / allow: %.2f\n", v[M_REJECT] / v[M_ALLOW]);
 		printf("leased pass: %.1f asks to the coordinator per 1000 "
 		       "requests\n",
@@ -975,6 +978,7 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 	       "\"cycles_per_request_leased\": %.1f, "
 	       "\"leased_asks_per_1000_requests\": %.1f, "
 	       "\"scan_floor_cycles\": %.1f, "
+	       "\"decision_over_scan_floor\": %.2f, "
 	       "\"decisions_per_sec_per_core\": %.0f, "
 	       "\"decisions_per_sec_per_core_local\": %.0f, "
 	       "\"latency_ns_p50\": %lu, \"latency_ns_p99\": %lu, "
@@ -984,10 +988,10 @@ report(const struct bopts *o, const struct corpus *c, const struct sl_app *app,
 	       c->n, o->flows, o->keys, o->zipf, (double)c->head_bytes / c->n,
 	       o->rounds, app->tsc_hz, v[M_FWD], v[M_PASS], v[M_FLOW],
 	       v[M_PARSE], v[M_ALLOW], v[M_REJECT], v[M_SAMPLE], v[M_LEASED],
-	       asks, v[M_SCAN], app->tsc_hz / v[M_LEASED],
-	       app->tsc_hz / v[M_PARSE], p50, p99, p999, fr->bytes_per_flow,
-	       fr->bytes_per_bucket, o->flood, fr->rss_kb_before,
-	       fr->rss_kb_after);
+	       asks, v[M_SCAN], v[M_LEASED] / v[M_SCAN],
+	       app->tsc_hz / v[M_LEASED], app->tsc_hz / v[M_PARSE], p50, p99,
+	       p999, fr->bytes_per_flow, fr->bytes_per_bucket, o->flood,
+	       fr->rss_kb_before, fr->rss_kb_after);
 }
 
 int

@@ -21,7 +21,8 @@ KEYS = ["decisions_per_sec_per_core", "decisions_per_sec_per_core_local",
         "cycles_per_request_allow", "cycles_per_request_reject",
         "cycles_per_request_forward", "cycles_per_request_passthrough",
         "cycles_per_request_parse", "cycles_per_request_sampled",
-        "cycles_per_request_leased", "scan_floor_cycles", "keys", "flows",
+        "cycles_per_request_leased", "scan_floor_cycles",
+        "decision_over_scan_floor", "keys", "flows",
         "head_bytes_avg", "latency_ns_p50", "latency_ns_p99", "latency_ns_p999",
         "bytes_per_flow", "bytes_per_bucket", "rss_kb_before_flood",
         "rss_kb_after_flood"]
@@ -53,6 +54,24 @@ def main():
         res.check(grow < 1024, "no growth under a flood of 20000 new addresses "
                   "(%s -> %s kB)" % (d.get("rss_kb_before_flood"),
                                      d.get("rss_kb_after_flood")))
+    # --only (what scripts/bench-profile.sh records): one pass, one figure
+    for name in ("leased", "reject"):
+        p = subprocess.run([binary, "--no-huge", "-m", "512", "--no-pci", "-l", "0",
+                            "--file-prefix", prefix + name, "--log-level",
+                            "lib.eal:warning", "--", "--packets", "512", "--flows",
+                            "512", "--keys", "1000", "--rounds", "2", "--only", name],
+                           capture_output=True, text=True, timeout=300)
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+        d = json.loads(lines[-1]) if lines else {}
+        ok = (p.returncode == 0 and d.get("only") == name and
+              d.get("cycles_per_request", 0) > 0)
+        res.check(ok, "--only %s ran that pass as planned%s" %
+                  (name, "" if ok else ": " + p.stderr[-300:]))
+    p = subprocess.run([binary, "--no-huge", "-m", "512", "--no-pci", "-l", "0",
+                        "--file-prefix", prefix + "bad", "--", "--only", "nosuch"],
+                       capture_output=True, text=True, timeout=120)
+    res.check(p.returncode != 0 and "usage" in p.stderr + p.stdout,
+              "--only with an unknown pass is refused with the usage")
     return res.finish()
 
 
