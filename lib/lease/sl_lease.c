@@ -21,9 +21,12 @@ observe(struct sl_lease *l, uint32_t cost, uint64_t now)
 		l->last_ns = now;
 		return;
 	}
-	/* units per second x 256, smoothed with weight 1/8 */
+	/* units per second x 256, smoothed with weight 1/8 — from the first
+	 * gap seen, not from zero: climbing from zero took a dozen requests,
+	 * each one an ask, before a key seen a few times a second had a lease
+	 * that covered its next request */
 	inst = dt >= NS ? cost * 256ULL : (uint64_t)cost * 256ULL * NS / dt;
-	l->rate = l->rate - l->rate / 8 + inst / 8;
+	l->rate = l->rate == 0 ? inst : l->rate - l->rate / 8 + inst / 8;
 	l->last_ns = now;
 }
 

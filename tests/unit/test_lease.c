@@ -45,6 +45,14 @@ sizing(void **state)
 	assert_true(sl_lease_want(&l, &bulk, 1) <= 3);
 	/* the same pace under the 5/min limit stays exact */
 	assert_int_equal(sl_lease_want(&l, &login, 1), 1);
+	/* a key's second request already sizes its lease from the gap: 100 ms
+	 * apart is 10/s, 5 units for the next 500 ms */
+	memset(&l, 0, sizeof(l));
+	sl_lease_seen(&l, 1, t);
+	assert_int_equal(sl_lease_want(&l, &bulk, 1), 1);
+	sl_lease_seen(&l, 1, t + 100 * MS);
+	assert_int_equal(sl_lease_want(&l, &bulk, 1), 5);
+	assert_int_equal(sl_lease_want(&l, &login, 1), 1);
 }
 
 static void
