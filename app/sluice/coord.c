@@ -11,7 +11,6 @@
 
 #define RING_SIZE   4096
 #define COORD_BURST 64
-#define LEASE_NS    1000000000ULL /* 1 s */
 
 struct sl_coord *
 sl_coord_create(uint32_t workers, uint32_t capacity)
@@ -23,7 +22,7 @@ sl_coord_create(uint32_t workers, uint32_t capacity)
 	if (c == NULL)
 		return NULL;
 	c->n = workers;
-	c->lease_ns = LEASE_NS;
+	c->lease_ns = SL_LEASE_LIFETIME_NS;
 	c->state = sl_bucket_table_create(capacity, 1);
 	/* the main lcore uses it: faulted in here, before traffic */
 	sl_bucket_table_prefault(c->state);

@@ -2,14 +2,6 @@
 #include "sl_lease.h"
 
 #define NS 1000000000ULL
-/*
- * A lease should last about this long. Long enough that a key seen a few
- * times a second (most keys of an API) finds units for its next requests
- * instead of asking per request; the accuracy budget caps what that
- * strands in idle holders, and the coordinator's 1 s lease lifetime
- * gives the rest back.
- */
-#define HORIZON_NS 500000000ULL
 
 static void
 observe(struct sl_lease *l, uint32_t cost, uint64_t now)
@@ -48,13 +40,20 @@ sl_lease_take(struct sl_lease *l, uint32_t cost, uint64_t now)
 	return SL_LEASE_EMPTY;
 }
 
+/*
+ * A lease is sized for what the key spends in a lease's lifetime: units
+ * beyond that would go back unspent, and fewer make a key seen a few
+ * times a second ask every other request (at 500 ms, a key seen every
+ * 250 ms got two units). The accuracy budget caps what this strands in
+ * holders that go quiet, as before.
+ */
 uint64_t
 sl_lease_want(const struct sl_lease *l, const struct sl_lease_sizing *z,
 	      uint32_t cost)
 {
 	uint64_t budget = z->count * z->accuracy_ppm / 1000000ULL /
 			  (z->holders ? z->holders : 1);
-	uint64_t want = l->rate * HORIZON_NS / NS / 256;
+	uint64_t want = l->rate * SL_LEASE_LIFETIME_NS / NS / 256;
 
 	if (want > budget)
 		want = budget;

@@ -17,6 +17,9 @@
 
 #include <stdint.h>
 
+/* How long a granted lease lives; unspent units go back after it. */
+#define SL_LEASE_LIFETIME_NS 1000000000ULL
+
 struct sl_lease {
 	uint64_t units;         /* spendable now */
 	uint64_t expires_ns;    /* unspent units go back after this */
@@ -55,7 +58,8 @@ enum sl_lease_take sl_lease_take(struct sl_lease *l, uint32_t cost,
 				 uint64_t now_ns);
 
 /*
- * How many units to ask for: enough for about 500 ms at the observed rate,
+ * How many units to ask for: enough for a lease's lifetime at the observed
+ * rate,
  * at least cost, at most what the accuracy budget allows per holder.
  * A result equal to cost means exact: one request, one round trip.
  */

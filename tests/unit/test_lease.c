@@ -37,21 +37,22 @@ sizing(void **state)
 	assert_true(sl_lease_want(&l, &bulk, 1) > 50);
 	assert_true(sl_lease_want(&l, &bulk, 1) <= 100);
 	/* a key seen four times a second under that generous limit: enough
-	 * for its next request or two, not one ask per request */
+	 * for its next requests within a lease's lifetime (1 s), not one ask
+	 * per request */
 	memset(&l, 0, sizeof(l));
 	for (i = 0; i < 100; i++)
 		sl_lease_seen(&l, 1, t + (uint64_t)i * 250 * MS);
-	assert_true(sl_lease_want(&l, &bulk, 1) >= 2);
-	assert_true(sl_lease_want(&l, &bulk, 1) <= 3);
+	assert_true(sl_lease_want(&l, &bulk, 1) >= 3);
+	assert_true(sl_lease_want(&l, &bulk, 1) <= 4);
 	/* the same pace under the 5/min limit stays exact */
 	assert_int_equal(sl_lease_want(&l, &login, 1), 1);
 	/* a key's second request already sizes its lease from the gap: 100 ms
-	 * apart is 10/s, 5 units for the next 500 ms */
+	 * apart is 10/s, 10 units for a lease's lifetime */
 	memset(&l, 0, sizeof(l));
 	sl_lease_seen(&l, 1, t);
 	assert_int_equal(sl_lease_want(&l, &bulk, 1), 1);
 	sl_lease_seen(&l, 1, t + 100 * MS);
-	assert_int_equal(sl_lease_want(&l, &bulk, 1), 5);
+	assert_int_equal(sl_lease_want(&l, &bulk, 1), 10);
 	assert_int_equal(sl_lease_want(&l, &login, 1), 1);
 }
 
