@@ -126,7 +126,7 @@ struct scope_id {
 	uint32_t len;
 	uint8_t kind; /* override kind, 0xff: none */
 	uint8_t done;
-	uint64_t h1, h2;
+	uint64_t h[2]; /* the identity's two hash words */
 	uint8_t ep[SL_TEXT_MAX + SL_TEXT_MAX];
 };
 
@@ -169,14 +169,8 @@ scope_bytes(struct scope_id *s, uint8_t scope, const struct sl_http_req *req,
 		s->b = NULL;
 		s->len = 0;
 	}
-	{
-		uint64_t h[2];
-
-		sl_hash64x2(s->b, s->len, 0x5c09e + scope,
-			    0x7e57 ^ ((uint64_t)scope << 40), h);
-		s->h1 = h[0];
-		s->h2 = h[1];
-	}
+	sl_hash64x2(s->b, s->len, 0x5c09e + scope,
+		    0x7e57 ^ ((uint64_t)scope << 40), s->h);
 	s->done = 1;
 }
 
@@ -195,8 +189,8 @@ rule_key(struct sl_worker *w, const struct sl_policy *pol, uint16_t rule,
 {
 	const struct sl_rule *r = sl_ruleset_rule(pol->rs, rule);
 	uint64_t rid = sl_ruleset_rule_id(pol->rs, rule);
-	struct sl_bucket_key k = {rid ^ s->h1,
-				  (rid * 0x9e3779b97f4a7c15ULL) + s->h2};
+	struct sl_bucket_key k = {rid ^ s->h[0],
+				  (rid * 0x9e3779b97f4a7c15ULL) + s->h[1]};
 	const struct sl_override *o = NULL;
 
 	*params = pol->params[rule];
