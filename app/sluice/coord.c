@@ -24,10 +24,10 @@ sl_coord_create(uint32_t workers, uint32_t capacity)
 	c->n = workers;
 	c->lease_ns = SL_LEASE_LIFETIME_NS;
 	c->state = sl_bucket_table_create(capacity, 1);
-	/* the main lcore uses it: faulted in here, before traffic */
-	sl_bucket_table_prefault(c->state);
 	if (c->state == NULL)
 		return NULL;
+	/* the main lcore uses it: faulted in here, before traffic */
+	sl_bucket_table_prefault(c->state);
 	for (i = 0; i < workers; i++) {
 		char name[32];
 

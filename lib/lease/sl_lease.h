@@ -59,8 +59,7 @@ enum sl_lease_take sl_lease_take(struct sl_lease *l, uint32_t cost,
 
 /*
  * How many units to ask for: enough for a lease's lifetime at the observed
- * rate,
- * at least cost, at most what the accuracy budget allows per holder.
+ * rate, at least cost, at most what the accuracy budget allows per holder.
  * A result equal to cost means exact: one request, one round trip.
  */
 uint64_t sl_lease_want(const struct sl_lease *l,
