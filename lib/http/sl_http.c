@@ -360,8 +360,13 @@ on_authorization(struct pstate *s, struct sl_str v)
 {
 	uint32_t i = 6;
 
-	if (v.len <= 7 || !ieq(v.p, "bearer", 6) || v.p[6] != ' ')
-		return 0;
+	if (v.len <= 6 || !ieq(v.p, "bearer", 6) || tchar[(uint8_t)v.p[6]])
+		return 0; /* another scheme */
+	/* RFC 9110 11.4: only SP after the scheme. A server that reads
+	 * "Bearer<TAB>k" as no credential would serve what sluice keyed on
+	 * k, so it is refused rather than keyed on either reading. */
+	if (v.p[6] != ' ')
+		return fail(s, SL_HTTP_E_AUTH_SCHEME);
 	while (i < v.len && v.p[i] == ' ')
 		i++;
 	if (s->bearer.len != 0)
@@ -515,6 +520,7 @@ finish(struct pstate *s)
 		return fail(s, SL_HTTP_E_TE_HTTP10);
 	if (s->te_seen && !s->te_chunked_last)
 		return fail(s, SL_HTTP_E_TE_NOT_CHUNKED);
+	r->bearer = s->bearer;
 	if (r->api_key.p == NULL && s->bearer.len != 0)
 		r->api_key = s->bearer;
 	r->upgrade = (uint8_t)((s->conn_upgrade && s->upgrade_hdr) ||
@@ -578,6 +584,14 @@ sl_http_err_name(enum sl_http_err e)
 		[SL_HTTP_E_TOO_MANY] = "too_many_headers",
 		[SL_HTTP_E_DUP_IDENT] = "duplicate_identity",
 		[SL_HTTP_E_CHUNK] = "chunked_body",
+		[SL_HTTP_E_PCT] = "bad_percent_encoding",
+		[SL_HTTP_E_PCT_CTL] = "encoded_control_byte",
+		[SL_HTTP_E_ESC_SLASH] = "escaped_slash",
+		[SL_HTTP_E_FORM] = "target_form",
+		[SL_HTTP_E_AUTHORITY] = "authority",
+		[SL_HTTP_E_HOST_MISMATCH] = "host_mismatch",
+		[SL_HTTP_E_CREDENTIALS] = "conflicting_credentials",
+		[SL_HTTP_E_AUTH_SCHEME] = "authorization_scheme",
 	};
 	return (unsigned)e < SL_HTTP_E__COUNT ? names[e] : "unknown";
 }

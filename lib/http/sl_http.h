@@ -43,6 +43,15 @@ enum sl_http_err {
 	SL_HTTP_E_TOO_MANY,       /* more than SL_HTTP_MAX_HEADERS fields */
 	SL_HTTP_E_DUP_IDENT,      /* API key, user or Bearer header repeated */
 	SL_HTTP_E_CHUNK,          /* malformed chunked body */
+	/* the target and the credentials, read as the backend will */
+	SL_HTTP_E_PCT,           /* '%' not followed by two hex digits */
+	SL_HTTP_E_PCT_CTL,       /* an encoded NUL or control byte */
+	SL_HTTP_E_ESC_SLASH,     /* %2F or %5C (escaped_slashes: reject) */
+	SL_HTTP_E_FORM,          /* target form the method does not allow */
+	SL_HTTP_E_AUTHORITY,     /* an authority sluice will not guess at */
+	SL_HTTP_E_HOST_MISMATCH, /* absolute-form authority is not Host */
+	SL_HTTP_E_CREDENTIALS,   /* two credentials that name two keys */
+	SL_HTTP_E_AUTH_SCHEME,   /* "Bearer" not followed by one SP */
 	SL_HTTP_E__COUNT
 };
 
@@ -64,6 +73,8 @@ struct sl_http_req {
 	struct sl_str
 		api_key; /* configured header, else Authorization: Bearer */
 	struct sl_str user;
+	struct sl_str bearer; /* Authorization: Bearer, also when api_key
+				 came from the configured header */
 	uint64_t content_length;
 	uint16_t n_headers;
 	uint8_t n_xff;
@@ -111,5 +122,75 @@ long sl_chunked_consume(struct sl_chunked *c, const char *buf, size_t len,
 			int *done);
 
 const char *sl_http_err_name(enum sl_http_err e);
+
+/*
+ * The request target as the origin server resolves it (RFC 9112 3.2,
+ * RFC 3986 5.2.4 and 6.2.2). sluice forwards bytes unchanged, so it must
+ * decide on the meaning the backend will give them: every rule that looks
+ * at the path or the host is matched against this normal form, never
+ * against the raw target. Where a spelling could mean two things to two
+ * servers, the answer is an error (400), not a guess.
+ *
+ * - origin-form "/p?q" and absolute-form "http://authority/p?q" (the
+ *   authority is then the host); "*" only for OPTIONS; authority-form
+ *   only for CONNECT; anything else, a fragment or userinfo: refused.
+ * - %XX of an unreserved byte is decoded, in either hex case; other
+ *   escapes stay escaped, upper-cased; a lone '%', or an escaped control
+ *   byte: refused. %2F and %5C as escaped_slashes says.
+ * - dot segments removed, escaped dots too, never above the root;
+ *   repeated slashes merged when merge_slashes; the query dropped.
+ * - the host folded to lower case, without a trailing dot or the default
+ *   port; reg-name bytes other than letters, digits and "-._~": refused.
+ */
+enum sl_esc_slash {
+	SL_ESC_REJECT = 0, /* 400: servers disagree on what they mean */
+	SL_ESC_DECODE,     /* %2F is '/' (a separator), %5C is '\' */
+	SL_ESC_KEEP,       /* opaque bytes of a segment: the backend keeps
+			      them encoded too */
+};
+
+enum sl_host_mismatch {
+	SL_HOST_REJECT = 0, /* absolute-form authority != Host: 400 */
+	SL_HOST_ALLOW,      /* the authority wins (RFC 9112 3.2.2) */
+};
+
+struct sl_norm_cfg {
+	uint8_t merge_slashes;   /* "//" resolves as "/" */
+	uint8_t escaped_slashes; /* enum sl_esc_slash */
+	uint8_t host_mismatch;   /* enum sl_host_mismatch */
+};
+
+enum sl_target_form {
+	SL_FORM_ORIGIN = 0,
+	SL_FORM_ABSOLUTE,
+	SL_FORM_AUTHORITY,
+	SL_FORM_ASTERISK,
+};
+
+struct sl_http_norm {
+	struct sl_str path; /* normal path, no query: "/" at least, except
+			       for the authority and asterisk forms ("") */
+	struct sl_str host; /* normal host, ":port" kept unless default */
+	uint8_t form;       /* enum sl_target_form */
+	uint8_t rewritten;  /* the path differs from the raw bytes */
+};
+
+/*
+ * Normalises req's target and host into out. Clean origin-form targets
+ * (no '%', no "//", no "/.", no '#') and lower-case hosts are pointed at
+ * where they lie, with no copy; others are written into scratch, which
+ * must hold req->target.len + req->host.len bytes. Returns 0 or an
+ * sl_http_err (the 400 to answer).
+ */
+int sl_http_normalize(const struct sl_norm_cfg *cfg,
+		      const struct sl_http_req *req, char *scratch, size_t cap,
+		      struct sl_http_norm *out);
+
+/*
+ * Normalises a path alone (a rule's, at load time), into out (at least
+ * len bytes). Returns the normal length, or -(sl_http_err).
+ */
+int sl_http_normalize_path(const struct sl_norm_cfg *cfg, const char *path,
+			   uint32_t len, char *out);
 
 #endif /* SL_HTTP_H */

@@ -42,6 +42,7 @@ parse(const char *s, size_t n, struct sl_http_req *r)
 	FIX(host);
 	FIX(api_key);
 	FIX(user);
+	FIX(bearer);
 	for (int i = 0; i < r->n_xff; i++)
 		FIX(xff[i]);
 #undef FIX
@@ -423,6 +424,273 @@ chunked_errors(void **state)
 	}
 }
 
+/* ---- the target as the backend resolves it ---- */
+
+static const struct sl_norm_cfg NORM = {.merge_slashes = 1};
+
+/* Normalises method + target (+ Host) from exact-size copies. */
+static int
+norm(const char *method, const char *target, const char *host,
+     const struct sl_norm_cfg *cfg, char *path, char *hostout)
+{
+	struct sl_http_req r;
+	struct sl_http_norm n;
+	size_t tl = strlen(target), hl = host ? strlen(host) : 0;
+	char *t = malloc(tl ? tl : 1), *h = malloc(hl ? hl : 1);
+	char *scratch = malloc(tl + hl ? tl + hl : 1);
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	memcpy(t, target, tl);
+	memcpy(h, host ? host : "", hl);
+	r.method = (struct sl_str){method, (uint32_t)strlen(method)};
+	r.target = (struct sl_str){t, (uint32_t)tl};
+	r.host = (struct sl_str){h, (uint32_t)hl};
+	rc = sl_http_normalize(cfg, &r, scratch, tl + hl, &n);
+	if (rc == 0) {
+		assert_true(n.path.len <= tl);
+		memcpy(path, n.path.p, n.path.len);
+		path[n.path.len] = '\0';
+		memcpy(hostout, n.host.p, n.host.len);
+		hostout[n.host.len] = '\0';
+		/* normal forms are fixed points */
+		if (n.path.len > 0 && path[0] == '/') {
+			char again[512];
+			int k = sl_http_normalize_path(cfg, path, n.path.len,
+						       again);
+
+			assert_int_equal(k, n.path.len);
+			assert_memory_equal(again, path, n.path.len);
+		}
+	}
+	free(t);
+	free(h);
+	free(scratch);
+	return rc;
+}
+
+static void
+expect_path(const char *target, const char *want)
+{
+	char p[512], h[512];
+
+	if (norm("GET", target, "api.test", &NORM, p, h) != 0)
+		fail_msg("%s: refused", target);
+	if (strcmp(p, want) != 0)
+		fail_msg("%s: got %s, want %s", target, p, want);
+}
+
+static void
+expect_refused(const char *method, const char *target, const char *host,
+	       const struct sl_norm_cfg *cfg, int err)
+{
+	char p[512], h[512];
+	int rc = norm(method, target, host, cfg, p, h);
+
+	if (rc != err)
+		fail_msg("%s %s: got %s, want %s", method, target,
+			 sl_http_err_name(rc), sl_http_err_name(err));
+}
+
+/* RFC 3986 5.2.4 and the normal examples of 5.4.1/5.4.2, as paths. */
+static void
+norm_dot_segments(void **state)
+{
+	(void)state;
+	expect_path("/a/b/c/./../../g", "/a/g");
+	expect_path("/mid/content=5/../6", "/mid/6");
+	expect_path("/b/c/g", "/b/c/g");
+	expect_path("/b/c/./g", "/b/c/g");
+	expect_path("/b/c/g/", "/b/c/g/");
+	expect_path("/b/c/.", "/b/c/");
+	expect_path("/b/c/./", "/b/c/");
+	expect_path("/b/c/..", "/b/");
+	expect_path("/b/c/../", "/b/");
+	expect_path("/b/c/../g", "/b/g");
+	expect_path("/b/c/../..", "/");
+	expect_path("/b/c/../../", "/");
+	expect_path("/b/c/../../g", "/g");
+	expect_path("/b/c/../../../g", "/g"); /* never above the root */
+	expect_path("/b/c/../../../../g", "/g");
+	expect_path("/./g", "/g");
+	expect_path("/../g", "/g");
+	expect_path("/b/c/g.", "/b/c/g.");
+	expect_path("/b/c/.g", "/b/c/.g");
+	expect_path("/b/c/g..", "/b/c/g..");
+	expect_path("/b/c/..g", "/b/c/..g");
+	expect_path("/b/c/./../g", "/b/g");
+	expect_path("/b/c/./g/.", "/b/c/g/");
+	expect_path("/b/c/g/./h", "/b/c/g/h");
+	expect_path("/b/c/g/../h", "/b/c/h");
+	expect_path("/b/c/g;x=1/./y", "/b/c/g;x=1/y");
+	expect_path("/b/c/g;x=1/../y", "/b/c/y");
+	expect_path("/...", "/...");
+	expect_path("/.", "/");
+	expect_path("/..", "/");
+	expect_path("/", "/");
+	expect_path("/.well-known/x", "/.well-known/x");
+}
+
+static void
+norm_escapes_and_slashes(void **state)
+{
+	char p[512], h[512];
+	struct sl_norm_cfg keep = {.merge_slashes = 0,
+				   .escaped_slashes = SL_ESC_KEEP};
+	struct sl_norm_cfg dec = {.merge_slashes = 1,
+				  .escaped_slashes = SL_ESC_DECODE};
+
+	(void)state;
+	expect_path("/v1/%73earch", "/v1/search");
+	expect_path("/v1/%73EARCH", "/v1/sEARCH");
+	expect_path("/v1/%7euser", "/v1/~user");
+	expect_path("/v1/%7Euser", "/v1/~user");
+	expect_path("/v1/a%20b", "/v1/a%20b");
+	expect_path("/v1/a%3fb", "/v1/a%3Fb");
+	expect_path("/v1/%c3%a9", "/v1/%C3%A9");
+	expect_path("/v1/%2541", "/v1/%2541"); /* decoded once, not twice */
+	expect_path("/zz/%2e%2e/v1/search", "/v1/search");
+	expect_path("/zz/%2E./v1/search", "/v1/search");
+	expect_path("/v1/%2e/search", "/v1/search");
+	expect_path("//v1/search", "/v1/search");
+	expect_path("/v1//search", "/v1/search");
+	expect_path("/v1///search//", "/v1/search/");
+	expect_path("/a//../b", "/b"); /* merged first, as nginx does */
+	expect_path("/v1/search?a=/../x&b=%zz", "/v1/search");
+	expect_path("/v1/search?", "/v1/search");
+	assert_int_equal(norm("GET", "/a//../b", "h", &keep, p, h), 0);
+	assert_string_equal(p, "/a/b"); /* RFC 3986 without merging */
+	assert_int_equal(norm("GET", "/v1%2fsearch", "h", &keep, p, h), 0);
+	assert_string_equal(p, "/v1%2Fsearch");
+	assert_int_equal(norm("GET", "/v1%2Fsearch", "h", &dec, p, h), 0);
+	assert_string_equal(p, "/v1/search");
+	assert_int_equal(norm("GET", "/a/b%2F..%2Fc", "h", &dec, p, h), 0);
+	assert_string_equal(p, "/a/c");
+	assert_int_equal(norm("GET", "/a%5cb", "h", &dec, p, h), 0);
+	assert_string_equal(p, "/a\\b");
+	expect_refused("GET", "/v1%2Fsearch", "h", &NORM, SL_HTTP_E_ESC_SLASH);
+	expect_refused("GET", "/v1%5csearch", "h", &NORM, SL_HTTP_E_ESC_SLASH);
+	expect_refused("GET", "/v1/%", "h", &NORM, SL_HTTP_E_PCT);
+	expect_refused("GET", "/v1/%4", "h", &NORM, SL_HTTP_E_PCT);
+	expect_refused("GET", "/v1/%4g", "h", &NORM, SL_HTTP_E_PCT);
+	expect_refused("GET", "/v1/%g4/x", "h", &NORM, SL_HTTP_E_PCT);
+	expect_refused("GET", "/v1/%00", "h", &NORM, SL_HTTP_E_PCT_CTL);
+	expect_refused("GET", "/v1/%0a", "h", &NORM, SL_HTTP_E_PCT_CTL);
+	expect_refused("GET", "/v1/%7F", "h", &NORM, SL_HTTP_E_PCT_CTL);
+	expect_refused("GET", "/v1/a#frag", "h", &NORM, SL_HTTP_E_FORM);
+}
+
+static void
+norm_forms_and_hosts(void **state)
+{
+	char p[512], h[512];
+	struct sl_norm_cfg allow = {.merge_slashes = 1,
+				    .host_mismatch = SL_HOST_ALLOW};
+
+	(void)state;
+	assert_int_equal(norm("GET", "/x", "API.Test.", &NORM, p, h), 0);
+	assert_string_equal(h, "api.test");
+	assert_int_equal(norm("GET", "/x", "api.test:80", &NORM, p, h), 0);
+	assert_string_equal(h, "api.test");
+	assert_int_equal(norm("GET", "/x", "api.test:", &NORM, p, h), 0);
+	assert_string_equal(h, "api.test");
+	assert_int_equal(norm("GET", "/x", "Api.test:8080", &NORM, p, h), 0);
+	assert_string_equal(h, "api.test:8080");
+	assert_int_equal(norm("GET", "/x", "[2001:2::A]:80", &NORM, p, h), 0);
+	assert_string_equal(h, "[2001:2::a]");
+	assert_int_equal(norm("GET", "http://api.test/v1/search", "api.test",
+			      &NORM, p, h),
+			 0);
+	assert_string_equal(p, "/v1/search");
+	assert_string_equal(h, "api.test");
+	assert_int_equal(norm("GET", "HTTP://API.test:80/v1/./search?x",
+			      "api.test", &NORM, p, h),
+			 0);
+	assert_string_equal(p, "/v1/search");
+	assert_int_equal(
+		norm("GET", "http://api.test", "api.test", &NORM, p, h), 0);
+	assert_string_equal(p, "/");
+	assert_int_equal(norm("GET", "http://api.test:8080/v1/search",
+			      "api.test:8080", &NORM, p, h),
+			 0);
+	assert_string_equal(h, "api.test:8080");
+	expect_refused("GET", "http://api.test:8080/v1/search", "api.test",
+		       &NORM, SL_HTTP_E_HOST_MISMATCH);
+	expect_refused("GET", "http://other.test/v1/search", "api.test", &NORM,
+		       SL_HTTP_E_HOST_MISMATCH);
+	assert_int_equal(
+		norm("GET", "http://other.test/v1", "api.test", &allow, p, h),
+		0);
+	assert_string_equal(h, "other.test"); /* RFC 9112 3.2.2 */
+	expect_refused("GET", "http://u@api.test/v1", "api.test", &NORM,
+		       SL_HTTP_E_AUTHORITY);
+	expect_refused("GET", "http:///v1", "api.test", &NORM,
+		       SL_HTTP_E_AUTHORITY);
+	expect_refused("GET", "/x", "api.test:99999", &NORM,
+		       SL_HTTP_E_AUTHORITY);
+	expect_refused("GET", "/x", "a/b", &NORM, SL_HTTP_E_AUTHORITY);
+	expect_refused("GET", "/x", "a..", &NORM, SL_HTTP_E_AUTHORITY);
+	expect_refused("GET", "/x", "a%2eb", &NORM, SL_HTTP_E_AUTHORITY);
+	expect_refused("GET", "ftp://api.test/x", "api.test", &NORM,
+		       SL_HTTP_E_FORM);
+	expect_refused("GET", "*", "api.test", &NORM, SL_HTTP_E_FORM);
+	expect_refused("GET", "api.test:80", "api.test", &NORM, SL_HTTP_E_FORM);
+	expect_refused("GET", "v1/search", "api.test", &NORM, SL_HTTP_E_FORM);
+	expect_refused("CONNECT", "/x", "api.test", &NORM, SL_HTTP_E_FORM);
+	assert_int_equal(norm("OPTIONS", "*", "api.test", &NORM, p, h), 0);
+	assert_string_equal(p, "");
+	assert_int_equal(
+		norm("CONNECT", "Api.test:443", "api.test", &NORM, p, h), 0);
+	assert_string_equal(h, "api.test");
+}
+
+/* Clean targets are not copied: the result points into the request. */
+static void
+norm_clean_is_not_copied(void **state)
+{
+	struct sl_http_req r;
+	struct sl_http_norm n;
+	char scratch[64];
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.method = (struct sl_str){"GET", 3};
+	r.target = (struct sl_str){"/v1/search?q=1", 14};
+	r.host = (struct sl_str){"api.test", 8};
+	assert_int_equal(sl_http_normalize(&NORM, &r, scratch, 22, &n), 0);
+	assert_ptr_equal(n.path.p, r.target.p);
+	assert_int_equal(n.path.len, 10);
+	assert_ptr_equal(n.host.p, r.host.p);
+	assert_false(n.rewritten);
+}
+
+static void
+bearer_forms(void **state)
+{
+	struct sl_http_req r;
+
+	(void)state;
+	assert_true(parse_str("GET / HTTP/1.1\r\nHost: h\r\n"
+			      "Authorization: Bearer  k-1\r\n\r\n",
+			      &r) > 0);
+	assert_str(r.api_key, "k-1");
+	assert_str(r.bearer, "k-1");
+	assert_int_equal(parse_str("GET / HTTP/1.1\r\nHost: h\r\n"
+				   "Authorization: Bearer\tk-1\r\n\r\n",
+				   &r),
+			 SL_HTTP_ERROR);
+	assert_int_equal(r.error, SL_HTTP_E_AUTH_SCHEME);
+	assert_true(parse_str("GET / HTTP/1.1\r\nHost: h\r\n"
+			      "Authorization: Basic YTpi\r\n\r\n",
+			      &r) > 0);
+	assert_int_equal(r.api_key.len, 0);
+	assert_true(parse_str("GET / HTTP/1.1\r\nHost: h\r\nX-API-Key: a\r\n"
+			      "Authorization: bearer b\r\n\r\n",
+			      &r) > 0);
+	assert_str(r.api_key, "a");
+	assert_str(r.bearer, "b");
+}
+
 int
 main(void)
 {
@@ -438,6 +706,11 @@ main(void)
 		cmocka_unit_test(too_many_headers),
 		cmocka_unit_test(chunked_whole_and_bytewise),
 		cmocka_unit_test(chunked_errors),
+		cmocka_unit_test(norm_dot_segments),
+		cmocka_unit_test(norm_escapes_and_slashes),
+		cmocka_unit_test(norm_forms_and_hosts),
+		cmocka_unit_test(norm_clean_is_not_copied),
+		cmocka_unit_test(bearer_forms),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The request target as the backend resolves it: what rules match.
+ * Nothing here rewrites what is forwarded.
+ */
+#include <string.h>
+#include <strings.h>
+
+#include "sl_http.h"
+
+/* RFC 3986 2.3 unreserved: decoded wherever it was escaped. */
+static const uint8_t unreserved[256] = {
+	['-'] = 1, ['.'] = 1, ['_'] = 1, ['~'] = 1, ['0'] = 1, ['1'] = 1,
+	['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+	['8'] = 1, ['9'] = 1, ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1,
+	['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1,
+	['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+	['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1,
+	['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1, ['a'] = 1, ['b'] = 1,
+	['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+	['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
+	['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1,
+	['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+};
+
+static int
+hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Where the path ends: the query, or the end of the bytes. */
+static uint32_t
+path_end(const char *p, uint32_t n)
+{
+	const char *q = memchr(p, '?', n);
+
+	return q != NULL ? (uint32_t)(q - p) : n;
+}
+
+/*
+ * A path that resolves to itself: no escape, no empty or dot segment, no
+ * fragment. Most requests are, and keep their bytes where they lie.
+ */
+static int
+path_is_clean(const char *p, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		char c = p[i];
+
+		if (c == '%' || c == '#')
+			return 0;
+		if (c == '/' && i + 1 < n &&
+		    (p[i + 1] == '/' || p[i + 1] == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+/* One decoded segment byte and what it means. */
+enum { B_BYTE, B_SEP };
+
+/*
+ * Reads the byte (or escape) at p[*i] into out[*w..]. Returns B_SEP when
+ * it separates segments, B_BYTE when it was written, or -(sl_http_err).
+ */
+static int
+read_byte(const struct sl_norm_cfg *cfg, const char *p, uint32_t n, uint32_t *i,
+	  char *out, uint32_t *w)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	unsigned char c = (unsigned char)p[*i];
+	int hi, lo;
+
+	if (c == '/') {
+		(*i)++;
+		return B_SEP;
+	}
+	if (c == '#')
+		return -SL_HTTP_E_FORM; /* a fragment is not sent (RFC 9112) */
+	if (c != '%') {
+		out[(*w)++] = (char)c;
+		(*i)++;
+		return B_BYTE;
+	}
+	if (*i + 2 >= n || (hi = hexval((unsigned char)p[*i + 1])) < 0 ||
+	    (lo = hexval((unsigned char)p[*i + 2])) < 0)
+		return -SL_HTTP_E_PCT;
+	*i += 3;
+	c = (unsigned char)(hi << 4 | lo);
+	if (c < 0x20 || c == 0x7f)
+		return -SL_HTTP_E_PCT_CTL;
+	if (c == '/' || c == '\\') {
+		if (cfg->escaped_slashes == SL_ESC_REJECT)
+			return -SL_HTTP_E_ESC_SLASH;
+		if (cfg->escaped_slashes == SL_ESC_DECODE) {
+			if (c == '/')
+				return B_SEP;
+			out[(*w)++] = (char)c;
+			return B_BYTE;
+		}
+	} else if (unreserved[c]) {
+		out[(*w)++] = (char)c;
+		return B_BYTE;
+	}
+	out[(*w)++] = '%';
+	out[(*w)++] = hex[c >> 4];
+	out[(*w)++] = hex[c & 15];
+	return B_BYTE;
+}
+
+/* Drops the last segment written: out ends before its '/'. */
+static uint32_t
+pop_segment(const char *out, uint32_t o)
+{
+	while (o > 0 && out[o - 1] != '/')
+		o--;
+	return o > 0 ? o - 1 : 0;
+}
+
+/*
+ * RFC 3986 5.2.4 over decoded segments, one pass: each segment is
+ * decoded after a '/' in out, then kept, dropped (".", or an empty one
+ * when merging), or dropped with its predecessor (".."). A last "." or
+ * ".." leaves the trailing '/' it resolves to. p[0] is '/' (or n is 0).
+ */
+static int
+norm_segments(const struct sl_norm_cfg *cfg, const char *p, uint32_t n,
+	      char *out)
+{
+	uint32_t i = n > 0 ? 1 : 0, o = 0;
+
+	for (;;) {
+		uint32_t w = o + 1, len;
+		int sep = 0, dot, dotdot, rc;
+		const char *s;
+
+		out[o] = '/';
+		while (i < n) {
+			rc = read_byte(cfg, p, n, &i, out, &w);
+			if (rc < 0)
+				return rc;
+			if (rc == B_SEP) {
+				sep = 1;
+				break;
+			}
+		}
+		s = out + o + 1;
+		len = w - o - 1;
+		dot = len == 1 && s[0] == '.';
+		dotdot = len == 2 && s[0] == '.' && s[1] == '.';
+		if (dotdot)
+			o = pop_segment(out, o);
+		else if (!dot && !(len == 0 && sep && cfg->merge_slashes))
+			o = w;
+		if (!sep) {
+			/* "/a/b/.." is "/a/": the dot leaves its '/' */
+			if (dot || dotdot)
+				out[o++] = '/';
+			break;
+		}
+	}
+	if (o == 0)
+		out[o++] = '/';
+	return (int)o;
+}
+
+int
+sl_http_normalize_path(const struct sl_norm_cfg *cfg, const char *path,
+		       uint32_t len, char *out)
+{
+	if (len == 0 || path[0] != '/')
+		return -SL_HTTP_E_FORM;
+	return norm_segments(cfg, path, len, out);
+}
+
+/* ---- the host ---- */
+
+static const uint8_t host_byte[256] = {
+	['-'] = 1, ['.'] = 1, ['_'] = 1, ['~'] = 1, ['0'] = 1, ['1'] = 1,
+	['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+	['8'] = 1, ['9'] = 1, ['A'] = 2, ['B'] = 2, ['C'] = 2, ['D'] = 2,
+	['E'] = 2, ['F'] = 2, ['G'] = 2, ['H'] = 2, ['I'] = 2, ['J'] = 2,
+	['K'] = 2, ['L'] = 2, ['M'] = 2, ['N'] = 2, ['O'] = 2, ['P'] = 2,
+	['Q'] = 2, ['R'] = 2, ['S'] = 2, ['T'] = 2, ['U'] = 2, ['V'] = 2,
+	['W'] = 2, ['X'] = 2, ['Y'] = 2, ['Z'] = 2, ['a'] = 1, ['b'] = 1,
+	['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+	['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
+	['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1,
+	['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+};
+
+/*
+ * Splits host[:port] (or [v6]:port). Returns 0 with the name in *name
+ * and the port digits in *port (len 0: none), or -1.
+ */
+static int
+split_authority(struct sl_str a, struct sl_str *name, struct sl_str *port)
+{
+	uint32_t i, end = a.len;
+
+	if (a.len > 0 && a.p[0] == '[') {
+		const char *rb = memchr(a.p, ']', a.len);
+
+		if (rb == NULL)
+			return -1;
+		end = (uint32_t)(rb - a.p) + 1;
+		for (i = 1; i + 1 < end; i++) {
+			unsigned char c = (unsigned char)a.p[i];
+
+			if (hexval(c) < 0 && c != ':' && c != '.')
+				return -1;
+		}
+		if (end < a.len && a.p[end] != ':')
+			return -1;
+	} else {
+		const char *colon = memchr(a.p, ':', a.len);
+
+		if (colon != NULL)
+			end = (uint32_t)(colon - a.p);
+		for (i = 0; i < end; i++)
+			if (!host_byte[(unsigned char)a.p[i]])
+				return -1;
+	}
+	*name = (struct sl_str){a.p, end};
+	*port = (struct sl_str){a.p + end, 0};
+	if (end < a.len) {
+		*port = (struct sl_str){a.p + end + 1, a.len - end - 1};
+		uint32_t v = 0;
+
+		if (port->len > 5)
+			return -1;
+		for (i = 0; i < port->len; i++) {
+			if (port->p[i] < '0' || port->p[i] > '9')
+				return -1;
+			v = v * 10 + (uint32_t)(port->p[i] - '0');
+		}
+		if (v > 65535)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+is_default_port(struct sl_str port, uint16_t dflt)
+{
+	uint32_t v = 0, i;
+
+	for (i = 0; i < port.len; i++)
+		v = v * 10 + (uint32_t)(port.p[i] - '0');
+	return port.len == 0 || v == dflt;
+}
+
+/*
+ * The host as a server compares it: lower case, one trailing dot gone,
+ * the scheme's default port gone. Written to out only when it differs
+ * from the raw bytes; returns bytes used in out, or -1.
+ */
+static int
+norm_host(struct sl_str a, uint16_t dflt, char *out, struct sl_str *res)
+{
+	struct sl_str name, port;
+	uint32_t i, o = 0, upper = 0;
+
+	if (split_authority(a, &name, &port) != 0)
+		return -1;
+	if (name.len > 1 && name.p[name.len - 1] == '.' && name.p[0] != '[')
+		name.len--;
+	if (name.len == 0 || name.p[name.len - 1] == '.')
+		return -1; /* "" or "a.." */
+	if (is_default_port(port, dflt))
+		port.len = 0;
+	for (i = 0; i < name.len; i++)
+		upper |= host_byte[(unsigned char)name.p[i]] == 2;
+	/* any change (a dot or a port dropped) makes it shorter */
+	if (!upper && name.len + (port.len ? port.len + 1 : 0) == a.len) {
+		*res = a;
+		return 0;
+	}
+	for (i = 0; i < name.len; i++) {
+		unsigned char c = (unsigned char)name.p[i];
+
+		out[o++] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
+	}
+	if (port.len) {
+		out[o++] = ':';
+		memcpy(out + o, port.p, port.len);
+		o += port.len;
+	}
+	*res = (struct sl_str){out, o};
+	return (int)o;
+}
+
+static int
+str_eq(struct sl_str a, struct sl_str b)
+{
+	return a.len == b.len && memcmp(a.p, b.p, a.len) == 0;
+}
+
+/* ---- the target's forms ---- */
+
+static int
+is_method(const struct sl_http_req *req, const char *m)
+{
+	size_t n = strlen(m);
+
+	return req->method.len == n && memcmp(req->method.p, m, n) == 0;
+}
+
+/* "http://" or "https://", the scheme in any case; its default port. */
+static int
+scheme_len(struct sl_str t, uint16_t *dflt)
+{
+	uint32_t i = 0;
+
+	while (i < t.len && i < 5 && (t.p[i] | 0x20) >= 'a' &&
+	       (t.p[i] | 0x20) <= 'z')
+		i++;
+	if (i + 3 > t.len || memcmp(t.p + i, "://", 3) != 0)
+		return -1;
+	if (i == 4 && strncasecmp(t.p, "http", 4) == 0)
+		*dflt = 80;
+	else if (i == 5 && strncasecmp(t.p, "https", 5) == 0)
+		*dflt = 443;
+	else
+		return -1;
+	return (int)i + 3;
+}
+
+struct nstate {
+	const struct sl_norm_cfg *cfg;
+	const struct sl_http_req *req;
+	char *buf;
+	uint32_t used;
+	struct sl_http_norm *out;
+};
+
+/* The path part of a target, from its first byte up to the query. */
+static int
+set_path(struct nstate *s, const char *p, uint32_t n)
+{
+	int rc;
+
+	n = path_end(p, n);
+	if (n > 0 && path_is_clean(p, n)) {
+		s->out->path = (struct sl_str){p, n};
+		return 0;
+	}
+	if (n > 0 && p[0] != '/')
+		return SL_HTTP_E_FORM;
+	rc = norm_segments(s->cfg, p, n, s->buf + s->used);
+	if (rc < 0)
+		return -rc;
+	s->out->path = (struct sl_str){s->buf + s->used, (uint32_t)rc};
+	s->out->rewritten = 1;
+	s->used += (uint32_t)rc;
+	return 0;
+}
+
+static int
+set_host(struct nstate *s, struct sl_str raw, uint16_t dflt, struct sl_str *res)
+{
+	int rc = norm_host(raw, dflt, s->buf + s->used, res);
+
+	if (rc < 0)
+		return SL_HTTP_E_AUTHORITY;
+	s->used += (uint32_t)rc;
+	return 0;
+}
+
+/* http://authority/path: the authority is the host (RFC 9112 3.2.2). */
+static int
+absolute_form(struct nstate *s, int sl, uint16_t dflt)
+{
+	struct sl_str t = s->req->target, auth, hdr;
+	uint32_t a = (uint32_t)sl, e = a;
+	int rc;
+
+	while (e < t.len && t.p[e] != '/' && t.p[e] != '?' && t.p[e] != '#')
+		e++;
+	auth = (struct sl_str){t.p + a, e - a};
+	if (memchr(auth.p, '@', auth.len) != NULL)
+		return SL_HTTP_E_AUTHORITY; /* userinfo: deprecated, refused */
+	if ((rc = set_host(s, auth, dflt, &s->out->host)) != 0)
+		return rc;
+	s->out->form = SL_FORM_ABSOLUTE;
+	if (s->req->host.len > 0 && s->cfg->host_mismatch == SL_HOST_REJECT) {
+		if ((rc = set_host(s, s->req->host, 80, &hdr)) != 0)
+			return rc;
+		if (!str_eq(hdr, s->out->host))
+			return SL_HTTP_E_HOST_MISMATCH;
+	}
+	if (e == t.len || t.p[e] == '?') {
+		s->out->path = (struct sl_str){"/", 1};
+		s->out->rewritten = 1;
+		return 0;
+	}
+	return set_path(s, t.p + e, t.len - e);
+}
+
+int
+sl_http_normalize(const struct sl_norm_cfg *cfg, const struct sl_http_req *req,
+		  char *scratch, size_t cap, struct sl_http_norm *out)
+{
+	struct nstate s = {cfg, req, scratch, 0, out};
+	struct sl_str t = req->target;
+	uint16_t dflt = 80;
+	int sl, rc;
+
+	memset(out, 0, sizeof(*out));
+	if (cap < (size_t)t.len + req->host.len)
+		return SL_HTTP_E_TARGET; /* never: the caller sizes it */
+	if (is_method(req, "CONNECT")) {
+		out->form = SL_FORM_AUTHORITY;
+		if (memchr(t.p, '/', t.len) != NULL ||
+		    memchr(t.p, '@', t.len) != NULL)
+			return SL_HTTP_E_FORM;
+		return set_host(&s, t, 443, &out->host);
+	}
+	if (t.len > 0 && t.p[0] == '/') {
+		if (req->host.len > 0 &&
+		    (rc = set_host(&s, req->host, 80, &out->host)) != 0)
+			return rc;
+		return set_path(&s, t.p, t.len);
+	}
+	if ((sl = scheme_len(t, &dflt)) > 0)
+		return absolute_form(&s, sl, dflt);
+	if (t.len == 1 && t.p[0] == '*' && is_method(req, "OPTIONS")) {
+		out->form = SL_FORM_ASTERISK;
+		if (req->host.len > 0)
+			return set_host(&s, req->host, 80, &out->host);
+		return 0;
+	}
+	return SL_HTTP_E_FORM;
+}
