@@ -71,6 +71,10 @@ sl_policy_build(const struct sl_config *cfg)
 	p->jitter_ppm = cfg->response.retry_jitter_ppm;
 	p->dec_ppm[0] = cfg->decisions.sample_ppm;
 	p->dec_ppm[1] = cfg->decisions.rejected_ppm;
+	p->norm = (struct sl_norm_cfg){
+		.merge_slashes = cfg->request.merge_slashes,
+		.escaped_slashes = cfg->request.escaped_slashes,
+		.host_mismatch = cfg->request.host_mismatch};
 	for (i = 0; i < p->n_rules; i++) {
 		const struct sl_rule *r = sl_ruleset_rule(p->rs, i);
 		struct sl_reply_info ri = {.status = 429,
@@ -127,16 +131,20 @@ struct scope_id {
 	uint8_t kind; /* override kind, 0xff: none */
 	uint8_t done;
 	uint64_t h[2]; /* the identity's two hash words */
-	uint8_t ep[SL_TEXT_MAX + SL_TEXT_MAX];
 };
 
+/*
+ * endpoint and global count by nothing but the rule: one bucket per
+ * route, however a client spells or varies the path or the Host (a
+ * limit per host is a rule per host).
+ */
 static void
 scope_bytes(struct scope_id *s, uint8_t scope, const struct sl_http_req *req,
 	    const struct sl_identity *id)
 {
-	uint32_t n, q;
-
 	s->kind = 0xff;
+	s->b = NULL;
+	s->len = 0;
 	switch (scope) {
 	case SL_SCOPE_KEY:
 		s->b = (const uint8_t *)req->api_key.p;
@@ -153,21 +161,6 @@ scope_bytes(struct scope_id *s, uint8_t scope, const struct sl_http_req *req,
 		s->len = id->ip_af == SL_AF_INET6 ? 16 : 4;
 		s->kind = SL_SCOPE_IP;
 		break;
-	case SL_SCOPE_ENDPOINT:
-		/* one bucket per host and path, the query left out */
-		n = req->host.len < SL_TEXT_MAX ? req->host.len : SL_TEXT_MAX;
-		memcpy(s->ep, req->host.p, n);
-		s->ep[n++] = ' ';
-		for (q = 0; q < req->target.len && req->target.p[q] != '?' &&
-			    q < SL_TEXT_MAX - 1;
-		     q++)
-			s->ep[n++] = (uint8_t)req->target.p[q];
-		s->b = s->ep;
-		s->len = n;
-		break;
-	default:
-		s->b = NULL;
-		s->len = 0;
 	}
 	sl_hash64x2(s->b, s->len, 0x5c09e + scope,
 		    0x7e57 ^ ((uint64_t)scope << 40), s->h);
@@ -414,6 +407,39 @@ decide_leased(struct sl_worker *w, const struct sl_policy *pol,
 	return a;
 }
 
+static enum sl_req_action
+refuse(struct sl_worker *w, int err)
+{
+	w->ctr.invalid++;
+	w->ctr.parse_error[err]++;
+	w->pending.tpl = &w->pol->tpl400[err];
+	return SL_REQ_STOP;
+}
+
+/*
+ * 403 for a blocklisted key (in either credential) or client address,
+ * 400 for two credentials naming two keys; *key_tier: the key's tier in
+ * the static map. Returns SL_REQ_CONTINUE when neither.
+ */
+static enum sl_req_action
+screen(struct sl_worker *w, const struct sl_http_req *req,
+       const struct sl_identity *id, int *key_tier)
+{
+	const struct sl_ruleset *rs = w->pol->rs;
+	struct sl_str k = req->api_key, b = req->bearer;
+	int conflict = b.len > 0 && b.p != k.p &&
+		       (b.len != k.len || memcmp(b.p, k.p, k.len) != 0);
+	int t;
+
+	if ((k.len && sl_ruleset_key_info(rs, k.p, k.len, key_tier)) ||
+	    (conflict && sl_ruleset_key_info(rs, b.p, b.len, &t)) ||
+	    sl_ruleset_ip_blocked(rs, id->ip_af, id->addr))
+		return block(w, id);
+	if (conflict)
+		return refuse(w, SL_HTTP_E_CREDENTIALS);
+	return SL_REQ_CONTINUE;
+}
+
 enum sl_req_action
 sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	  const struct sl_pkt *p)
@@ -422,26 +448,28 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 	const struct sl_ruleset *rs = pol->rs;
 	struct sl_identity id;
 	struct sl_match_req m;
+	struct sl_http_norm nt;
 	struct scope_id scopes[5];
 	struct check cs[SL_MAX_MATCH];
 	uint16_t idx[SL_MAX_MATCH];
 	uint32_t n, i, shadow_denied = 0;
-	int strict = -1, key_tier = -1;
+	int strict = -1, key_tier = -1, err;
 
 	w->dec_flags = 0;
 	count_identity(
 		w, &id,
 		sl_ident_extract(&w->app->ident, req, p->af, p->src, &id));
-	if ((req->api_key.len &&
-	     sl_ruleset_key_info(rs, req->api_key.p, req->api_key.len,
-				 &key_tier)) ||
-	    sl_ruleset_ip_blocked(rs, id.ip_af, id.client_ip))
-		return block(w, &id);
+	if (screen(w, req, &id, &key_tier) == SL_REQ_STOP)
+		return SL_REQ_STOP;
+	err = sl_http_normalize(&pol->norm, req, w->norm_buf,
+				w->app->cfg->dataplane.max_head_bytes, &nt);
+	if (err != 0)
+		return refuse(w, err);
 	m.method = sl_method_bit(req->method.p, req->method.len);
-	m.target = req->target.p;
-	m.target_len = req->target.len;
-	m.host = req->host.p;
-	m.host_len = req->host.len;
+	m.path = nt.path.p;
+	m.path_len = nt.path.len;
+	m.host = nt.host.p;
+	m.host_len = nt.host.len;
 	m.has_key = req->api_key.len > 0;
 	m.has_user = req->user.len > 0;
 	m.tier = -1;

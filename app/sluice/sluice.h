@@ -45,7 +45,8 @@ struct sl_policy {
 	uint8_t headers; /* SL_RH_* */
 	uint8_t expose_rule;
 	uint32_t jitter_ppm;
-	uint32_t dec_ppm[2]; /* decisions sampled: [0] allowed, [1] not */
+	uint32_t dec_ppm[2];     /* decisions sampled: [0] allowed, [1] not */
+	struct sl_norm_cfg norm; /* how the backend resolves a target */
 	struct sl_limit_params params[SL_MAX_RULES];
 	uint32_t name_len[SL_MAX_RULES];
 	/* counter slot per rule: stable for a rule name across reloads */
@@ -117,6 +118,7 @@ struct sl_worker {
 	uint64_t flow_seed;          /* keys this worker's flow hash */
 	const struct sl_policy *pol; /* this burst's rules */
 	struct sl_pending pending;
+	char *norm_buf; /* max_head_bytes: a target's normal form */
 	struct sl_top top;
 	struct sl_hist latency;
 	struct sl_hist park_latency; /* parked until decided */

@@ -4,6 +4,7 @@
 
 #include <emmintrin.h>
 
+#include <rte_malloc.h>
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -51,8 +52,10 @@ sl_worker_init(struct sl_worker *w, const struct sl_app *app,
 	w->flows = sl_flow_table_create(&fp);
 	w->buckets = sl_bucket_table_create(c->dataplane.buckets_per_worker, 0);
 	w->logs = sl_bucket_table_create(nlog < 1024 ? 1024 : nlog, 1);
+	w->norm_buf = rte_malloc_socket("sl_norm", c->dataplane.max_head_bytes,
+					0, rte_lcore_to_socket_id(lcore));
 	if (w->flows == NULL || w->buckets == NULL || w->logs == NULL ||
-	    sl_park_init(w) != 0)
+	    w->norm_buf == NULL || sl_park_init(w) != 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -80,6 +83,8 @@ sl_worker_free(struct sl_worker *w)
 	sl_flow_table_free(w->flows);
 	sl_bucket_table_free(w->buckets);
 	sl_bucket_table_free(w->logs);
+	rte_free(w->norm_buf);
+	w->norm_buf = NULL;
 	sl_park_free(w);
 }
 

@@ -235,6 +235,7 @@ client_ip(const struct sl_ident_cfg *cfg, const struct sl_http_req *req,
 			fallback = 1;
 		}
 	}
+	memcpy(out->addr, out->client_ip, 16);
 	if (out->ip_af == AF6)
 		apply_prefix(out->client_ip, cfg->ipv6_prefix);
 	return fallback;

@@ -33,6 +33,7 @@ struct sl_identity {
 	uint8_t ip_af;         /* SL_AF_INET / SL_AF_INET6 of client_ip */
 	uint8_t xff_used;      /* client_ip came from X-Forwarded-For */
 	uint8_t client_ip[16]; /* grouped by ipv6_prefix for IPv6 */
+	uint8_t addr[16];      /* client_ip whole: what blocklists match */
 	uint8_t id[SL_IDENT_MAX];
 };
 

@@ -279,6 +279,9 @@ sl_config_defaults(struct sl_config *c)
 	c->dataplane.coordinator_timeout_ms = 50;
 	strcpy(c->identity.api_key_header, "X-API-Key");
 	c->identity.ipv6_prefix = 64;
+	c->request.merge_slashes = 1;
+	c->request.escaped_slashes = SL_ESC_REJECT;
+	c->request.host_mismatch = SL_HOST_REJECT;
 	strcpy(c->tiers[0], "free");
 	c->n_tiers = 1;
 	c->store.timeout_ms = 5;

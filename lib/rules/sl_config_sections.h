@@ -349,29 +349,115 @@ f_methods(struct loader *L, yaml_node_t *v, void *o)
 	}
 }
 
+/*
+ * A rule's path must be written as sluice will see requests: in the
+ * normal form of the request section (parsed before the rules), so that
+ * a rule can never name a spelling no request resolves to.
+ */
+static void
+check_normal(struct loader *L, yaml_node_t *v, const char *what,
+	     const char *path)
+{
+	const struct sl_norm_cfg nc = {
+		.merge_slashes = L->cfg->request.merge_slashes,
+		.escaped_slashes = L->cfg->request.escaped_slashes};
+	uint32_t len = (uint32_t)strlen(path);
+	char out[SL_TEXT_MAX];
+	int n;
+
+	if (path[0] != '/') {
+		error_at(L, v, "%s: must start with '/'", what);
+		return;
+	}
+	n = sl_http_normalize_path(&nc, path, len, out);
+	if (n < 0)
+		error_at(L, v, "%s: '%s' is refused as a request would be (%s)",
+			 what, path, sl_http_err_name(-n));
+	else if ((uint32_t)n != len || memcmp(out, path, len) != 0)
+		error_at(L, v,
+			 "%s: '%s' is not in normal form; requests for it "
+			 "resolve to '%.*s'",
+			 what, path, n, out);
+}
+
 static void
 f_path_prefix(struct loader *L, yaml_node_t *v, void *o)
 {
 	struct sl_rule *r = o;
 
 	if (get_str(L, v, "path_prefix", r->path_prefix,
-		    sizeof(r->path_prefix)) == 0 &&
-	    r->path_prefix[0] != '/')
-		error_at(L, v, "path_prefix: must start with '/'");
+		    sizeof(r->path_prefix)) == 0)
+		check_normal(L, v, "path_prefix", r->path_prefix);
+}
+
+/* "{name}" segments and a last "*": the shapes sl_route_match knows. */
+static void
+check_route(struct loader *L, yaml_node_t *v, const char *path)
+{
+	const char *seg = path;
+
+	while (seg != NULL && *seg == '/') {
+		const char *end = strchr(seg + 1, '/');
+		size_t n = end ? (size_t)(end - seg - 1) : strlen(seg + 1);
+		const char *s = seg + 1;
+
+		if (n == 1 && s[0] == '*' && end != NULL)
+			error_at(L, v,
+				 "path: '*' may only be the last segment");
+		else if (n > 0 && s[0] == '{' &&
+			 (n < 3 || s[n - 1] != '}' ||
+			  memchr(s + 1, '{', n - 2) ||
+			  memchr(s + 1, '}', n - 2)))
+			error_at(L, v, "path: a '{name}' segment is malformed");
+		else if (!(n > 0 && s[0] == '{') &&
+			 (memchr(s, '{', n) || memchr(s, '}', n) ||
+			  (n > 1 && memchr(s, '*', n))))
+			error_at(L, v,
+				 "path: '{name}' and '*' must be whole "
+				 "segments");
+		seg = end;
+	}
+}
+
+static void
+f_path(struct loader *L, yaml_node_t *v, void *o)
+{
+	struct sl_rule *r = o;
+
+	if (get_str(L, v, "path", r->path, sizeof(r->path)) != 0)
+		return;
+	check_normal(L, v, "path", r->path);
+	check_route(L, v, r->path);
+}
+
+static void
+f_path_case(struct loader *L, yaml_node_t *v, void *o)
+{
+	static const char *const names[] = {"sensitive", "insensitive", NULL};
+
+	get_enum(L, v, "path_case", names, &((struct sl_rule *)o)->path_icase);
 }
 
 static void
 f_host(struct loader *L, yaml_node_t *v, void *o)
 {
 	struct sl_rule *r = o;
-	get_str(L, v, "host", r->host, sizeof(r->host));
+	size_t n;
+
+	if (get_str(L, v, "host", r->host, sizeof(r->host)) != 0)
+		return;
+	/* compared with the request's normal host: lower case, no dot */
+	for (n = 0; r->host[n]; n++)
+		if (r->host[n] >= 'A' && r->host[n] <= 'Z')
+			r->host[n] |= 0x20;
+	if (n > 1 && r->host[n - 1] == '.')
+		r->host[n - 1] = '\0';
 }
 
 static const struct field match_fields[] = {
-	{"methods", f_methods},
-	{"path_prefix", f_path_prefix},
-	{"host", f_host},
-	{NULL, NULL},
+	{"methods", f_methods}, {"path_prefix", f_path_prefix},
+	{"path", f_path},       {"path_case", f_path_case},
+	{"host", f_host},       {NULL, NULL},
 };
 
 static void
@@ -912,6 +998,41 @@ f_expose(struct loader *L, yaml_node_t *v, void *o)
 	get_bool(L, v, "expose_rule", &L->cfg->response.expose_rule);
 }
 
+/* ---- request: how the backend resolves a target ---- */
+
+static void
+f_merge(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	get_bool(L, v, "merge_slashes", &L->cfg->request.merge_slashes);
+}
+
+static void
+f_escslash(struct loader *L, yaml_node_t *v, void *o)
+{
+	static const char *const names[] = {"reject", "decode", "keep", NULL};
+
+	(void)o;
+	get_enum(L, v, "escaped_slashes", names,
+		 &L->cfg->request.escaped_slashes);
+}
+
+static void
+f_hostmis(struct loader *L, yaml_node_t *v, void *o)
+{
+	static const char *const names[] = {"reject", "allow", NULL};
+
+	(void)o;
+	get_enum(L, v, "host_mismatch", names, &L->cfg->request.host_mismatch);
+}
+
+static const struct field request_fields[] = {
+	{"merge_slashes", f_merge},
+	{"escaped_slashes", f_escslash},
+	{"host_mismatch", f_hostmis},
+	{NULL, NULL},
+};
+
 static const struct field response_fields[] = {
 	{"retry_jitter", f_jitter},
 	{"headers", f_hstyle},
@@ -1000,6 +1121,7 @@ SECTION(f_dataplane, "dataplane", dataplane_fields)
 SECTION(f_identity, "identity", identity_fields)
 SECTION(f_blocklist, "blocklist", blocklist_fields)
 SECTION(f_response, "response", response_fields)
+SECTION(f_request, "request", request_fields)
 SECTION(f_decisions, "decisions", decisions_fields)
 
 static void
@@ -1021,6 +1143,7 @@ f_skip(struct loader *L, yaml_node_t *v, void *o)
 /* Tiers and rules come first: other sections refer to them by name. */
 static const struct field first_fields[] = {
 	{"tiers", f_tiers},
+	{"request", f_request}, /* rule paths are checked in its terms */
 	{NULL, NULL},
 };
 
@@ -1030,13 +1153,21 @@ static const struct field second_fields[] = {
 };
 
 static const struct field root_fields[] = {
-	{"version", f_version},     {"rules_version", f_rules_version},
-	{"dataplane", f_dataplane}, {"identity", f_identity},
-	{"tiers", f_skip},          {"default_tier", f_default_tier},
-	{"keys", f_keys},           {"rules", f_skip},
-	{"overrides", f_overrides}, {"blocklist", f_blocklist},
-	{"store", f_store},         {"response", f_response},
-	{"decisions", f_decisions}, {NULL, NULL},
+	{"version", f_version},
+	{"rules_version", f_rules_version},
+	{"dataplane", f_dataplane},
+	{"identity", f_identity},
+	{"tiers", f_skip},
+	{"default_tier", f_default_tier},
+	{"keys", f_keys},
+	{"rules", f_skip},
+	{"overrides", f_overrides},
+	{"blocklist", f_blocklist},
+	{"store", f_store},
+	{"response", f_response},
+	{"decisions", f_decisions},
+	{"request", f_skip},
+	{NULL, NULL},
 };
 
 /* Runs the handlers of table for the keys it names, ignoring others. */

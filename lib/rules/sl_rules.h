@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "sl_http.h"
+
 #define SL_MAX_SERVICE_PORTS 16
 #define SL_MAX_TIERS         16
 #define SL_MAX_ENDPOINTS     8
@@ -65,6 +67,10 @@ struct sl_rule {
 	int16_t tier;     /* -1: every tier */
 	uint32_t methods; /* 0: every method */
 	char path_prefix[SL_TEXT_MAX];
+	/* exact path, or a route: "{name}" is one segment, a last "*" the
+	 * rest (none or more segments) */
+	char path[SL_TEXT_MAX];
+	uint8_t path_icase; /* path_case: insensitive */
 	char host[SL_TEXT_MAX];
 	struct sl_rate limit;
 	uint64_t burst;
@@ -117,6 +123,12 @@ struct sl_config {
 		uint32_t coordinator_timeout_ms;
 		uint32_t idle_sleep_us; /* 0: workers busy-poll */
 	} dataplane;
+	/* how the backend resolves a target: what rules match */
+	struct {
+		uint8_t merge_slashes;
+		uint8_t escaped_slashes; /* enum sl_esc_slash */
+		uint8_t host_mismatch;   /* enum sl_host_mismatch */
+	} request;
 	struct {
 		char api_key_header[SL_NAME_MAX];
 		char user_header[SL_NAME_MAX];
@@ -193,11 +205,11 @@ uint32_t sl_method_bit(const char *m, size_t len);
 
 #define SL_MAX_RULES 256
 
-/* The parts of a request that rules look at. */
+/* The parts of a request that rules look at: its normal form. */
 struct sl_match_req {
-	uint32_t method; /* sl_method bit, 0 for a method no rule names */
-	const char *target;
-	uint32_t target_len;
+	uint32_t method;  /* sl_method bit, 0 for a method no rule names */
+	const char *path; /* sl_http_normalize's path and host */
+	uint32_t path_len;
 	const char *host;
 	uint32_t host_len;
 	int16_t tier; /* -1: the request carries no API key */
@@ -243,6 +255,14 @@ int sl_ruleset_key_info(const struct sl_ruleset *rs, const char *key,
 /* af 4 or 6, addr in network order. */
 int sl_ruleset_ip_blocked(const struct sl_ruleset *rs, uint8_t af,
 			  const uint8_t *addr);
+
+/*
+ * Whether a normal path matches a route: "{name}" segments match one
+ * non-empty segment, a last "*" segment the rest (also nothing), other
+ * segments themselves (icase: ASCII letters folded).
+ */
+int sl_route_match(const char *route, const char *path, uint32_t len,
+		   int icase);
 
 /* Indexes of the rules that apply, in file order; returns how many. */
 uint32_t sl_ruleset_match(const struct sl_ruleset *rs,

@@ -397,18 +397,63 @@ sl_ruleset_key_info(const struct sl_ruleset *rs, const char *key, uint32_t len,
 	       ht_get(&rs->blocked, h, key, len) != NULL;
 }
 
-/* Host equality ignoring case and a ":port" on the request side. */
+/* The rule's host against the request's normal host, ":port" ignored. */
 static int
 host_matches(const char *want, const char *h, uint32_t hl)
 {
-	size_t wl = strlen(want), i;
+	size_t wl = strlen(want);
 
 	if (hl < wl || (hl > wl && h[wl] != ':'))
 		return 0;
-	for (i = 0; i < wl; i++)
-		if ((want[i] | 0x20) != (h[i] | 0x20))
+	return memcmp(want, h, wl) == 0;
+}
+
+static int
+bytes_eq(const char *a, const char *b, size_t n, int icase)
+{
+	size_t i;
+
+	if (!icase)
+		return memcmp(a, b, n) == 0;
+	for (i = 0; i < n; i++) {
+		unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
+
+		if (x != y && !((x | 0x20) == (y | 0x20) && (x | 0x20) >= 'a' &&
+				(x | 0x20) <= 'z'))
 			return 0;
+	}
 	return 1;
+}
+
+int
+sl_route_match(const char *route, const char *path, uint32_t len, int icase)
+{
+	uint32_t p = 0;
+
+	/* both start at a '/': compare one segment at a time */
+	while (*route == '/' && p < len && path[p] == '/') {
+		const char *rs = route + 1, *re = strchr(rs, '/');
+		uint32_t rl = re ? (uint32_t)(re - rs) : (uint32_t)strlen(rs);
+		uint32_t ps = p + 1, pe = ps;
+
+		if (rl == 1 && rs[0] == '*' && re == NULL)
+			return 1;
+		while (pe < len && path[pe] != '/')
+			pe++;
+		if (rl > 0 && rs[0] == '{') {
+			if (pe == ps)
+				return 0; /* a named segment is never empty */
+		} else if (rl != pe - ps ||
+			   !bytes_eq(rs, path + ps, rl, icase)) {
+			return 0;
+		}
+		route = rs + rl;
+		p = pe;
+	}
+	/* a route "/files/ *" (no space) also matches "/files" itself */
+	if (p == len && strcmp(route, "/*") == 0)
+		return 1;
+	return *route == '\0' && p == len;
 }
 
 static int
@@ -426,9 +471,13 @@ applies(const struct sl_rule *r, const struct sl_match_req *m)
 		return 0;
 	if (r->path_prefix[0]) {
 		pl = strlen(r->path_prefix);
-		if (m->target_len < pl || memcmp(m->target, r->path_prefix, pl))
+		if (m->path_len < pl ||
+		    !bytes_eq(m->path, r->path_prefix, pl, r->path_icase))
 			return 0;
 	}
+	if (r->path[0] &&
+	    !sl_route_match(r->path, m->path, m->path_len, r->path_icase))
+		return 0;
 	if (r->host[0] && !host_matches(r->host, m->host, m->host_len))
 		return 0;
 	return 1;

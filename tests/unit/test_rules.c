@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -265,8 +266,8 @@ match(const struct sl_ruleset *rs, const char *method, const char *target,
 {
 	struct sl_match_req m = {
 		.method = sl_method_bit(method, strlen(method)),
-		.target = target,
-		.target_len = (uint32_t)strlen(target),
+		.path = target,
+		.path_len = (uint32_t)strlen(target),
 		.host = host,
 		.host_len = (uint32_t)strlen(host),
 		.has_key = key != NULL,
@@ -293,14 +294,13 @@ ruleset_matching(void **state)
 	assert_string_equal(sl_ruleset_rule(rs, r[0])->name, "pro-key");
 	/* no key: key rules do not apply; method and prefix must both match */
 	assert_int_equal(match(rs, "GET", "/v1/login", "h", NULL, NULL, r), 0);
-	assert_int_equal(
-		match(rs, "POST", "/v1/login?next=/", "h", NULL, NULL, r), 1);
+	assert_int_equal(match(rs, "POST", "/v1/login", "h", NULL, NULL, r), 1);
 	assert_string_equal(sl_ruleset_rule(rs, r[0])->name, "login");
 	assert_int_equal(match(rs, "POST", "/v1/logout", "h", NULL, NULL, r),
 			 0);
-	/* host ignores case and a port */
+	/* hosts arrive normalised (sl_http_normalize); a port is ignored */
 	assert_int_equal(
-		match(rs, "GET", "/", "API.Example.com:8080", NULL, NULL, r),
+		match(rs, "GET", "/", "api.example.com:8080", NULL, NULL, r),
 		1);
 	assert_int_equal(
 		match(rs, "GET", "/", "api.example.com.evil", NULL, NULL, r),
@@ -464,6 +464,86 @@ decisions_section(void **state)
 				    "'file'"));
 }
 
+static void
+routes(void **state)
+{
+	(void)state;
+	assert_true(sl_route_match("/v1/users/{id}/orders",
+				   "/v1/users/42/orders", 19, 0));
+	assert_false(sl_route_match("/v1/users/{id}/orders",
+				    "/v1/users//orders", 17, 0));
+	assert_false(sl_route_match("/v1/users/{id}/orders",
+				    "/v1/users/42/orders/x", 21, 0));
+	assert_false(
+		sl_route_match("/v1/users/{id}/orders", "/v1/users/42", 12, 0));
+	assert_true(sl_route_match("/v1/files/*", "/v1/files/a/b", 13, 0));
+	assert_true(sl_route_match("/v1/files/*", "/v1/files/", 10, 0));
+	assert_true(sl_route_match("/v1/files/*", "/v1/files", 9, 0));
+	assert_false(sl_route_match("/v1/files/*", "/v1/filesx", 10, 0));
+	assert_true(sl_route_match("/v1/search", "/v1/search", 10, 0));
+	assert_false(sl_route_match("/v1/search", "/v1/search/", 11, 0));
+	assert_false(sl_route_match("/v1/search", "/V1/Search", 10, 0));
+	assert_true(sl_route_match("/v1/search", "/V1/Search", 10, 1));
+	assert_false(sl_route_match("/v1/search", "/v1/searcH", 9, 1));
+	assert_true(sl_route_match("/", "/", 1, 0));
+	assert_false(sl_route_match("/", "/a", 2, 0));
+}
+
+static void
+paths_in_normal_form(void **state)
+{
+	static const char y[] =
+		"request: {merge_slashes: true, escaped_slashes: decode,\n"
+		"          host_mismatch: allow}\n"
+		"rules:\n"
+		"  - {name: a, scope: ip, limit: 1/s, match: {path: "
+		"/v1//x}}\n"
+		"  - {name: b, scope: ip, limit: 1/s, match: {path_prefix: "
+		"/v1/%7Eu}}\n"
+		"  - {name: c, scope: ip, limit: 1/s, match: {path: "
+		"'/v1/{id/x'}}\n"
+		"  - {name: d, scope: ip, limit: 1/s, match: {path: "
+		"/v1/*/x}}\n"
+		"  - {name: e, scope: ip, limit: 1/s, match: {path: /a/./b}}\n"
+		"  - {name: f, scope: ip, limit: 1/s, match: {path: v1}}\n"
+		"  - {name: g, scope: ip, limit: 1/s, match: {path: /a%zz}}\n"
+		"  - {name: h, scope: ip, limit: 1/s, match: {path: "
+		"'/v1/{id}/*', path_case: insensitive}}\n";
+	static const char ok[] =
+		"rules:\n"
+		"  - {name: r, scope: endpoint, limit: 1/s, match: {path: "
+		"'/v1/users/{id}/orders', path_case: insensitive, host: "
+		"API.Test.}}\n";
+	char err[4096];
+	struct sl_config *c = load(y, err, sizeof(err));
+
+	(void)state;
+	assert_null(c);
+	assert_non_null(strstr(err,
+			       "t.yaml:4:52: path: '/v1//x' is not in normal "
+			       "form; requests for it resolve to '/v1/x'"));
+	assert_non_null(strstr(err, "t.yaml:5:59: path_prefix: '/v1/%7Eu' "
+				    "is not in normal form"));
+	assert_non_null(strstr(err, "t.yaml:6:52: path: a '{name}' segment "
+				    "is malformed"));
+	assert_non_null(strstr(err, "t.yaml:7:52: path: '*' may only be"));
+	assert_non_null(strstr(err, "t.yaml:8:52: path: '/a/./b' is not"));
+	assert_non_null(strstr(err, "t.yaml:9:52: path: must start with"));
+	assert_non_null(strstr(err, "t.yaml:10:52: path: '/a%zz' is refused "
+				    "as a request would be "
+				    "(bad_percent_encoding)"));
+	assert_null(strstr(err, "t.yaml:11:"));
+	c = load(ok, err, sizeof(err));
+	if (c == NULL)
+		fail_msg("%s", err);
+	assert_int_equal(c->request.merge_slashes, 1);
+	assert_int_equal(c->request.escaped_slashes, SL_ESC_REJECT);
+	assert_int_equal(c->request.host_mismatch, SL_HOST_REJECT);
+	assert_string_equal(c->rules[0].host, "api.test");
+	assert_int_equal(c->rules[0].path_icase, 1);
+	sl_config_free(c);
+}
+
 int
 main(void)
 {
@@ -474,6 +554,8 @@ main(void)
 		cmocka_unit_test(values),
 		cmocka_unit_test(shipped_configs_are_valid),
 		cmocka_unit_test(ruleset_matching),
+		cmocka_unit_test(routes),
+		cmocka_unit_test(paths_in_normal_form),
 		cmocka_unit_test(ruleset_blocklist),
 		cmocka_unit_test(ruleset_overrides_expire),
 		cmocka_unit_test(rule_number_errors),
