@@ -377,52 +377,159 @@ log_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
 
 #define unlikely_stale(p, s) __builtin_expect(stale(p, s), 0)
 
+static uint32_t
+burst_tag(const struct sl_limit_params *p)
+{
+	return p->burst > UINT32_MAX ? UINT32_MAX : (uint32_t)p->burst;
+}
+
 static int
 stale(const struct sl_limit_params *p, const struct sl_limit_state *s)
 {
 	return s->used && (s->tag_period_ms != p->period_ms ||
-			   s->tag_count != (uint32_t)p->count);
+			   s->tag_count != (uint32_t)p->count ||
+			   s->tag_burst != burst_tag(p));
+}
+
+/* How much the capacity grew: charged as used, to come back by refill. */
+static uint64_t
+raised(uint64_t now_cap, uint64_t was_cap)
+{
+	return now_cap > was_cap ? now_cap - was_cap : 0;
+}
+
+/* x * num / den without overflow, saturated. */
+static uint64_t
+scale(uint64_t x, uint64_t num, uint64_t den)
+{
+	unsigned __int128 v = (unsigned __int128)x * num / (den ? den : 1);
+
+	return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
+
+static void
+restate_tb(const struct sl_limit_params *p, const struct sl_limit_params *old,
+	   struct sl_limit_state *s, uint64_t now)
+{
+	/* what is owed now, in the new credit unit: since the last charge
+	 * the bucket refilled at one of the two rates (the state cannot know
+	 * when the rule changed), so at the slower one */
+	struct sl_limit_state t = *s;
+	uint64_t d = scale(tb_deficit(old, s, now), p->period_ns,
+			   old->period_ns),
+		 dn;
+
+	t.a = scale(s->a, p->period_ns, old->period_ns);
+	dn = tb_deficit(p, &t, now);
+	d = d > dn ? d : dn;
+
+	d += raised(p->burst, old->burst) * p->period_ns;
+	s->a = d < p->cap ? d : p->cap;
+	s->b = now;
+}
+
+static void
+restate_gcra(const struct sl_limit_params *p, const struct sl_limit_params *old,
+	     struct sl_limit_state *s, uint64_t now)
+{
+	/* units used: how far the arrival time runs ahead of now */
+	uint64_t ahead = s->a > now ? s->a - now : 0;
+	uint64_t tau = p->burst * p->t_q + p->burst * p->t_r / p->count;
+
+	/* ahead * (new interval / old interval), in one exact step */
+	{
+		unsigned __int128 v =
+			(unsigned __int128)ahead * old->count * p->period_ns /
+			((unsigned __int128)old->period_ns * p->count);
+
+		ahead = v > tau ? tau : (uint64_t)v;
+	}
+	ahead += scale(raised(p->burst, old->burst), p->period_ns, p->count);
+	s->a = now + (ahead < tau ? ahead : tau);
+	s->b = 0;
+}
+
+static void
+restate_fw(const struct sl_limit_params *p, const struct sl_limit_params *old,
+	   struct sl_limit_state *s, uint64_t now)
+{
+	uint64_t n, wid = fw_window(old, s, now, &n);
+
+	if (old->period_ns != p->period_ns) {
+		/* the last window's usage carried into the new one */
+		wid = now / p->period_ns;
+		n = s->b;
+	}
+	s->a = wid + 1;
+	s->b = n + raised(p->count, old->count);
+}
+
+static void
+restate_sw(const struct sl_limit_params *p, const struct sl_limit_params *old,
+	   struct sl_limit_state *s, uint64_t now)
+{
+	struct sw_view v;
+	uint64_t cur;
+
+	sw_view(old, s, now, &v);
+	if (old->period_ns != p->period_ns) {
+		/* the old windows' usage, all in this one */
+		v.cur = (s->b & 0xffffffffu) + (s->b >> 32);
+		v.prev = 0;
+		v.wid = now / p->period_ns;
+	}
+	cur = v.cur + raised(p->count, old->count);
+	s->a = v.wid + 1;
+	s->b = v.prev << 32 | (cur > 0xffffffffu ? 0xffffffffu : cur);
+}
+
+/* A raised quota: arrivals stamped now, leaving as the window slides. */
+static void
+restate_log(const struct sl_limit_params *p, const struct sl_limit_params *old,
+	    struct sl_limit_state *s, uint64_t now)
+{
+	uint64_t k = raised(p->count, old->count);
+	uint32_t now_ms = (uint32_t)(now / NSMS);
+
+	for (; k > 0 && s->log_n < SL_LOG_MAX; k--) {
+		s->log[(s->log_head + s->log_n) % SL_LOG_MAX] = now_ms;
+		s->log_n++;
+	}
 }
 
 /*
- * Re-reads state written under other numbers. Owed tokens stay owed (a
- * token bucket's credit unit is its period); window usage is carried into
- * the current window rather than dropped with the old one.
+ * Re-reads state written under other numbers (the tags): first brought
+ * up to now under the numbers it was written with, then carried over.
  */
 static void
 restate(const struct sl_limit_params *p, struct sl_limit_state *s, uint64_t now)
 {
-	uint64_t wid = now / p->period_ns, cur, prev;
+	struct sl_limit_params old;
 
+	if (sl_limit_params_init(&old, p->algo, s->tag_count,
+				 (uint64_t)s->tag_period_ms * NSMS,
+				 s->tag_burst) != 0)
+		old = *p; /* no usable tags: keep what it says */
 	switch (p->algo) {
 	case SL_LIM_TOKEN_BUCKET:
-		if (s->tag_period_ms && s->tag_period_ms != p->period_ms) {
-			unsigned __int128 a = (unsigned __int128)s->a *
-					      p->period_ms / s->tag_period_ms;
-
-			s->a = a > p->cap ? p->cap : (uint64_t)a;
-		}
+		restate_tb(p, &old, s, now);
 		break;
 	case SL_LIM_GCRA:
-		s->b = 0; /* a fraction of the old interval: under 1 ns */
+		restate_gcra(p, &old, s, now);
 		break;
 	case SL_LIM_FIXED_WINDOW:
-		if (s->tag_period_ms != p->period_ms)
-			s->a = wid + 1;
+		restate_fw(p, &old, s, now);
 		break;
 	case SL_LIM_SLIDING_WINDOW:
-		if (s->tag_period_ms != p->period_ms) {
-			cur = s->b & 0xffffffffu;
-			prev = s->b >> 32;
-			cur = cur + prev > 0xffffffffu ? 0xffffffffu
-						       : cur + prev;
-			s->a = wid + 1;
-			s->b = cur;
-		}
+		restate_sw(p, &old, s, now);
+		break;
+	case SL_LIM_SLIDING_LOG:
+		restate_log(p, &old, s, now);
 		break;
 	}
 	s->tag_period_ms = p->period_ms;
 	s->tag_count = (uint32_t)p->count;
+	s->tag_burst = burst_tag(p);
 }
 
 /* ---- refunds ---- */
@@ -466,15 +573,20 @@ void
 sl_limit_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
 	       uint32_t cost, uint64_t now_ns, struct sl_limit_result *r)
 {
-	struct sl_limit_state tmp;
+	union {
+		struct sl_limit_state st;
+		uint8_t b[sizeof(struct sl_limit_state) +
+			  SL_LOG_MAX * sizeof(uint32_t)];
+	} tmp;
 
 	memset(r, 0, sizeof(*r));
 	if (unlikely_stale(p, s)) {
-		/* the log is never restated: the header is all it needs */
-		memcpy(&tmp, s, sizeof(tmp));
-		restate(p, &tmp, now_ns);
-		if (p->algo != SL_LIM_SLIDING_LOG)
-			s = &tmp;
+		/* checked as it will be charged; the log only where it is */
+		memcpy(&tmp, s,
+		       p->algo == SL_LIM_SLIDING_LOG ? sizeof(tmp)
+						     : sizeof(tmp.st));
+		restate(p, &tmp.st, now_ns);
+		s = &tmp.st;
 	}
 	switch (p->algo) {
 	case SL_LIM_TOKEN_BUCKET:
@@ -503,6 +615,7 @@ sl_limit_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
 		restate(p, s, now_ns);
 	s->tag_period_ms = p->period_ms;
 	s->tag_count = (uint32_t)p->count;
+	s->tag_burst = burst_tag(p);
 	switch (p->algo) {
 	case SL_LIM_TOKEN_BUCKET:
 		tb_commit(p, s, cost, now_ns);

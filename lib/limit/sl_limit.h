@@ -10,8 +10,11 @@
  * as a rounded rate), and nothing allocates after the table is created.
  *
  * State survives a change of a rule's numbers (a reload): it is re-read in
- * the new numbers, never in the client's favour — raising a limit gives
- * more room as the bucket refills, lowering it takes effect at once.
+ * the new numbers, never in the client's favour. What a client has used
+ * stays used; a raised capacity (burst, or a window's quota) is charged as
+ * used too, so it becomes available only as the bucket refills or the
+ * window moves on; a lowered one binds at once. A rule edit is never a
+ * way to get tokens.
  *
  * Every algorithm is split in two steps so that a request that matches
  * several limits can be checked against all of them and charged to none
@@ -55,6 +58,7 @@ struct sl_limit_state {
 	/* the numbers it was last charged under: a reload may change them */
 	uint32_t tag_period_ms;
 	uint32_t tag_count;
+	uint32_t tag_burst; /* capped at UINT32_MAX */
 	uint8_t used;
 	uint8_t log_head; /* oldest entry */
 	uint8_t log_n;

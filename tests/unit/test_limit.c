@@ -345,13 +345,22 @@ rule_changes(void **state)
 	uint64_t t = 100 * S;
 
 	(void)state;
-	/* raising the rate: more room at the next refill, not a full bucket */
+	/* raising the rate: more room as it refills, not a full bucket. The
+	 * state cannot know when the rule changed, so until it is charged
+	 * under the new rate it refills at the slower of the two: 10/min */
 	sl_limit_params_init(&a, SL_LIM_TOKEN_BUCKET, 10, 60 * S, 10);
 	sl_limit_params_init(&b, SL_LIM_TOKEN_BUCKET, 20, 60 * S, 10);
 	assert_true(take(&a, s, 10, t, &r));
 	assert_false(take(&b, s, 1, t + 2 * S, &r));
-	assert_true(take(&b, s, 1, t + 3 * S, &r)); /* 20/min: one per 3 s */
-	assert_false(take(&b, s, 1, t + 3 * S, &r));
+	assert_false(take(&b, s, 1, t + 6 * S - 1, &r));
+	assert_true(take(&b, s, 1, t + 6 * S, &r));
+	assert_false(take(&b, s, 1, t + 6 * S, &r));
+	assert_true(take(&b, s, 1, t + 9 * S, &r)); /* then 20/min */
+	/* and lowering it: the slower (new) rate from the last charge */
+	memset(s, 0, sizeof(*s));
+	assert_true(take(&b, s, 10, t, &r));
+	assert_false(take(&a, s, 1, t + 3 * S, &r));
+	assert_true(take(&a, s, 1, t + 6 * S, &r));
 	/* lowering the burst under what is owed: empty at once */
 	memset(s, 0, sizeof(*s));
 	sl_limit_params_init(&b, SL_LIM_TOKEN_BUCKET, 10, 60 * S, 1);
@@ -385,6 +394,94 @@ rule_changes(void **state)
 	free(s);
 }
 
+/*
+ * Raise and lower each algorithm's capacity under a drained key, and
+ * under a full one: what was used stays used, a raise comes by refill
+ * (or the next window), a cut binds at once.
+ */
+struct cap_case {
+	uint8_t algo;
+	uint64_t lo, hi; /* count (windows) or burst (buckets) */
+};
+
+static void
+params_cap(struct sl_limit_params *p, const struct cap_case *c, uint64_t cap)
+{
+	int bucket = c->algo == SL_LIM_TOKEN_BUCKET || c->algo == SL_LIM_GCRA;
+
+	/* buckets: 2/s with the burst as the dial; windows: the quota per
+	 * minute */
+	assert_int_equal(sl_limit_params_init(p, c->algo, bucket ? 2 : cap,
+					      bucket ? S : 60 * S,
+					      bucket ? cap : 0),
+			 0);
+}
+
+/* How many cost-1 requests pass back to back at now. */
+static uint32_t
+drain(const struct sl_limit_params *p, struct sl_limit_state *s, uint64_t now)
+{
+	struct sl_limit_result r;
+	uint32_t n = 0;
+
+	while (n < 1000 && take(p, s, 1, now, &r))
+		n++;
+	return n;
+}
+
+static void
+capacity_edits_grant_nothing(void **state)
+{
+	static const struct cap_case cases[] = {
+		{SL_LIM_TOKEN_BUCKET, 2, 4}, {SL_LIM_GCRA, 2, 4},
+		{SL_LIM_FIXED_WINDOW, 2, 4}, {SL_LIM_SLIDING_WINDOW, 2, 4},
+		{SL_LIM_SLIDING_LOG, 2, 4},
+	};
+	struct sl_limit_params lo, hi;
+	struct sl_limit_result r;
+	uint32_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct cap_case *c = &cases[i];
+		struct sl_limit_state *s = fresh();
+		int bucket = c->algo <= SL_LIM_GCRA;
+		uint64_t t = 120 * S, later = bucket ? 2 * S : 121 * S;
+
+		params_cap(&lo, c, c->lo);
+		params_cap(&hi, c, c->hi);
+		/* drained at lo, raised to hi: nothing at once */
+		assert_int_equal(drain(&lo, s, t), c->lo);
+		if (take(&hi, s, 1, t, &r))
+			fail_msg("algo %u: a raise granted a token", c->algo);
+		/* refilled to lo, the raise charged when it is first
+		 * charged; then the whole of hi once that has refilled */
+		assert_int_equal(drain(&hi, s, t + later), c->lo);
+		assert_int_equal(drain(&hi, s, t + 2 * later), c->hi);
+		free(s);
+
+		/* full at lo (seen, then refilled), raised: lo now, hi later */
+		s = fresh();
+		assert_int_equal(drain(&lo, s, t), c->lo);
+		assert_int_equal(drain(&lo, s, t + later), c->lo);
+		assert_int_equal(drain(&hi, s, t + 2 * later), c->lo);
+		free(s);
+
+		/* one used at hi, cut to lo: lo - 1 left, not lo */
+		s = fresh();
+		assert_true(take(&hi, s, 1, t, &r));
+		assert_int_equal(drain(&lo, s, t), c->lo - 1);
+		free(s);
+
+		/* drained at hi, cut to lo: empty at once */
+		s = fresh();
+		assert_int_equal(drain(&hi, s, t), c->hi);
+		if (take(&lo, s, 1, t, &r))
+			fail_msg("algo %u: a cut left tokens", c->algo);
+		free(s);
+	}
+}
+
 int
 main(void)
 {
@@ -399,6 +496,7 @@ main(void)
 		cmocka_unit_test(bucket_pins),
 		cmocka_unit_test(bucket_hints),
 		cmocka_unit_test(rule_changes),
+		cmocka_unit_test(capacity_edits_grant_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
