@@ -8,7 +8,7 @@ PKGS=(
 	dpdk dpdk-dev libdpdk-dev libpcap-dev libnuma-dev
 	libhiredis-dev libyaml-dev libcmocka-dev
 	redis-server redis-tools
-	curl wrk python3 python3-scapy python3-yaml python3-prometheus-client python3-redis
+	curl wrk nginx python3 python3-scapy python3-yaml python3-prometheus-client python3-redis
 	iproute2 iputils-ping ethtool procps psmisc
 	clang clang-format
 )

@@ -124,46 +124,17 @@ sl_policy_free(struct sl_policy *p)
 	rte_free(p);
 }
 
-/* The bytes a rule's scope counts by, hashed once per scope per request. */
+/* A rule's scope for this request, hashed once per scope per request. */
 struct scope_id {
-	const uint8_t *b;
-	uint32_t len;
-	uint8_t kind; /* override kind, 0xff: none */
+	struct sl_scope_id id;
 	uint8_t done;
-	uint64_t h[2]; /* the identity's two hash words */
 };
 
-/*
- * endpoint and global count by nothing but the rule: one bucket per
- * route, however a client spells or varies the path or the Host (a
- * limit per host is a rule per host).
- */
 static void
 scope_bytes(struct scope_id *s, uint8_t scope, const struct sl_http_req *req,
 	    const struct sl_identity *id)
 {
-	s->kind = 0xff;
-	s->b = NULL;
-	s->len = 0;
-	switch (scope) {
-	case SL_SCOPE_KEY:
-		s->b = (const uint8_t *)req->api_key.p;
-		s->len = req->api_key.len;
-		s->kind = SL_SCOPE_KEY;
-		break;
-	case SL_SCOPE_USER:
-		s->b = (const uint8_t *)req->user.p;
-		s->len = req->user.len;
-		s->kind = SL_SCOPE_USER;
-		break;
-	case SL_SCOPE_IP:
-		s->b = id->client_ip;
-		s->len = id->ip_af == SL_AF_INET6 ? 16 : 4;
-		s->kind = SL_SCOPE_IP;
-		break;
-	}
-	sl_hash64x2(s->b, s->len, 0x5c09e + scope,
-		    0x7e57 ^ ((uint64_t)scope << 40), s->h);
+	sl_scope_of(scope, req, id, &s->id);
 	s->done = 1;
 }
 
@@ -181,16 +152,17 @@ rule_key(struct sl_worker *w, const struct sl_policy *pol, uint16_t rule,
 	 const struct scope_id *s, struct sl_limit_params *params)
 {
 	const struct sl_rule *r = sl_ruleset_rule(pol->rs, rule);
-	uint64_t rid = sl_ruleset_rule_id(pol->rs, rule);
-	struct sl_bucket_key k = {rid ^ s->h[0],
-				  (rid * 0x9e3779b97f4a7c15ULL) + s->h[1]};
+	uint64_t w2[2];
+	struct sl_bucket_key k;
 	const struct sl_override *o = NULL;
 
+	sl_bucket_words(sl_ruleset_rule_id(pol->rs, rule), &s->id, w2);
+	k = (struct sl_bucket_key){w2[0], w2[1]};
 	*params = pol->params[rule];
-	if (s->kind != 0xff)
-		o = sl_ruleset_override(pol->rs, rule, s->kind, s->b, s->len,
-					w->app->wall0_s +
-						(int64_t)(w->now_ns / NS));
+	if (s->id.kind != 0xff)
+		o = sl_ruleset_override(
+			pol->rs, rule, s->id.kind, s->id.b, s->id.len,
+			w->app->wall0_s + (int64_t)(w->now_ns / NS));
 	if (o != NULL)
 		rule_params(r, &o->limit, o->burst, params);
 	return k;

@@ -13,6 +13,7 @@
 #include <rte_mbuf.h>
 
 #include "coord.h"
+#include "explain.h"
 #include "store.h"
 #include "sluice.h"
 
@@ -24,6 +25,8 @@ struct opts {
 	const char *config;
 	int check_only;
 	const char *log_level;
+	const char *explain; /* a request head to explain, "-": stdin */
+	const char *peer;    /* its client address */
 };
 
 static void
@@ -31,8 +34,10 @@ usage(const char *prog)
 {
 	fprintf(stderr,
 		"usage: %s [EAL args] -- --config FILE [--check-config] "
-		"[--log-level LEVEL]\n",
-		prog);
+		"[--log-level LEVEL]\n"
+		"       %s -- --config FILE --explain HEAD_FILE|- [--peer "
+		"ADDR]\n",
+		prog, prog);
 }
 
 static int
@@ -42,6 +47,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"config", required_argument, NULL, 'c'},
 		{"check-config", no_argument, NULL, 'k'},
 		{"log-level", required_argument, NULL, 'l'},
+		{"explain", required_argument, NULL, 'x'},
+		{"peer", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -58,6 +65,12 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'l':
 			o->log_level = optarg;
+			break;
+		case 'x':
+			o->explain = optarg;
+			break;
+		case 'p':
+			o->peer = optarg;
 			break;
 		default:
 			return -1;
@@ -208,6 +221,9 @@ main(int argc, char **argv)
 	if (dd < argc && parse_opts(argc - dd, argv + dd, &o) == 0 &&
 	    o.check_only)
 		return check_config(o.config);
+	if (dd < argc && o.explain != NULL)
+		return sl_explain(o.config, o.explain,
+				  o.peer ? o.peer : "198.18.0.1");
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0)
 		rte_exit(EXIT_FAILURE, "EAL init failed\n");

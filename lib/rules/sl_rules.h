@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "sl_http.h"
+#include "sl_ident.h"
 
 #define SL_MAX_SERVICE_PORTS 16
 #define SL_MAX_TIERS         16
@@ -268,6 +269,31 @@ int sl_route_match(const char *route, const char *path, uint32_t len,
 uint32_t sl_ruleset_match(const struct sl_ruleset *rs,
 			  const struct sl_match_req *m, uint16_t *out,
 			  uint32_t max);
+
+/*
+ * What a rule's scope counts by: the API key, the user, the (grouped)
+ * client address; nothing for endpoint and global, which are one bucket
+ * per rule however a client spells or varies the path or the Host (a
+ * limit per host is a rule per host). kind: the override kind
+ * (SL_SCOPE_KEY/USER/IP), 0xff for none.
+ */
+struct sl_scope_id {
+	const uint8_t *b;
+	uint32_t len;
+	uint8_t kind;
+	uint64_t h[2]; /* b hashed, the scope in the seeds */
+};
+
+void sl_scope_of(uint8_t scope, const struct sl_http_req *req,
+		 const struct sl_identity *id, struct sl_scope_id *out);
+
+/*
+ * A bucket's two key words: the rule's stable id and the scope's hash.
+ * They name shared state (Redis keys): they must not change between
+ * releases.
+ */
+void sl_bucket_words(uint64_t rule_id, const struct sl_scope_id *s,
+		     uint64_t out[2]);
 
 /*
  * The override of rule i for an identity (kind SL_SCOPE_KEY/USER/IP, id

@@ -494,3 +494,40 @@ sl_ruleset_match(const struct sl_ruleset *rs, const struct sl_match_req *m,
 			out[n++] = (uint16_t)i;
 	return n;
 }
+
+/* ---- what a bucket is keyed by ---- */
+
+void
+sl_scope_of(uint8_t scope, const struct sl_http_req *req,
+	    const struct sl_identity *id, struct sl_scope_id *out)
+{
+	out->kind = 0xff;
+	out->b = NULL;
+	out->len = 0;
+	switch (scope) {
+	case SL_SCOPE_KEY:
+		out->b = (const uint8_t *)req->api_key.p;
+		out->len = req->api_key.len;
+		out->kind = SL_SCOPE_KEY;
+		break;
+	case SL_SCOPE_USER:
+		out->b = (const uint8_t *)req->user.p;
+		out->len = req->user.len;
+		out->kind = SL_SCOPE_USER;
+		break;
+	case SL_SCOPE_IP:
+		out->b = id->client_ip;
+		out->len = id->ip_af == 6 ? 16 : 4;
+		out->kind = SL_SCOPE_IP;
+		break;
+	}
+	sl_hash64x2(out->b, out->len, 0x5c09e + scope,
+		    0x7e57 ^ ((uint64_t)scope << 40), out->h);
+}
+
+void
+sl_bucket_words(uint64_t rid, const struct sl_scope_id *s, uint64_t out[2])
+{
+	out[0] = rid ^ s->h[0];
+	out[1] = (rid * 0x9e3779b97f4a7c15ULL) + s->h[1];
+}

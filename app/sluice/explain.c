@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sluice --explain: how the appliance reads one request head, without EAL
+ * or ports. The same parser, normaliser, identity, blocklist, matcher and
+ * bucket keys as the data path, printed as JSON, so that an operator can
+ * see why a request was or was not limited and a test can compare
+ * sluice's view with the backend's.
+ */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sl_http.h"
+#include "sl_ident.h"
+#include "sl_rules.h"
+
+#include "explain.h"
+
+#define HEAD_MAX 65536
+
+static const char *const scope_names[] = {"key", "user", "ip", "endpoint",
+					  "global"};
+
+/* A JSON string: quotes, backslashes and control bytes escaped. */
+static void
+json_str(FILE *f, const char *p, uint32_t n)
+{
+	uint32_t i;
+
+	fputc('"', f);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static int
+read_head(const char *path, char *buf, size_t cap, size_t *len)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+
+	if (f == NULL)
+		return -1;
+	*len = fread(buf, 1, cap, f);
+	if (f != stdin)
+		fclose(f);
+	return 0;
+}
+
+static int
+peer_addr(const char *s, uint8_t *af, uint8_t addr[16])
+{
+	memset(addr, 0, 16);
+	if (inet_pton(AF_INET, s, addr) == 1) {
+		*af = 4;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, addr) == 1) {
+		*af = 6;
+		return 0;
+	}
+	return -1;
+}
+
+static void
+print_rules(const struct sl_ruleset *rs, const struct sl_http_req *req,
+	    const struct sl_identity *id, const struct sl_match_req *m)
+{
+	uint16_t idx[SL_MAX_RULES];
+	uint32_t n = sl_ruleset_match(rs, m, idx, SL_MAX_RULES), i;
+
+	printf(",\"rules\":[");
+	for (i = 0; i < n; i++) {
+		const struct sl_rule *r = sl_ruleset_rule(rs, idx[i]);
+		struct sl_scope_id s;
+		uint64_t k[2];
+
+		sl_scope_of(r->scope, req, id, &s);
+		sl_bucket_words(sl_ruleset_rule_id(rs, idx[i]), &s, k);
+		printf("%s{\"name\":", i ? "," : "");
+		json_str(stdout, r->name, (uint32_t)strlen(r->name));
+		printf(",\"scope\":\"%s\",\"shadow\":%s,"
+		       "\"bucket\":\"%016llx%016llx\"}",
+		       scope_names[r->scope], r->shadow ? "true" : "false",
+		       (unsigned long long)k[0], (unsigned long long)k[1]);
+	}
+	printf("]");
+}
+
+/* The decision's inputs, as far as they do not need the store. */
+static int
+explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
+	    const struct sl_http_req *req, uint8_t af, const uint8_t *peer)
+{
+	const struct sl_ident_cfg ic = {c->identity.use_xff,
+					c->identity.trusted_hops,
+					c->identity.ipv6_prefix};
+	const struct sl_norm_cfg nc = {c->request.merge_slashes,
+				       c->request.escaped_slashes,
+				       c->request.host_mismatch};
+	struct sl_identity id;
+	struct sl_http_norm nt;
+	struct sl_match_req m = {0};
+	char *scratch = malloc(req->target.len + req->host.len + 1);
+	char who[SL_IDENT_MAX * 2 + 16];
+	int tier = -1, blocked, err;
+
+	if (scratch == NULL)
+		return 1;
+	sl_ident_extract(&ic, req, af, peer, &id);
+	sl_ident_format(&id, who, sizeof(who));
+	blocked =
+		(req->api_key.len &&
+		 sl_ruleset_key_info(rs, req->api_key.p, req->api_key.len,
+				     &tier)) ||
+		(req->bearer.len &&
+		 sl_ruleset_key_blocked(rs, req->bearer.p, req->bearer.len)) ||
+		sl_ruleset_ip_blocked(rs, id.ip_af, id.addr);
+	printf("{\"identity\":");
+	json_str(stdout, who, (uint32_t)strlen(who));
+	printf(",\"blocked\":%s", blocked ? "true" : "false");
+	err = sl_http_normalize(&nc, req, scratch,
+				req->target.len + req->host.len, &nt);
+	if (err == 0 && req->bearer.len && req->bearer.p != req->api_key.p &&
+	    (req->bearer.len != req->api_key.len ||
+	     memcmp(req->bearer.p, req->api_key.p, req->bearer.len) != 0))
+		err = SL_HTTP_E_CREDENTIALS;
+	if (err != 0) {
+		printf(",\"refused\":\"%s\"}\n", sl_http_err_name(err));
+		free(scratch);
+		return 0;
+	}
+	printf(",\"path\":");
+	json_str(stdout, nt.path.p, nt.path.len);
+	printf(",\"host\":");
+	json_str(stdout, nt.host.p, nt.host.len);
+	m.method = sl_method_bit(req->method.p, req->method.len);
+	m.path = nt.path.p;
+	m.path_len = nt.path.len;
+	m.host = nt.host.p;
+	m.host_len = nt.host.len;
+	m.has_key = req->api_key.len > 0;
+	m.has_user = req->user.len > 0;
+	m.tier = (int16_t)(m.has_key ? (tier >= 0 ? tier
+						  : sl_ruleset_default_tier(rs))
+				     : -1);
+	if (m.tier >= 0)
+		printf(",\"tier\":\"%s\"",
+		       sl_ruleset_tier_name(rs, (uint32_t)m.tier));
+	print_rules(rs, req, &id, &m);
+	printf("}\n");
+	free(scratch);
+	return 0;
+}
+
+int
+sl_explain(const char *config, const char *file, const char *peer)
+{
+	char err[8192], *buf = malloc(HEAD_MAX);
+	struct sl_config *c = sl_config_load(config, err, sizeof(err));
+	struct sl_ruleset *rs = NULL;
+	struct sl_http_req req;
+	struct sl_http_cfg hc;
+	uint8_t af, addr[16];
+	size_t len;
+	int rc = 1, n;
+
+	if (c == NULL) {
+		fputs(err, stderr);
+	} else if (buf == NULL || (rs = sl_ruleset_build(c)) == NULL) {
+		fprintf(stderr, "sluice: out of memory\n");
+	} else if (peer_addr(peer, &af, addr) != 0) {
+		fprintf(stderr, "sluice: --peer: not an address: %s\n", peer);
+	} else if (read_head(file, buf, HEAD_MAX, &len) != 0) {
+		perror(file);
+	} else {
+		hc.api_key_header = (struct sl_str){
+			c->identity.api_key_header,
+			(uint32_t)strlen(c->identity.api_key_header)};
+		hc.user_header = (struct sl_str){
+			c->identity.user_header,
+			(uint32_t)strlen(c->identity.user_header)};
+		n = sl_http_parse_request(buf, len, &hc, &req);
+		if (n == SL_HTTP_INCOMPLETE)
+			printf("{\"refused\":\"incomplete\"}\n");
+		else if (n < 0)
+			printf("{\"refused\":\"%s\"}\n",
+			       sl_http_err_name(req.error));
+		rc = n >= 0 ? explain_req(c, rs, &req, af, addr) : 0;
+	}
+	sl_ruleset_free(rs);
+	sl_config_free(c);
+	free(buf);
+	return rc;
+}
