@@ -30,6 +30,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "norm.h"
 #include "coord.h"
 #include "store.h"
 #include "sluice.h"
@@ -1014,7 +1015,15 @@ main(int argc, char **argv)
 	uint64_t *t[M__N], found = 0;
 	double v[M__N];
 	uint32_t r;
-	int m, ret = rte_eal_init(argc, argv);
+	int m, ret;
+
+	/* --norm times the normaliser alone: no EAL, no ports */
+	for (m = 1; m < argc; m++)
+		if (strcmp(argv[m], "--norm") == 0)
+			return sl_bench_norm(
+				15, m + 1 < argc &&
+					    strcmp(argv[m + 1], "--json") == 0);
+	ret = rte_eal_init(argc, argv);
 
 	if (ret < 0)
 		rte_exit(EXIT_FAILURE, "EAL init failed\n");
@@ -1026,6 +1035,7 @@ main(int argc, char **argv)
 			 "[--keys N] [--rounds N>=2] [--zipf S] [--flood N] "
 			 "[--workers N] [--coord] [--redis PORT] [--rate N] "
 			 "[--json] [--only PASS]\n"
+			 "       sluice-bench -- --norm [--json]\n"
 			 "(one request per connection per round, so that every "
 			 "request of the reject pass is decided)\n");
 	sl_logtype =

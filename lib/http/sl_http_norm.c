@@ -43,25 +43,37 @@ path_end(const char *p, uint32_t n)
 	return q != NULL ? (uint32_t)(q - p) : n;
 }
 
+/* Bytes the clean-path scan must look at: '/', '%', '#', '?'. */
+enum { C_PLAIN, C_SLASH, C_DIRTY, C_QUERY };
+static const uint8_t path_class[256] = {
+	['/'] = C_SLASH,
+	['%'] = C_DIRTY,
+	['#'] = C_DIRTY,
+	['?'] = C_QUERY,
+};
+
 /*
- * A path that resolves to itself: no escape, no empty or dot segment, no
- * fragment. Most requests are, and keep their bytes where they lie.
+ * The length of the path when it resolves to itself (no escape, no empty
+ * or dot segment, no fragment), else -1. One pass over the bytes up to
+ * the query: most requests are clean and keep their bytes where they lie.
  */
 static int
-path_is_clean(const char *p, uint32_t n)
+clean_path_len(const char *p, uint32_t n)
 {
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
-		char c = p[i];
+		uint8_t k = path_class[(unsigned char)p[i]];
 
-		if (c == '%' || c == '#')
-			return 0;
-		if (c == '/' && i + 1 < n &&
-		    (p[i + 1] == '/' || p[i + 1] == '.'))
-			return 0;
+		if (k == C_PLAIN)
+			continue;
+		if (k == C_QUERY)
+			break;
+		if (k == C_DIRTY ||
+		    (i + 1 < n && (p[i + 1] == '/' || p[i + 1] == '.')))
+			return -1;
 	}
-	return 1;
+	return (int)i;
 }
 
 /* One decoded segment byte and what it means. */
@@ -199,10 +211,12 @@ static const uint8_t host_byte[256] = {
 
 /*
  * Splits host[:port] (or [v6]:port). Returns 0 with the name in *name
- * and the port digits in *port (len 0: none), or -1.
+ * and the port digits in *port (len 0: none), or -1; *upper is set when
+ * the name has a capital letter.
  */
 static int
-split_authority(struct sl_str a, struct sl_str *name, struct sl_str *port)
+split_authority(struct sl_str a, struct sl_str *name, struct sl_str *port,
+		uint32_t *upper)
 {
 	uint32_t i, end = a.len;
 
@@ -217,17 +231,19 @@ split_authority(struct sl_str a, struct sl_str *name, struct sl_str *port)
 
 			if (hexval(c) < 0 && c != ':' && c != '.')
 				return -1;
+			*upper |= c >= 'A' && c <= 'F';
 		}
 		if (end < a.len && a.p[end] != ':')
 			return -1;
 	} else {
-		const char *colon = memchr(a.p, ':', a.len);
+		for (i = 0; i < a.len && a.p[i] != ':'; i++) {
+			uint8_t k = host_byte[(unsigned char)a.p[i]];
 
-		if (colon != NULL)
-			end = (uint32_t)(colon - a.p);
-		for (i = 0; i < end; i++)
-			if (!host_byte[(unsigned char)a.p[i]])
+			if (k == 0)
 				return -1;
+			*upper |= k == 2;
+		}
+		end = i;
 	}
 	*name = (struct sl_str){a.p, end};
 	*port = (struct sl_str){a.p + end, 0};
@@ -269,7 +285,7 @@ norm_host(struct sl_str a, uint16_t dflt, char *out, struct sl_str *res)
 	struct sl_str name, port;
 	uint32_t i, o = 0, upper = 0;
 
-	if (split_authority(a, &name, &port) != 0)
+	if (split_authority(a, &name, &port, &upper) != 0)
 		return -1;
 	if (name.len > 1 && name.p[name.len - 1] == '.' && name.p[0] != '[')
 		name.len--;
@@ -277,8 +293,6 @@ norm_host(struct sl_str a, uint16_t dflt, char *out, struct sl_str *res)
 		return -1; /* "" or "a.." */
 	if (is_default_port(port, dflt))
 		port.len = 0;
-	for (i = 0; i < name.len; i++)
-		upper |= host_byte[(unsigned char)name.p[i]] == 2;
 	/* any change (a dot or a port dropped) makes it shorter */
 	if (!upper && name.len + (port.len ? port.len + 1 : 0) == a.len) {
 		*res = a;
@@ -311,7 +325,8 @@ is_method(const struct sl_http_req *req, const char *m)
 {
 	size_t n = strlen(m);
 
-	return req->method.len == n && memcmp(req->method.p, m, n) == 0;
+	return req->method.len == n && req->method.p[0] == m[0] &&
+	       memcmp(req->method.p, m, n) == 0;
 }
 
 /* "http://" or "https://", the scheme in any case; its default port. */
@@ -346,13 +361,13 @@ struct nstate {
 static int
 set_path(struct nstate *s, const char *p, uint32_t n)
 {
-	int rc;
+	int rc = p[0] == '/' ? clean_path_len(p, n) : -1;
 
-	n = path_end(p, n);
-	if (n > 0 && path_is_clean(p, n)) {
-		s->out->path = (struct sl_str){p, n};
+	if (rc > 0) {
+		s->out->path = (struct sl_str){p, (uint32_t)rc};
 		return 0;
 	}
+	n = path_end(p, n);
 	if (n > 0 && p[0] != '/')
 		return SL_HTTP_E_FORM;
 	rc = norm_segments(s->cfg, p, n, s->buf + s->used);

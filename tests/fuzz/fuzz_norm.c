@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libFuzzer: the target normaliser. The first byte picks the options and
+ * the method; the rest is the target, then the Host after a NUL. Checks:
+ * no crash or overread, the result is never longer than the input, and
+ * normalising the normal form again changes nothing.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sl_http.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+check_fixed_point(const struct sl_norm_cfg *cfg, struct sl_str path)
+{
+	char *again;
+	int n;
+
+	if (path.len == 0 || path.p[0] != '/')
+		return;
+	again = malloc(path.len);
+	n = sl_http_normalize_path(cfg, path.p, path.len, again);
+	if (n != (int)path.len || memcmp(again, path.p, path.len) != 0)
+		abort();
+	free(again);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const char *const methods[] = {"GET", "OPTIONS", "CONNECT",
+					      "POST"};
+	struct sl_norm_cfg cfg;
+	struct sl_http_req r;
+	struct sl_http_norm n;
+	const uint8_t *nul;
+	char *t, *h, *scratch;
+	size_t tl, hl;
+
+	if (size < 1)
+		return 0;
+	cfg.merge_slashes = data[0] & 1;
+	cfg.escaped_slashes = (data[0] >> 1) % 3;
+	cfg.host_mismatch = (data[0] >> 3) & 1;
+	memset(&r, 0, sizeof(r));
+	r.method.p = methods[(data[0] >> 4) & 3];
+	r.method.len = (uint32_t)strlen(r.method.p);
+	data++;
+	size--;
+	nul = memchr(data, 0, size);
+	tl = nul ? (size_t)(nul - data) : size;
+	hl = nul ? size - tl - 1 : 0;
+	/* exact-size copies: ASan sees any read past either */
+	t = malloc(tl ? tl : 1);
+	h = malloc(hl ? hl : 1);
+	scratch = malloc(tl + hl ? tl + hl : 1);
+	memcpy(t, data, tl);
+	if (hl)
+		memcpy(h, nul + 1, hl);
+	r.target = (struct sl_str){t, (uint32_t)tl};
+	r.host = (struct sl_str){h, (uint32_t)hl};
+	if (sl_http_normalize(&cfg, &r, scratch, tl + hl, &n) == 0) {
+		if (n.path.len > tl || n.host.len > (hl > tl ? hl : tl))
+			abort();
+		check_fixed_point(&cfg, n.path);
+	}
+	free(t);
+	free(h);
+	free(scratch);
+	return 0;
+}
