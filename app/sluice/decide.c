@@ -399,8 +399,7 @@ screen(struct sl_worker *w, const struct sl_http_req *req,
 {
 	const struct sl_ruleset *rs = w->pol->rs;
 	struct sl_str k = req->api_key, b = req->bearer;
-	int conflict = b.len > 0 && b.p != k.p &&
-		       (b.len != k.len || memcmp(b.p, k.p, k.len) != 0);
+	int conflict = sl_http_credentials_conflict(req);
 	int t;
 
 	if ((k.len && sl_ruleset_key_info(rs, k.p, k.len, key_tier)) ||
@@ -437,14 +436,7 @@ sl_decide(struct sl_worker *w, const struct sl_http_req *req,
 				w->app->cfg->dataplane.max_head_bytes, &nt);
 	if (err != 0)
 		return refuse(w, err);
-	m.method = sl_method_bit(req->method.p, req->method.len);
-	m.path = nt.path.p;
-	m.path_len = nt.path.len;
-	m.host = nt.host.p;
-	m.host_len = nt.host.len;
-	m.has_key = req->api_key.len > 0;
-	m.has_user = req->user.len > 0;
-	m.tier = -1;
+	sl_match_req_init(&m, req, &nt);
 	if (m.has_key) {
 		m.tier = (int16_t)key_tier;
 		if (m.tier < 0 && w->app->coord != NULL &&

@@ -108,7 +108,7 @@ explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
 				       c->request.host_mismatch};
 	struct sl_identity id;
 	struct sl_http_norm nt;
-	struct sl_match_req m = {0};
+	struct sl_match_req m;
 	char *scratch = malloc(req->target.len + req->host.len + 1);
 	char who[SL_IDENT_MAX * 2 + 16];
 	int tier = -1, blocked, err;
@@ -129,9 +129,7 @@ explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
 	printf(",\"blocked\":%s", blocked ? "true" : "false");
 	err = sl_http_normalize(&nc, req, scratch,
 				req->target.len + req->host.len, &nt);
-	if (err == 0 && req->bearer.len && req->bearer.p != req->api_key.p &&
-	    (req->bearer.len != req->api_key.len ||
-	     memcmp(req->bearer.p, req->api_key.p, req->bearer.len) != 0))
+	if (err == 0 && sl_http_credentials_conflict(req))
 		err = SL_HTTP_E_CREDENTIALS;
 	if (err != 0) {
 		printf(",\"refused\":\"%s\"}\n", sl_http_err_name(err));
@@ -142,13 +140,7 @@ explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
 	json_str(stdout, nt.path.p, nt.path.len);
 	printf(",\"host\":");
 	json_str(stdout, nt.host.p, nt.host.len);
-	m.method = sl_method_bit(req->method.p, req->method.len);
-	m.path = nt.path.p;
-	m.path_len = nt.path.len;
-	m.host = nt.host.p;
-	m.host_len = nt.host.len;
-	m.has_key = req->api_key.len > 0;
-	m.has_user = req->user.len > 0;
+	sl_match_req_init(&m, req, &nt);
 	m.tier = (int16_t)(m.has_key ? (tier >= 0 ? tier
 						  : sl_ruleset_default_tier(rs))
 				     : -1);

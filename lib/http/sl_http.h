@@ -187,6 +187,13 @@ int sl_http_normalize(const struct sl_norm_cfg *cfg,
 		      struct sl_http_norm *out);
 
 /*
+ * Whether the request names two API keys: X-API-Key and a Bearer token
+ * that differs from it. sluice will not pick one of two identities when
+ * the backend may pick the other.
+ */
+int sl_http_credentials_conflict(const struct sl_http_req *req);
+
+/*
  * Normalises a path alone (a rule's, at load time), into out (at least
  * len bytes). Returns the normal length, or -(sl_http_err).
  */

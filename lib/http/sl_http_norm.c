@@ -455,3 +455,12 @@ sl_http_normalize(const struct sl_norm_cfg *cfg, const struct sl_http_req *req,
 	}
 	return SL_HTTP_E_FORM;
 }
+
+int
+sl_http_credentials_conflict(const struct sl_http_req *req)
+{
+	struct sl_str k = req->api_key, b = req->bearer;
+
+	return b.len > 0 && b.p != k.p &&
+	       (b.len != k.len || memcmp(b.p, k.p, k.len) != 0);
+}

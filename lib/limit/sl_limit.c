@@ -413,7 +413,7 @@ restate_tb(const struct sl_limit_params *p, const struct sl_limit_params *old,
 {
 	/* what is owed now, in the new credit unit: since the last charge
 	 * the bucket refilled at one of the two rates (the state cannot know
-	 * when the rule changed), so at the slower one */
+	 * when the rule changed), so at the slower one; from now at the new */
 	struct sl_limit_state t = *s;
 	uint64_t d = scale(tb_deficit(old, s, now), p->period_ns,
 			   old->period_ns),
@@ -570,24 +570,12 @@ sl_limit_refund(const struct sl_limit_params *p, struct sl_limit_state *s,
 /* ---- dispatch ---- */
 
 void
-sl_limit_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
+sl_limit_check(const struct sl_limit_params *p, struct sl_limit_state *s,
 	       uint32_t cost, uint64_t now_ns, struct sl_limit_result *r)
 {
-	union {
-		struct sl_limit_state st;
-		uint8_t b[sizeof(struct sl_limit_state) +
-			  SL_LOG_MAX * sizeof(uint32_t)];
-	} tmp;
-
 	memset(r, 0, sizeof(*r));
-	if (unlikely_stale(p, s)) {
-		/* checked as it will be charged; the log only where it is */
-		memcpy(&tmp, s,
-		       p->algo == SL_LIM_SLIDING_LOG ? sizeof(tmp)
-						     : sizeof(tmp.st));
-		restate(p, &tmp.st, now_ns);
-		s = &tmp.st;
-	}
+	if (unlikely_stale(p, s))
+		restate(p, s, now_ns);
 	switch (p->algo) {
 	case SL_LIM_TOKEN_BUCKET:
 		tb_check(p, s, cost, now_ns, r);

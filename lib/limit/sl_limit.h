@@ -77,9 +77,13 @@ struct sl_limit_result {
 int sl_limit_params_init(struct sl_limit_params *p, uint8_t algo,
 			 uint64_t count, uint64_t period_ns, uint64_t burst);
 
-void sl_limit_check(const struct sl_limit_params *p,
-		    const struct sl_limit_state *s, uint32_t cost,
-		    uint64_t now_ns, struct sl_limit_result *r);
+/*
+ * Charges nothing. State written under other numbers (a reload) is
+ * re-read in these ones first, in place: from then on it refills at the
+ * new rate, and the re-reading itself decides nothing.
+ */
+void sl_limit_check(const struct sl_limit_params *p, struct sl_limit_state *s,
+		    uint32_t cost, uint64_t now_ns, struct sl_limit_result *r);
 
 void sl_limit_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
 		     uint32_t cost, uint64_t now_ns);

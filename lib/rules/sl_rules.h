@@ -218,6 +218,10 @@ struct sl_match_req {
 	uint8_t has_user;
 };
 
+/* The fields above from a parsed request and its normal form. */
+void sl_match_req_init(struct sl_match_req *m, const struct sl_http_req *req,
+		       const struct sl_http_norm *n);
+
 struct sl_ruleset;
 
 /*

@@ -483,6 +483,20 @@ applies(const struct sl_rule *r, const struct sl_match_req *m)
 	return 1;
 }
 
+void
+sl_match_req_init(struct sl_match_req *m, const struct sl_http_req *req,
+		  const struct sl_http_norm *n)
+{
+	m->method = sl_method_bit(req->method.p, req->method.len);
+	m->path = n->path.p;
+	m->path_len = n->path.len;
+	m->host = n->host.p;
+	m->host_len = n->host.len;
+	m->has_key = req->api_key.len > 0;
+	m->has_user = req->user.len > 0;
+	m->tier = -1;
+}
+
 uint32_t
 sl_ruleset_match(const struct sl_ruleset *rs, const struct sl_match_req *m,
 		 uint16_t *out, uint32_t max)

@@ -58,7 +58,11 @@ def main():
             r = ctl("override", "add", "--rule", "key-ops", "--key", "k-1", "--limit", "600/min",
                     "--burst", "20", "--expires", "+1h", "--reason", "incident 42")
             res.eq(r.returncode, 0, "override added " + r.stderr.strip())
-            res.eq([get() for _ in range(3)], [200, 200, 200], "the raised limit lets it through")
+            # an override, like any rule edit, hands out no tokens: the
+            # drained key gets none at once, then the raised rate (10/s)
+            res.eq(get(), 429, "the override grants nothing at once")
+            res.eq([(time.sleep(0.15), get())[1] for _ in range(3)], [200, 200, 200],
+                   "the raised limit lets it through at its rate")
             res.check("# operators' comments survive" in open(conf).read(),
                       "the rest of the file is untouched")
 
@@ -78,6 +82,8 @@ def main():
 
             r = ctl("override", "add", "--rule", "key-ops", "--key", "k-1", "--limit", "600/min",
                     "--burst", "20", "--expires", "+4s", "--reason", "short window")
+            res.eq(get(), 429, "a short override grants nothing at once")
+            time.sleep(0.15)
             res.eq(get(), 200, "a short override lets it through")
             time.sleep(5)
             # the bucket kept what the override let it earn: at most the old

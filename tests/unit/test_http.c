@@ -449,9 +449,11 @@ norm(const char *method, const char *target, const char *host,
 	rc = sl_http_normalize(cfg, &r, scratch, tl + hl, &n);
 	if (rc == 0) {
 		assert_true(n.path.len <= tl);
-		memcpy(path, n.path.p, n.path.len);
+		if (n.path.len)
+			memcpy(path, n.path.p, n.path.len);
 		path[n.path.len] = '\0';
-		memcpy(hostout, n.host.p, n.host.len);
+		if (n.host.len)
+			memcpy(hostout, n.host.p, n.host.len);
 		hostout[n.host.len] = '\0';
 		/* normal forms are fixed points */
 		if (n.path.len > 0 && path[0] == '/') {

@@ -346,16 +346,17 @@ rule_changes(void **state)
 
 	(void)state;
 	/* raising the rate: more room as it refills, not a full bucket. The
-	 * state cannot know when the rule changed, so until it is charged
-	 * under the new rate it refills at the slower of the two: 10/min */
+	 * state cannot know when the rule changed, so until its first
+	 * decision under the new rate it refilled at the slower of the two:
+	 * at t + 2 a third of a token (10/min), the rest at 20/min */
 	sl_limit_params_init(&a, SL_LIM_TOKEN_BUCKET, 10, 60 * S, 10);
 	sl_limit_params_init(&b, SL_LIM_TOKEN_BUCKET, 20, 60 * S, 10);
 	assert_true(take(&a, s, 10, t, &r));
 	assert_false(take(&b, s, 1, t + 2 * S, &r));
-	assert_false(take(&b, s, 1, t + 6 * S - 1, &r));
-	assert_true(take(&b, s, 1, t + 6 * S, &r));
-	assert_false(take(&b, s, 1, t + 6 * S, &r));
-	assert_true(take(&b, s, 1, t + 9 * S, &r)); /* then 20/min */
+	assert_false(take(&b, s, 1, t + 4 * S - 1, &r));
+	assert_true(take(&b, s, 1, t + 4 * S, &r));
+	assert_false(take(&b, s, 1, t + 4 * S, &r));
+	assert_true(take(&b, s, 1, t + 7 * S, &r)); /* 20/min */
 	/* and lowering it: the slower (new) rate from the last charge */
 	memset(s, 0, sizeof(*s));
 	assert_true(take(&b, s, 10, t, &r));
@@ -454,10 +455,9 @@ capacity_edits_grant_nothing(void **state)
 		assert_int_equal(drain(&lo, s, t), c->lo);
 		if (take(&hi, s, 1, t, &r))
 			fail_msg("algo %u: a raise granted a token", c->algo);
-		/* refilled to lo, the raise charged when it is first
-		 * charged; then the whole of hi once that has refilled */
-		assert_int_equal(drain(&hi, s, t + later), c->lo);
-		assert_int_equal(drain(&hi, s, t + 2 * later), c->hi);
+		/* the raise charged at that first decision under hi: the
+		 * whole of hi once it has refilled */
+		assert_int_equal(drain(&hi, s, t + later), c->hi);
 		free(s);
 
 		/* full at lo (seen, then refilled), raised: lo now, hi later */
