@@ -71,10 +71,7 @@ sl_policy_build(const struct sl_config *cfg)
 	p->jitter_ppm = cfg->response.retry_jitter_ppm;
 	p->dec_ppm[0] = cfg->decisions.sample_ppm;
 	p->dec_ppm[1] = cfg->decisions.rejected_ppm;
-	p->norm = (struct sl_norm_cfg){
-		.merge_slashes = cfg->request.merge_slashes,
-		.escaped_slashes = cfg->request.escaped_slashes,
-		.host_mismatch = cfg->request.host_mismatch};
+	p->norm = cfg->request;
 	for (i = 0; i < p->n_rules; i++) {
 		const struct sl_rule *r = sl_ruleset_rule(p->rs, i);
 		struct sl_reply_info ri = {.status = 429,
@@ -400,10 +397,9 @@ screen(struct sl_worker *w, const struct sl_http_req *req,
 	const struct sl_ruleset *rs = w->pol->rs;
 	struct sl_str k = req->api_key, b = req->bearer;
 	int conflict = sl_http_credentials_conflict(req);
-	int t;
 
 	if ((k.len && sl_ruleset_key_info(rs, k.p, k.len, key_tier)) ||
-	    (conflict && sl_ruleset_key_info(rs, b.p, b.len, &t)) ||
+	    (conflict && sl_ruleset_key_blocked(rs, b.p, b.len)) ||
 	    sl_ruleset_ip_blocked(rs, id->ip_af, id->addr))
 		return block(w, id);
 	if (conflict)

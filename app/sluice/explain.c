@@ -103,9 +103,6 @@ explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
 	const struct sl_ident_cfg ic = {c->identity.use_xff,
 					c->identity.trusted_hops,
 					c->identity.ipv6_prefix};
-	const struct sl_norm_cfg nc = {c->request.merge_slashes,
-				       c->request.escaped_slashes,
-				       c->request.host_mismatch};
 	struct sl_identity id;
 	struct sl_http_norm nt;
 	struct sl_match_req m;
@@ -127,7 +124,7 @@ explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
 	printf("{\"identity\":");
 	json_str(stdout, who, (uint32_t)strlen(who));
 	printf(",\"blocked\":%s", blocked ? "true" : "false");
-	err = sl_http_normalize(&nc, req, scratch,
+	err = sl_http_normalize(&c->request, req, scratch,
 				req->target.len + req->host.len, &nt);
 	if (err == 0 && sl_http_credentials_conflict(req))
 		err = SL_HTTP_E_CREDENTIALS;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "sl_http.h"
+#include "sl_http_priv.h"
 
 /* RFC 9112 7.1: chunk-size [chunk-ext] CRLF data CRLF ... 0 CRLF trailers CRLF
  */
@@ -26,22 +27,11 @@ sl_chunked_init(struct sl_chunked *c)
 	c->ndigits = 0;
 }
 
-static int
-hexval(unsigned char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	ch |= 0x20;
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	return -1;
-}
-
 /* One byte of the size line; returns 0 or SL_HTTP_ERROR. */
 static int
 size_byte(struct sl_chunked *c, unsigned char ch)
 {
-	int h = hexval(ch);
+	int h = sl_hexval(ch);
 
 	if (h >= 0 && (c->state == C_SIZE_START || c->state == C_SIZE)) {
 		/* 15 hex digits keep the size well inside 64 bits. */

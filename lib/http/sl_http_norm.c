@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "sl_http.h"
+#include "sl_http_priv.h"
 
 /* RFC 3986 2.3 unreserved: decoded wherever it was escaped. */
 static const uint8_t unreserved[256] = {
@@ -22,17 +23,6 @@ static const uint8_t unreserved[256] = {
 	['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1,
 	['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
 };
-
-static int
-hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c |= 0x20;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
 
 /* Where the path ends: the query, or the end of the bytes. */
 static uint32_t
@@ -102,8 +92,8 @@ read_byte(const struct sl_norm_cfg *cfg, const char *p, uint32_t n, uint32_t *i,
 		(*i)++;
 		return B_BYTE;
 	}
-	if (*i + 2 >= n || (hi = hexval((unsigned char)p[*i + 1])) < 0 ||
-	    (lo = hexval((unsigned char)p[*i + 2])) < 0)
+	if (*i + 2 >= n || (hi = sl_hexval((unsigned char)p[*i + 1])) < 0 ||
+	    (lo = sl_hexval((unsigned char)p[*i + 2])) < 0)
 		return -SL_HTTP_E_PCT;
 	*i += 3;
 	c = (unsigned char)(hi << 4 | lo);
@@ -210,13 +200,13 @@ static const uint8_t host_byte[256] = {
 };
 
 /*
- * Splits host[:port] (or [v6]:port). Returns 0 with the name in *name
- * and the port digits in *port (len 0: none), or -1; *upper is set when
- * the name has a capital letter.
+ * Splits host[:port] (or [v6]:port). Returns 0 with the name in *name,
+ * the port digits in *port (len 0: none) and their value in *pv, or -1;
+ * *upper is set when the name has a capital letter.
  */
 static int
 split_authority(struct sl_str a, struct sl_str *name, struct sl_str *port,
-		uint32_t *upper)
+		uint32_t *pv, uint32_t *upper)
 {
 	uint32_t i, end = a.len;
 
@@ -229,7 +219,7 @@ split_authority(struct sl_str a, struct sl_str *name, struct sl_str *port,
 		for (i = 1; i + 1 < end; i++) {
 			unsigned char c = (unsigned char)a.p[i];
 
-			if (hexval(c) < 0 && c != ':' && c != '.')
+			if (sl_hexval(c) < 0 && c != ':' && c != '.')
 				return -1;
 			*upper |= c >= 'A' && c <= 'F';
 		}
@@ -247,31 +237,18 @@ split_authority(struct sl_str a, struct sl_str *name, struct sl_str *port,
 	}
 	*name = (struct sl_str){a.p, end};
 	*port = (struct sl_str){a.p + end, 0};
-	if (end < a.len) {
-		*port = (struct sl_str){a.p + end + 1, a.len - end - 1};
-		uint32_t v = 0;
-
-		if (port->len > 5)
+	*pv = 0;
+	if (end == a.len)
+		return 0;
+	*port = (struct sl_str){a.p + end + 1, a.len - end - 1};
+	if (port->len > 5)
+		return -1;
+	for (i = 0; i < port->len; i++) {
+		if (port->p[i] < '0' || port->p[i] > '9')
 			return -1;
-		for (i = 0; i < port->len; i++) {
-			if (port->p[i] < '0' || port->p[i] > '9')
-				return -1;
-			v = v * 10 + (uint32_t)(port->p[i] - '0');
-		}
-		if (v > 65535)
-			return -1;
+		*pv = *pv * 10 + (uint32_t)(port->p[i] - '0');
 	}
-	return 0;
-}
-
-static int
-is_default_port(struct sl_str port, uint16_t dflt)
-{
-	uint32_t v = 0, i;
-
-	for (i = 0; i < port.len; i++)
-		v = v * 10 + (uint32_t)(port.p[i] - '0');
-	return port.len == 0 || v == dflt;
+	return *pv <= 65535 ? 0 : -1;
 }
 
 /*
@@ -283,16 +260,16 @@ static int
 norm_host(struct sl_str a, uint16_t dflt, char *out, struct sl_str *res)
 {
 	struct sl_str name, port;
-	uint32_t i, o = 0, upper = 0;
+	uint32_t i, o = 0, upper = 0, pv;
 
-	if (split_authority(a, &name, &port, &upper) != 0)
+	if (split_authority(a, &name, &port, &pv, &upper) != 0)
 		return -1;
 	if (name.len > 1 && name.p[name.len - 1] == '.' && name.p[0] != '[')
 		name.len--;
 	if (name.len == 0 || name.p[name.len - 1] == '.')
 		return -1; /* "" or "a.." */
-	if (is_default_port(port, dflt))
-		port.len = 0;
+	if (port.len == 0 || pv == dflt)
+		port.len = 0; /* "host:" and "host:80" are "host" */
 	/* any change (a dot or a port dropped) makes it shorter */
 	if (!upper && name.len + (port.len ? port.len + 1 : 0) == a.len) {
 		*res = a;

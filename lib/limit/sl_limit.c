@@ -106,6 +106,13 @@ tb_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
 
 /* ---- GCRA: virtual scheduling on a theoretical arrival time ---- */
 
+/* The burst tolerance: burst emission intervals, in whole ns. */
+static uint64_t
+gcra_tau(const struct sl_limit_params *p)
+{
+	return p->burst * p->t_q + (p->burst * p->t_r) / p->count;
+}
+
 struct gcra_step {
 	uint64_t tat, new_tat, new_frac, tau, tau_frac;
 };
@@ -125,7 +132,7 @@ gcra_step(const struct sl_limit_params *p, const struct sl_limit_state *s,
 	f = frac + (uint64_t)cost * p->t_r;
 	g->new_tat = g->tat + (uint64_t)cost * p->t_q + f / p->count;
 	g->new_frac = f % p->count;
-	g->tau = p->burst * p->t_q + (p->burst * p->t_r) / p->count;
+	g->tau = gcra_tau(p);
 	g->tau_frac = (p->burst * p->t_r) % p->count;
 }
 
@@ -383,6 +390,15 @@ burst_tag(const struct sl_limit_params *p)
 	return p->burst > UINT32_MAX ? UINT32_MAX : (uint32_t)p->burst;
 }
 
+/* Records the numbers the state is now written under. */
+static void
+tag(const struct sl_limit_params *p, struct sl_limit_state *s)
+{
+	s->tag_period_ms = p->period_ms;
+	s->tag_count = (uint32_t)p->count;
+	s->tag_burst = burst_tag(p);
+}
+
 static int
 stale(const struct sl_limit_params *p, const struct sl_limit_state *s)
 {
@@ -398,11 +414,11 @@ raised(uint64_t now_cap, uint64_t was_cap)
 	return now_cap > was_cap ? now_cap - was_cap : 0;
 }
 
-/* x * num / den without overflow, saturated. */
+/* x * num / den in 128 bits, saturated. */
 static uint64_t
-scale(uint64_t x, uint64_t num, uint64_t den)
+scale(uint64_t x, unsigned __int128 num, unsigned __int128 den)
 {
-	unsigned __int128 v = (unsigned __int128)x * num / (den ? den : 1);
+	unsigned __int128 v = x * num / (den ? den : 1);
 
 	return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
 }
@@ -434,16 +450,13 @@ restate_gcra(const struct sl_limit_params *p, const struct sl_limit_params *old,
 {
 	/* units used: how far the arrival time runs ahead of now */
 	uint64_t ahead = s->a > now ? s->a - now : 0;
-	uint64_t tau = p->burst * p->t_q + p->burst * p->t_r / p->count;
+	uint64_t tau = gcra_tau(p);
 
-	/* ahead * (new interval / old interval), in one exact step */
-	{
-		unsigned __int128 v =
-			(unsigned __int128)ahead * old->count * p->period_ns /
-			((unsigned __int128)old->period_ns * p->count);
-
-		ahead = v > tau ? tau : (uint64_t)v;
-	}
+	/* in the new emission interval: ahead * new / old, one exact step */
+	ahead = scale(ahead, (unsigned __int128)old->count * p->period_ns,
+		      (unsigned __int128)old->period_ns * p->count);
+	if (ahead > tau)
+		ahead = tau;
 	ahead += scale(raised(p->burst, old->burst), p->period_ns, p->count);
 	s->a = now + (ahead < tau ? ahead : tau);
 	s->b = 0;
@@ -527,9 +540,7 @@ restate(const struct sl_limit_params *p, struct sl_limit_state *s, uint64_t now)
 		restate_log(p, &old, s, now);
 		break;
 	}
-	s->tag_period_ms = p->period_ms;
-	s->tag_count = (uint32_t)p->count;
-	s->tag_burst = burst_tag(p);
+	tag(p, s);
 }
 
 /* ---- refunds ---- */
@@ -601,9 +612,7 @@ sl_limit_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
 {
 	if (unlikely_stale(p, s))
 		restate(p, s, now_ns);
-	s->tag_period_ms = p->period_ms;
-	s->tag_count = (uint32_t)p->count;
-	s->tag_burst = burst_tag(p);
+	tag(p, s);
 	switch (p->algo) {
 	case SL_LIM_TOKEN_BUCKET:
 		tb_commit(p, s, cost, now_ns);

@@ -358,9 +358,6 @@ static void
 check_normal(struct loader *L, yaml_node_t *v, const char *what,
 	     const char *path)
 {
-	const struct sl_norm_cfg nc = {
-		.merge_slashes = L->cfg->request.merge_slashes,
-		.escaped_slashes = L->cfg->request.escaped_slashes};
 	uint32_t len = (uint32_t)strlen(path);
 	char out[SL_TEXT_MAX];
 	int n;
@@ -369,7 +366,7 @@ check_normal(struct loader *L, yaml_node_t *v, const char *what,
 		error_at(L, v, "%s: must start with '/'", what);
 		return;
 	}
-	n = sl_http_normalize_path(&nc, path, len, out);
+	n = sl_http_normalize_path(&L->cfg->request, path, len, out);
 	if (n < 0)
 		error_at(L, v, "%s: '%s' is refused as a request would be (%s)",
 			 what, path, sl_http_err_name(-n));

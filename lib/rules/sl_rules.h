@@ -125,11 +125,7 @@ struct sl_config {
 		uint32_t idle_sleep_us; /* 0: workers busy-poll */
 	} dataplane;
 	/* how the backend resolves a target: what rules match */
-	struct {
-		uint8_t merge_slashes;
-		uint8_t escaped_slashes; /* enum sl_esc_slash */
-		uint8_t host_mismatch;   /* enum sl_host_mismatch */
-	} request;
+	struct sl_norm_cfg request;
 	struct {
 		char api_key_header[SL_NAME_MAX];
 		char user_header[SL_NAME_MAX];
