@@ -30,6 +30,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "blocklist.h"
 #include "norm.h"
 #include "coord.h"
 #include "store.h"
@@ -1027,6 +1028,11 @@ main(int argc, char **argv)
 
 	if (ret < 0)
 		rte_exit(EXIT_FAILURE, "EAL init failed\n");
+	for (m = ret; m < argc; m++)
+		if (strcmp(argv[m], "--blocklist") == 0)
+			return sl_bench_blocklist(
+				m + 1 < argc &&
+				strcmp(argv[m + 1], "--json") == 0);
 	argv[ret] = argv[0];
 	if (parse_bopts(argc - ret, argv + ret, &o) != 0 || o.flows < o.packets)
 		rte_exit(EXIT_FAILURE,
@@ -1036,6 +1042,7 @@ main(int argc, char **argv)
 			 "[--workers N] [--coord] [--redis PORT] [--rate N] "
 			 "[--json] [--only PASS]\n"
 			 "       sluice-bench -- --norm [--json]\n"
+			 "       sluice-bench [EAL] -- --blocklist [--json]\n"
 			 "(one request per connection per round, so that every "
 			 "request of the reject pass is decided)\n");
 	sl_logtype =

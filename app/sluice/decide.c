@@ -7,6 +7,7 @@
 
 #include <rte_malloc.h>
 
+#include "blockfib.h"
 #include "coord.h"
 #include "sluice.h"
 
@@ -54,6 +55,7 @@ sl_policy_build(const struct sl_config *cfg)
 {
 	struct sl_policy *p = rte_zmalloc("sl_policy", sizeof(*p), 64);
 	uint32_t i;
+	int err;
 
 	if (p == NULL)
 		return NULL;
@@ -62,6 +64,9 @@ sl_policy_build(const struct sl_config *cfg)
 		rte_free(p);
 		return NULL;
 	}
+	p->fib = sl_blockfib_build(cfg, &err);
+	if (err != 0)
+		goto fail;
 	p->n_rules = sl_ruleset_count(p->rs);
 	p->headers = cfg->response.headers == SL_HDR_DRAFT ? SL_RH_DRAFT
 		     : cfg->response.headers == SL_HDR_LEGACY
@@ -117,6 +122,7 @@ sl_policy_free(struct sl_policy *p)
 {
 	if (p == NULL)
 		return;
+	sl_blockfib_free(p->fib);
 	sl_ruleset_free(p->rs);
 	rte_free(p);
 }
@@ -400,7 +406,8 @@ screen(struct sl_worker *w, const struct sl_http_req *req,
 
 	if ((k.len && sl_ruleset_key_info(rs, k.p, k.len, key_tier)) ||
 	    (conflict && sl_ruleset_key_blocked(rs, b.p, b.len)) ||
-	    sl_ruleset_ip_blocked(rs, id->ip_af, id->addr))
+	    (w->pol->fib != NULL &&
+	     sl_blockfib_blocked(w->pol->fib, id->ip_af, id->addr)))
 		return block(w, id);
 	if (conflict)
 		return refuse(w, SL_HTTP_E_CREDENTIALS);

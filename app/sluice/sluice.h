@@ -25,6 +25,7 @@
 #include "park.h"
 
 struct sl_coord;
+struct sl_blockfib;
 
 #define SL_BURST         32
 #define SL_DRAIN_US      100 /* a partly filled TX buffer waits at most this */
@@ -41,6 +42,7 @@ extern int sl_logtype;
 /* A compiled rule set plus what the limiter derives from it. Immutable. */
 struct sl_policy {
 	struct sl_ruleset *rs;
+	struct sl_blockfib *fib; /* the blocklist's CIDRs; NULL: none */
 	uint32_t n_rules;
 	uint8_t headers; /* SL_RH_* */
 	uint8_t expose_rule;
