@@ -592,6 +592,7 @@ sl_http_err_name(enum sl_http_err e)
 		[SL_HTTP_E_HOST_MISMATCH] = "host_mismatch",
 		[SL_HTTP_E_CREDENTIALS] = "conflicting_credentials",
 		[SL_HTTP_E_AUTH_SCHEME] = "authorization_scheme",
+		[SL_HTTP_E_PATH_PARAMS] = "path_parameters",
 	};
 	return (unsigned)e < SL_HTTP_E__COUNT ? names[e] : "unknown";
 }

@@ -52,6 +52,7 @@ enum sl_http_err {
 	SL_HTTP_E_HOST_MISMATCH, /* absolute-form authority is not Host */
 	SL_HTTP_E_CREDENTIALS,   /* two credentials that name two keys */
 	SL_HTTP_E_AUTH_SCHEME,   /* "Bearer" not followed by one SP */
+	SL_HTTP_E_PATH_PARAMS,   /* ';' in the path (path_params: reject) */
 	SL_HTTP_E__COUNT
 };
 
@@ -154,10 +155,22 @@ enum sl_host_mismatch {
 	SL_HOST_ALLOW,      /* the authority wins (RFC 9112 3.2.2) */
 };
 
+/*
+ * ";params" in a path segment: a plain byte to nginx and most servers,
+ * stripped before routing by Servlet containers (Tomcat, Jetty: so
+ * "/a;x/b" is "/a/b" and "/..;/" is "/../").
+ */
+enum sl_path_params {
+	SL_PARAMS_KEEP = 0, /* part of the segment */
+	SL_PARAMS_STRIP,    /* dropped up to the segment's end, as Servlets */
+	SL_PARAMS_REJECT,   /* 400 */
+};
+
 struct sl_norm_cfg {
 	uint8_t merge_slashes;   /* "//" resolves as "/" */
 	uint8_t escaped_slashes; /* enum sl_esc_slash */
 	uint8_t host_mismatch;   /* enum sl_host_mismatch */
+	uint8_t path_params;     /* enum sl_path_params */
 };
 
 enum sl_target_form {

@@ -33,13 +33,11 @@ path_end(const char *p, uint32_t n)
 	return q != NULL ? (uint32_t)(q - p) : n;
 }
 
-/* Bytes the clean-path scan must look at: '/', '%', '#', '?'. */
-enum { C_PLAIN, C_SLASH, C_DIRTY, C_QUERY };
+/* Bytes the clean-path scan must look at: '/', '%', '#', '?', ';'. */
+enum { C_PLAIN, C_SLASH, C_DIRTY, C_QUERY, C_PARAM };
 static const uint8_t path_class[256] = {
-	['/'] = C_SLASH,
-	['%'] = C_DIRTY,
-	['#'] = C_DIRTY,
-	['?'] = C_QUERY,
+	['/'] = C_SLASH, ['%'] = C_DIRTY, ['#'] = C_DIRTY,
+	['?'] = C_QUERY, [';'] = C_PARAM,
 };
 
 /*
@@ -48,18 +46,19 @@ static const uint8_t path_class[256] = {
  * the query: most requests are clean and keep their bytes where they lie.
  */
 static int
-clean_path_len(const char *p, uint32_t n)
+clean_path_len(const struct sl_norm_cfg *cfg, const char *p, uint32_t n)
 {
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
 		uint8_t k = path_class[(unsigned char)p[i]];
 
-		if (k == C_PLAIN)
+		if (k == C_PLAIN ||
+		    (k == C_PARAM && cfg->path_params == SL_PARAMS_KEEP))
 			continue;
 		if (k == C_QUERY)
 			break;
-		if (k == C_DIRTY ||
+		if (k == C_DIRTY || k == C_PARAM ||
 		    (i + 1 < n && (p[i + 1] == '/' || p[i + 1] == '.')))
 			return -1;
 	}
@@ -67,11 +66,12 @@ clean_path_len(const char *p, uint32_t n)
 }
 
 /* One decoded segment byte and what it means. */
-enum { B_BYTE, B_SEP };
+enum { B_BYTE, B_SEP, B_END };
 
 /*
  * Reads the byte (or escape) at p[*i] into out[*w..]. Returns B_SEP when
- * it separates segments, B_BYTE when it was written, or -(sl_http_err).
+ * it separates segments, B_BYTE when it was written, B_END when what is
+ * left of the path is stripped parameters, or -(sl_http_err).
  */
 static int
 read_byte(const struct sl_norm_cfg *cfg, const char *p, uint32_t n, uint32_t *i,
@@ -87,6 +87,14 @@ read_byte(const struct sl_norm_cfg *cfg, const char *p, uint32_t n, uint32_t *i,
 	}
 	if (c == '#')
 		return -SL_HTTP_E_FORM; /* a fragment is not sent (RFC 9112) */
+	if (c == ';' && cfg->path_params != SL_PARAMS_KEEP) {
+		if (cfg->path_params == SL_PARAMS_REJECT)
+			return -SL_HTTP_E_PATH_PARAMS;
+		/* the rest of the segment is parameters: gone */
+		while (*i < n && p[*i] != '/')
+			(*i)++;
+		return *i < n ? ((*i)++, B_SEP) : B_END;
+	}
 	if (c != '%') {
 		out[(*w)++] = (char)c;
 		(*i)++;
@@ -153,6 +161,8 @@ norm_segments(const struct sl_norm_cfg *cfg, const char *p, uint32_t n,
 				sep = 1;
 				break;
 			}
+			if (rc == B_END)
+				break;
 		}
 		s = out + o + 1;
 		len = w - o - 1;
@@ -338,7 +348,7 @@ struct nstate {
 static int
 set_path(struct nstate *s, const char *p, uint32_t n)
 {
-	int rc = p[0] == '/' ? clean_path_len(p, n) : -1;
+	int rc = p[0] == '/' ? clean_path_len(s->cfg, p, n) : -1;
 
 	if (rc > 0) {
 		s->out->path = (struct sl_str){p, (uint32_t)rc};

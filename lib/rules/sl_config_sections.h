@@ -1023,8 +1023,18 @@ f_hostmis(struct loader *L, yaml_node_t *v, void *o)
 	get_enum(L, v, "host_mismatch", names, &L->cfg->request.host_mismatch);
 }
 
+static void
+f_params(struct loader *L, yaml_node_t *v, void *o)
+{
+	static const char *const names[] = {"keep", "strip", "reject", NULL};
+
+	(void)o;
+	get_enum(L, v, "path_params", names, &L->cfg->request.path_params);
+}
+
 static const struct field request_fields[] = {
 	{"merge_slashes", f_merge},
+	{"path_params", f_params},
 	{"escaped_slashes", f_escslash},
 	{"host_mismatch", f_hostmis},
 	{NULL, NULL},

@@ -260,7 +260,8 @@ int sl_ruleset_ip_blocked(const struct sl_ruleset *rs, uint8_t af,
 /*
  * Whether a normal path matches a route: "{name}" segments match one
  * non-empty segment, a last "*" segment the rest (also nothing), other
- * segments themselves (icase: ASCII letters folded).
+ * segments themselves (icase: ASCII letters folded); one trailing '/'
+ * more than the route is the same route (frameworks serve both).
  */
 int sl_route_match(const char *route, const char *path, uint32_t len,
 		   int icase);

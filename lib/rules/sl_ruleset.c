@@ -453,7 +453,9 @@ sl_route_match(const char *route, const char *path, uint32_t len, int icase)
 	/* a route "/files/ *" (no space) also matches "/files" itself */
 	if (p == len && strcmp(route, "/*") == 0)
 		return 1;
-	return *route == '\0' && p == len;
+	/* and "/v1/search/" is "/v1/search" to many frameworks: limiting
+	 * both is the safe side */
+	return *route == '\0' && (p == len || (p + 1 == len && path[p] == '/'));
 }
 
 static int

@@ -45,8 +45,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.merge_slashes = data[0] & 1;
 	cfg.escaped_slashes = (data[0] >> 1) % 3;
 	cfg.host_mismatch = (data[0] >> 3) & 1;
+	cfg.path_params = (uint8_t)((data[0] >> 6) % 3);
 	memset(&r, 0, sizeof(r));
-	r.method.p = methods[(data[0] >> 4) & 3];
+	r.method.p = methods[(data[0] >> 4) & 3]; /* bits 4-5 */
 	r.method.len = (uint32_t)strlen(r.method.p);
 	data++;
 	size--;

@@ -582,6 +582,35 @@ norm_escapes_and_slashes(void **state)
 	expect_refused("GET", "/v1/a#frag", "h", &NORM, SL_HTTP_E_FORM);
 }
 
+/* ";params": kept (nginx), stripped as a Servlet container does, refused */
+static void
+norm_path_params(void **state)
+{
+	char p[512], h[512];
+	struct sl_norm_cfg strip = {.merge_slashes = 1,
+				    .path_params = SL_PARAMS_STRIP};
+	struct sl_norm_cfg reject = {.merge_slashes = 1,
+				     .path_params = SL_PARAMS_REJECT};
+
+	(void)state;
+	expect_path("/v1/search;jsessionid=1", "/v1/search;jsessionid=1");
+	assert_int_equal(
+		norm("GET", "/v1/search;jsessionid=1?q", "h", &strip, p, h), 0);
+	assert_string_equal(p, "/v1/search");
+	assert_int_equal(norm("GET", "/a;x/b", "h", &strip, p, h), 0);
+	assert_string_equal(p, "/a/b");
+	/* the Tomcat bypass: "..;" is a dot segment once stripped */
+	assert_int_equal(norm("GET", "/zz/..;/v1/search", "h", &strip, p, h),
+			 0);
+	assert_string_equal(p, "/v1/search");
+	assert_int_equal(norm("GET", "/v1/search;", "h", &strip, p, h), 0);
+	assert_string_equal(p, "/v1/search");
+	assert_int_equal(norm("GET", "/v1/a%3Bb", "h", &strip, p, h), 0);
+	assert_string_equal(p, "/v1/a%3Bb"); /* escaped: not a delimiter */
+	expect_refused("GET", "/v1/search;x", "h", &reject,
+		       SL_HTTP_E_PATH_PARAMS);
+}
+
 static void
 norm_forms_and_hosts(void **state)
 {
@@ -711,6 +740,7 @@ main(void)
 		cmocka_unit_test(norm_dot_segments),
 		cmocka_unit_test(norm_escapes_and_slashes),
 		cmocka_unit_test(norm_forms_and_hosts),
+		cmocka_unit_test(norm_path_params),
 		cmocka_unit_test(norm_clean_is_not_copied),
 		cmocka_unit_test(bearer_forms),
 	};

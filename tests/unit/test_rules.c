@@ -481,7 +481,11 @@ routes(void **state)
 	assert_true(sl_route_match("/v1/files/*", "/v1/files", 9, 0));
 	assert_false(sl_route_match("/v1/files/*", "/v1/filesx", 10, 0));
 	assert_true(sl_route_match("/v1/search", "/v1/search", 10, 0));
-	assert_false(sl_route_match("/v1/search", "/v1/search/", 11, 0));
+	/* one trailing slash more: the same route to many frameworks */
+	assert_true(sl_route_match("/v1/search", "/v1/search/", 11, 0));
+	assert_false(sl_route_match("/v1/search", "/v1/search//", 12, 0));
+	assert_false(sl_route_match("/v1/search", "/v1/search/x", 12, 0));
+	assert_true(sl_route_match("/v1/users/{id}", "/v1/users/7/", 12, 0));
 	assert_false(sl_route_match("/v1/search", "/V1/Search", 10, 0));
 	assert_true(sl_route_match("/v1/search", "/V1/Search", 10, 1));
 	assert_false(sl_route_match("/v1/search", "/v1/searcH", 9, 1));
