@@ -117,6 +117,10 @@ ipv6_prefix_grouping(void **state)
 	sl_ident_extract(&cfg, NULL, 6, PEER6, &a);
 	sl_ident_extract(&cfg, NULL, 6, other, &b);
 	assert_int_equal(sl_ident_hash(&a), sl_ident_hash(&b));
+	/* grouped for limits, whole for the blocklist */
+	assert_memory_equal(a.addr, PEER6, 16);
+	assert_memory_equal(b.addr, other, 16);
+	assert_memory_not_equal(a.addr, a.client_ip, 16);
 	sl_ident_format(&a, s, sizeof(s));
 	assert_string_equal(s, "ip:2001:2:0:abcd::");
 	cfg.ipv6_prefix = 60;
