@@ -31,6 +31,7 @@
 #include <rte_ring.h>
 
 #include "blocklist.h"
+#include "rnd.h"
 #include "norm.h"
 #include "coord.h"
 #include "store.h"
@@ -66,10 +67,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 static uint64_t
 rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return bench_xorshift(&rng);
 }
 
 /* Zipf(s) over n ranks by inverse CDF: popular keys dominate, as in life. */

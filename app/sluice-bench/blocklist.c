@@ -18,6 +18,7 @@
 
 #include "../sluice/blockfib.h"
 #include "blocklist.h"
+#include "rnd.h"
 
 #define N_CIDRS 10000
 #define N_ADDRS 65536
@@ -28,10 +29,7 @@ static uint64_t rng = 0x2545f4914f6cdd1dULL;
 static uint64_t
 rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return bench_xorshift(&rng);
 }
 
 static void

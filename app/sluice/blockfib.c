@@ -9,6 +9,14 @@
 
 #include "blockfib.h"
 
+/* rte_fib takes IPv4 addresses in host order. */
+static uint32_t
+v4_host(const uint8_t *a)
+{
+	return (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 |
+	       (uint32_t)a[2] << 8 | a[3];
+}
+
 struct sl_blockfib {
 	struct rte_fib *v4;  /* NULL: no IPv4 CIDR */
 	struct rte_fib6 *v6; /* NULL: no IPv6 CIDR */
@@ -70,13 +78,9 @@ build_v4(const struct sl_config *c, uint32_t n)
 	f = rte_fib_create(name, SOCKET_ID_ANY, &conf);
 	for (i = 0; f != NULL && i < c->n_block_cidrs; i++) {
 		const struct sl_cidr *b = &c->block_cidrs[i];
-		uint32_t ip;
 
-		if (b->af != 4)
-			continue;
-		ip = (uint32_t)b->addr[0] << 24 | (uint32_t)b->addr[1] << 16 |
-		     (uint32_t)b->addr[2] << 8 | b->addr[3];
-		if (rte_fib_add(f, ip, b->prefix, 1) != 0) {
+		if (b->af == 4 &&
+		    rte_fib_add(f, v4_host(b->addr), b->prefix, 1) != 0) {
 			rte_fib_free(f);
 			f = NULL;
 		}
@@ -157,9 +161,7 @@ sl_blockfib_blocked(const struct sl_blockfib *b, uint8_t af,
 	uint64_t nh = 0;
 
 	if (af == 4) {
-		uint32_t ip = (uint32_t)addr[0] << 24 |
-			      (uint32_t)addr[1] << 16 | (uint32_t)addr[2] << 8 |
-			      addr[3];
+		uint32_t ip = v4_host(addr);
 
 		if (b->v4 != NULL)
 			rte_fib_lookup_bulk(b->v4, &ip, &nh, 1);
