@@ -16,7 +16,7 @@ declare -A SRC=(
 	[http]="lib/http/sl_http.c lib/http/sl_chunked.c"
 	[norm]="lib/http/sl_http_norm.c lib/http/sl_http.c"
 	[frame]="lib/net/sl_net.c"
-	[flow]="lib/mem/sl_mem.c lib/flow/sl_flow.c lib/flow/sl_flow_table.c lib/http/sl_http.c lib/http/sl_chunked.c lib/ident/sl_ident.c"
+	[flow]="lib/mem/sl_mem.c lib/flow/sl_flow.c lib/flow/sl_flow_norm.c lib/flow/sl_flow_table.c lib/http/sl_http.c lib/http/sl_chunked.c lib/ident/sl_ident.c"
 	[config]="lib/rules/sl_config.c lib/rules/sl_config_values.c"
 )
 names=("$@")

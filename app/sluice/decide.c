@@ -29,7 +29,7 @@ rule_params(const struct sl_rule *r, const struct sl_rate *rate, uint64_t burst,
 				    rate->period_ms * 1000000ULL, burst);
 }
 
-/* 403, 431 and one 400 per parser error: nothing in them varies. */
+/* 403, 408, 431 and one 400 per parser error: nothing in them varies. */
 static int
 build_fixed_replies(struct sl_policy *p)
 {
@@ -40,6 +40,9 @@ build_fixed_replies(struct sl_policy *p)
 		return -1;
 	ri.status = 431;
 	if (sl_reply_tpl_build(&p->tpl431, &ri) != 0)
+		return -1;
+	ri.status = 408;
+	if (sl_reply_tpl_build(&p->tpl408, &ri) != 0)
 		return -1;
 	ri.status = 400;
 	for (e = 0; e < SL_HTTP_E__COUNT; e++) {
@@ -500,6 +503,11 @@ sl_decide_invalid(struct sl_worker *w, const struct sl_flow_event *ev)
 	if (ev->kind == SL_EV_HEAD_TOO_LARGE) {
 		w->ctr.head_too_large++;
 		w->pending.tpl = &pol->tpl431;
+		return;
+	}
+	if (ev->kind == SL_EV_HEAD_TIMEOUT) {
+		w->ctr.head_timeout++;
+		w->pending.tpl = &pol->tpl408;
 		return;
 	}
 	w->ctr.parse_error[ev->req->error]++;

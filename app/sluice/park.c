@@ -246,14 +246,21 @@ renumber(const struct sl_need *n, struct sl_lease *l)
  * request of the current flow (not a parked one), whose first lease is
  * found through the flow's hint.
  */
+/*
+ * The state of a decision's leases: ST_OK, or ST_EMPTY while one must be
+ * asked for, or ST_REFUSED when one is refused and none is unknown: the
+ * strictest limit wins, so a refusal waits for what the others say
+ * (*unknown is set then) rather than name a lesser one.
+ */
 static int
 evaluate(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
-	 struct sl_lease **ls, int *strict, int fresh)
+	 struct sl_lease **ls, int *strict, int fresh, int *unknown)
 {
 	int worst = ST_OK;
 	uint32_t i;
 
 	*strict = -1;
+	*unknown = 0;
 	sl_bucket_begin(w->leases);
 	for (i = 0; i < n; i++) {
 		int st;
@@ -267,6 +274,7 @@ evaluate(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 		    (*strict < 0 ||
 		     ls[i]->refused_until > ls[*strict]->refused_until))
 			*strict = (int)i;
+		*unknown += st == ST_EMPTY;
 		if (st > worst)
 			worst = st;
 	}
@@ -445,7 +453,7 @@ sl_park_decide(struct sl_worker *w, struct sl_need *ns, uint32_t n,
 	struct sl_lease *ls[SL_MAX_MATCH];
 	struct sl_parked *e;
 	uint16_t i;
-	int strict, st = evaluate(w, ns, n, ls, &strict, 1);
+	int unknown, strict, st = evaluate(w, ns, n, ls, &strict, 1, &unknown);
 	uint32_t j;
 
 	/* every arrival counts towards the rate, refused or waiting too */
@@ -456,11 +464,13 @@ sl_park_decide(struct sl_worker *w, struct sl_need *ns, uint32_t n,
 		spend(w, ns, n, ls, id);
 		return SL_REQ_CONTINUE;
 	}
-	if (st == ST_REFUSED) {
+	if (st == ST_REFUSED && (!unknown || !parkable || w->n_park_free == 0 ||
+				 ask_missing(w, ns, n, ls) != 0)) {
 		refuse_lease(w, &ns[strict], ls[strict], id);
 		return SL_REQ_STOP;
 	}
-	if (!parkable || w->n_park_free == 0 || ask_missing(w, ns, n, ls) != 0)
+	if (st != ST_REFUSED && (!parkable || w->n_park_free == 0 ||
+				 ask_missing(w, ns, n, ls) != 0))
 		return degrade(w, ns, n, id);
 	i = w->park_free[--w->n_park_free];
 	e = entry(w, i);
@@ -555,13 +565,17 @@ try_resolve(struct sl_worker *w, uint16_t i)
 {
 	struct sl_parked *e = entry(w, i);
 	struct sl_lease *ls[SL_MAX_MATCH];
-	int strict, st = evaluate(w, e->need, e->n_need, ls, &strict, 0);
+	int unknown, strict,
+		st = evaluate(w, e->need, e->n_need, ls, &strict, 0, &unknown);
+	int late = w->now_ns >= e->deadline_ns;
 
 	w->cur_tier = e->tier;
 	w->dec_flags = SL_DF_PARKED;
 	if (st == ST_OK) {
 		spend(w, e->need, e->n_need, ls, &e->id);
 		finish(w, i, SL_REQ_CONTINUE);
+	} else if (st == ST_REFUSED && unknown && !late) {
+		return; /* refused: waits to learn whether more strictly */
 	} else if (st == ST_REFUSED &&
 		   !slot_live(w->pol, e->need[strict].slot)) {
 		/* the rule that refused was removed while it waited */

@@ -58,7 +58,7 @@ struct sl_policy {
 	 * the numbers of an override */
 	struct sl_reply_tpl tpl429[SL_MAX_RULES];
 	struct sl_reply_tpl tpl429_any[SL_MAX_RULES];
-	struct sl_reply_tpl tpl403, tpl431;
+	struct sl_reply_tpl tpl403, tpl408, tpl431;
 	struct sl_reply_tpl tpl400[SL_HTTP_E__COUNT];
 };
 

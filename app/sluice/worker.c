@@ -28,6 +28,9 @@ flow_params(const struct sl_worker *w, int track_only)
 		.max_head_bytes = c->dataplane.max_head_bytes,
 		.idle_timeout = w->app->idle_tsc,
 		.closed_timeout = w->app->tsc_hz, /* TIME_WAIT is the hosts' */
+		.head_timeout =
+			c->dataplane.head_timeout_ms * w->app->tsc_hz / 1000,
+		.heads_per_source = c->dataplane.head_buffers_per_source,
 		.http = &w->app->http,
 		.track_only = (uint8_t)track_only,
 		.hash_seed = w->flow_seed,
@@ -249,11 +252,72 @@ cksum_ok(const struct rte_mbuf *m, const uint8_t *frame, const struct sl_pkt *p)
 	return sl_tcp_cksum_ok(frame, p);
 }
 
+/*
+ * What a Linux backend discards before TCP reads it, checked on the
+ * frame: kept out of the stream here, counted by reason.
+ */
+static int
+frame_norm(struct sl_worker *w, const uint8_t *frame, const struct sl_pkt *p,
+	   struct sl_tcp_opts *o)
+{
+	enum sl_norm_reason r = SL_NR_NONE;
+
+	sl_tcp_opts_parse(frame, p, o);
+	if (frame[0] & 1) /* a group address: Linux drops TCP to it */
+		r = SL_NR_L2_GROUP;
+	else if (sl_ip4_has_options(p))
+		r = SL_NR_IP_OPTIONS;
+	else if (o->has_sig)
+		r = SL_NR_TCP_SIG;
+	if (r == SL_NR_NONE)
+		return 0;
+	sl_flow_norm_drop(w->flows, r);
+	return -1;
+}
+
+/* Our view of the stream is behind: ask the server where it stands. */
+static void
+probe(struct sl_worker *w, struct rte_mbuf *m, const struct sl_pkt *p)
+{
+	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
+	uint32_t len =
+		sl_reply_segment(frame, m->buf_len - m->data_off, frame, p, 0,
+				 p->seq - 1, p->ack, SL_TCP_ACK, NULL, 0);
+
+	if (len == 0 || m->nb_segs > 1) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	m->data_len = m->pkt_len = len;
+	m->ol_flags = 0;
+	sl_worker_send(w, UP, m);
+}
+
+/* Only the requests let through go on; the refused one comes again. */
+static void
+send_prefix(struct sl_worker *w, struct rte_mbuf *m, struct sl_pkt *p)
+{
+	uint32_t len;
+
+	if (m->nb_segs > 1) {
+		rte_pktmbuf_free(m->next);
+		m->next = NULL;
+		m->nb_segs = 1;
+	}
+	len = sl_tcp_trim(rte_pktmbuf_mtod(m, uint8_t *), p,
+			  sl_flow_cut(w->flows));
+	m->data_len = m->pkt_len = len;
+	m->ol_flags = 0;
+	sl_worker_send(w, UP, m);
+}
+
 static void
 inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 	const struct sl_pkt *p, const uint64_t *hash)
 {
 	struct sl_flow_key k;
+	struct sl_tcp_opts o;
+	struct sl_seg s;
 	uint64_t h;
 	enum sl_seg_verdict v;
 
@@ -267,12 +331,21 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 		rte_pktmbuf_free(m);
 		return;
 	}
+	if (unlikely(frame_norm(w, frame, p, &o) != 0)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
 	w->ctr.inspected++;
 	w->cur = p;
 	w->cur_m = m;
-	v = sl_flow_client_segment_h(w->flows, &k, h, p->seq, p->tcp_flags,
-				     frame + p->payload_off, p->payload_len,
-				     w->now, on_event, w);
+	s = (struct sl_seg){.seq = p->seq,
+			    .ack = p->ack,
+			    .tsval = o.tsval,
+			    .flags = p->tcp_flags,
+			    .has_ts = o.has_ts,
+			    .payload = frame + p->payload_off,
+			    .len = p->payload_len};
+	v = sl_flow_client_segment(w->flows, &k, h, &s, w->now, on_event, w);
 	switch (v) {
 	case SL_SEG_FORWARD:
 		sl_worker_send(w, UP, m);
@@ -289,9 +362,41 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 	case SL_SEG_HOLD:
 		sl_park_hold(w, sl_flow_last(w->flows), m);
 		break;
+	case SL_SEG_PREFIX: {
+		struct sl_pkt q = *p;
+
+		w->pending.tpl = NULL;
+		send_prefix(w, m, &q);
+		break;
+	}
+	case SL_SEG_PROBE:
+		probe(w, m, p);
+		break;
 	default:
+		w->pending.tpl = NULL;
 		rte_pktmbuf_free(m);
 	}
+}
+
+/* The server's side: its ACKs commit decided bytes, its SYN-ACK says
+ * whether timestamps were agreed, its first bytes answer an upgrade. */
+static void
+server_side(struct sl_worker *w, const uint8_t *frame, const struct sl_pkt *p)
+{
+	struct sl_flow_key k;
+	struct sl_tcp_opts o = {0};
+	struct sl_seg s;
+
+	flow_key(&k, p, 0);
+	if (p->tcp_flags & SL_TCP_SYN)
+		sl_tcp_opts_parse(frame, p, &o);
+	s = (struct sl_seg){.seq = p->seq,
+			    .ack = p->ack,
+			    .flags = p->tcp_flags,
+			    .has_ts = o.has_ts,
+			    .payload = frame + p->payload_off,
+			    .len = p->payload_len};
+	sl_flow_server_segment(w->flows, &k, &s, w->now);
 }
 
 static void
@@ -307,13 +412,7 @@ handle_parsed(struct sl_worker *w, struct rte_mbuf *m, int from,
 			return;
 		}
 		if (from == UP && sl_is_service_port(w->app, p->sport)) {
-			struct sl_flow_key k;
-
-			flow_key(&k, p, 0);
-
-			sl_flow_server_segment(w->flows, &k, p->seq, p->ack,
-					       p->tcp_flags, p->payload_len,
-					       w->now);
+			server_side(w, frame, p);
 			sl_worker_send(w, to, m);
 			return;
 		}
@@ -327,7 +426,8 @@ handle_parsed(struct sl_worker *w, struct rte_mbuf *m, int from,
 			rte_pktmbuf_free(m);
 			return;
 		}
-	} else if (cls == SL_PKT_FRAG && from == DOWN && p->l4_proto == 6) {
+	} else if (cls == SL_PKT_FRAG && from == DOWN &&
+		   sl_frag_may_carry_tcp(p)) {
 		/* TCP fragments would carry request bytes past the parser. */
 		w->ctr.frag_dropped++;
 		rte_pktmbuf_free(m);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <stddef.h>
 #include <string.h>
 
 #include "sl_flow_priv.h"
@@ -6,12 +7,18 @@
 #define STOP    (-1)
 #define NO_SLOT (-2)
 #define PARKED  (-3)
+#define CUT     (-4) /* refused behind requests let through: t->cut */
+#define DEFER   (-5) /* refused before earlier answers: decide again */
 
 struct seg_ctx {
 	struct sl_flow_table *t;
 	struct sl_flow *f;
 	sl_flow_event_fn fn;
 	void *arg;
+	uint32_t seq0;    /* sequence of payload offset 0 */
+	uint16_t allowed; /* requests let through in this segment */
+	uint8_t buffered; /* the head being completed spans segments */
+	uint32_t first;   /* payload offset of the first new byte */
 };
 
 /*
@@ -66,13 +73,22 @@ give_up(struct seg_ctx *c, uint8_t kind, const struct sl_http_req *req,
 	return STOP;
 }
 
-/* Sets up body skipping after a head (RFC 9112 6.3, requests only). */
+/*
+ * Sets up body skipping after a head (RFC 9112 6.3, requests only). An
+ * upgrade leaves HTTP only once the server agrees (sl_flow_server_segment).
+ */
 static void
 after_request(struct sl_flow *f, const struct sl_http_req *req)
 {
 	f->requests++;
-	if (req->upgrade) {
-		f->state = SL_FLOW_PASS;
+	if (req->upgrade && !req->chunked &&
+	    !(req->has_cl && req->content_length > 0)) {
+		f->state = SL_FLOW_UPGRADE;
+		if (req->method.len == 7 &&
+		    memcmp(req->method.p, "CONNECT", 7) == 0)
+			f->nflags |= SL_NF_CONNECT;
+		else
+			f->nflags &= (uint8_t)~SL_NF_CONNECT;
 	} else if (req->chunked) {
 		f->state = SL_FLOW_BODY_CHUNKED;
 		sl_chunked_init(&f->chunk);
@@ -84,14 +100,44 @@ after_request(struct sl_flow *f, const struct sl_http_req *req)
 	}
 }
 
+/*
+ * A refusal is answered in the place of the request's response, so it
+ * must not overtake responses still due: behind requests this segment
+ * let through, only those are forwarded (the client sends the rest
+ * again); behind requests the server has not yet acknowledged, nothing
+ * is, and the refusal waits for the client's retransmission.
+ */
+static int
+refusal_order(struct seg_ctx *c, uint32_t start)
+{
+	struct sl_flow *f = c->f;
+
+	if (c->allowed > 0) {
+		c->t->cut = start;
+		return CUT;
+	}
+	if (f->requests > 0 && f->s_seen &&
+	    (int32_t)(f->s_ack - (c->seq0 + start)) < 0)
+		return DEFER;
+	return STOP;
+}
+
 static int
 complete(struct seg_ctx *c, const struct sl_http_req *req, uint32_t head_len,
 	 uint32_t seg_end)
 {
 	enum sl_req_action a = emit(c, SL_EV_REQUEST, req, head_len, seg_end);
 
-	if (a == SL_REQ_STOP)
-		return STOP;
+	if (a == SL_REQ_STOP) {
+		int r = !c->buffered && seg_end >= head_len
+				? refusal_order(c, seg_end - head_len)
+				: STOP;
+
+		if (r != STOP)
+			c->f->state = SL_FLOW_HEAD; /* not answered after all */
+		return r;
+	}
+	c->allowed++;
 	after_request(c->f, req);
 	if (a == SL_REQ_PARK) {
 		c->f->parked = 1;
@@ -138,11 +184,8 @@ head_unbuffered(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 		return give_up(c, SL_EV_PARSE_ERROR, &req, off + n);
 	if (n >= t->p.max_head_bytes)
 		return give_up(c, SL_EV_HEAD_TOO_LARGE, NULL, off + n);
-	if (t->n_free_heads == 0) {
-		t->st.head_slot_exhausted++;
+	if (sl_flow_take_head(t, f, t->now) < 0)
 		return NO_SLOT;
-	}
-	f->slot = (int32_t)t->free_heads[--t->n_free_heads];
 	memcpy(t->heads + (size_t)f->slot * t->p.max_head_bytes, p, n);
 	f->head_used = (uint16_t)n;
 	return (int)n;
@@ -173,7 +216,9 @@ head_buffered(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 
 		t->st.reassembled++;
 		/* The request points into buf: release only after the event. */
+		c->buffered = 1;
 		rc = complete(c, &req, (uint32_t)rc, off + here);
+		c->buffered = 0;
 		sl_flow_release_head(t, f);
 		return rc == 0 ? (int)here : rc;
 	}
@@ -211,13 +256,12 @@ body_bytes(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 }
 
 /* Feeds in-order new bytes through the flow's state machine. */
+/* Feeds in-order new bytes through the flow's state machine. */
 static enum sl_seg_verdict
 process(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 {
 	struct sl_flow *f = c->f;
 
-	if (f->state == SL_FLOW_RESYNC && looks_like_request(p, n))
-		f->state = SL_FLOW_HEAD;
 	while (n > 0) {
 		int r;
 
@@ -232,13 +276,26 @@ process(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 			break;
 		case SL_FLOW_ABSORB:
 			return SL_SEG_DROP;
-		default: /* RESYNC, PASS: forwarded as they are */
+		case SL_FLOW_UPGRADE:
+			/* pipelined behind an upgrade: its fate is the
+			 * server's answer; until then it is not sent */
+			c->t->st.norm[SL_NR_UPGRADE]++;
+			c->t->cut = off;
+			return off > c->first ? SL_SEG_PREFIX : SL_SEG_DROP;
+		default: /* PASS: forwarded as it is */
 			return SL_SEG_FORWARD;
 		}
 		if (r == NO_SLOT)
 			return SL_SEG_DROP;
 		if (r == PARKED)
 			return SL_SEG_PARKED;
+		if (r == CUT)
+			return SL_SEG_PREFIX;
+		if (r == DEFER) {
+			c->t->st.norm[SL_NR_ORDER]++;
+			c->t->cut = off;
+			return off > c->first ? SL_SEG_PREFIX : SL_SEG_DROP;
+		}
 		if (r == STOP)
 			return f->state == SL_FLOW_ABSORB ? SL_SEG_STOPPED
 							  : SL_SEG_FORWARD;
@@ -249,30 +306,88 @@ process(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 	return SL_SEG_FORWARD;
 }
 
+/*
+ * A SYN. A new connection (no entry, or one both sides closed) starts
+ * here; on an open one it changes nothing: the backend answers such a
+ * SYN with a challenge ACK and keeps its state (RFC 5961 4), so must we.
+ * Its payload is never stream data: without server-side Fast Open the
+ * backend acknowledges ISN + 1 only.
+ */
 static struct sl_flow *
 on_syn(struct sl_flow_table *t, struct sl_flow *f, const struct sl_flow_key *k,
-       uint64_t h, uint32_t seq, uint64_t now)
+       uint64_t h, const struct sl_seg *s, uint64_t now)
 {
+	if (s->len > 0)
+		t->st.syn_data++;
+	if (f != NULL && !(f->c_fin && f->s_fin) &&
+	    ((f->nflags & SL_NF_PLACED) || f->s_seen)) {
+		t->st.syn_ignored++;
+		return f;
+	}
 	if (f == NULL) {
 		f = sl_flow_insert(t, k, h, now);
 	} else {
-		/* A new connection on a reused 4-tuple, or a retransmitted SYN.
-		 */
+		/* a new connection on a reused 4-tuple, or the SYN again */
 		sl_flow_release_head(t, f);
-		f->c_fin = f->s_fin = 0;
-		f->requests = 0;
+		memset(&f->body_remaining, 0,
+		       offsetof(struct sl_flow, bucket) -
+			       offsetof(struct sl_flow, body_remaining));
+		f->slot = -1;
+		f->rec_n = 0;
+		f->c_fin = f->s_fin = f->s_seen = 0;
+		t->estab[f - t->flows] = 0;
 	}
 	f->state = t->p.track_only ? SL_FLOW_PASS : SL_FLOW_HEAD;
-	f->c_next = seq + 1;
+	f->c_next = s->seq + 1;
+	f->nflags = SL_NF_SYN | (s->has_ts ? SL_NF_CTS : 0);
+	f->ts_recent = s->tsval;
 	return f;
 }
 
-static enum sl_seg_verdict
-data(struct seg_ctx *c, uint32_t seq, const uint8_t *payload, uint32_t len)
+/*
+ * A client segment overlapping bytes already decided: what it repeats
+ * of them must be what was decided. Returns the count of old bytes, or
+ * -1 once counted as dropped.
+ */
+static int64_t
+overlap(struct seg_ctx *c, const struct sl_seg *s)
 {
 	struct sl_flow *f = c->f;
-	int32_t d = (int32_t)(seq - f->c_next);
-	uint32_t skip;
+	int32_t d = (int32_t)(s->seq - f->c_next);
+	uint32_t old;
+	enum sl_norm_reason r;
+
+	if (d >= 0)
+		return 0;
+	old = (uint32_t)-d < s->len ? (uint32_t)-d : s->len;
+	r = sl_flow_rec_check(c->t, f, s->seq, s->payload, old);
+	if (r != SL_NR_NONE) {
+		c->t->st.norm[r]++;
+		return -1;
+	}
+	c->t->st.retransmits++;
+	return old;
+}
+
+/* Whether the next n bytes are all opaque body: nothing to keep. */
+static int
+opaque(const struct sl_flow *f, uint32_t n)
+{
+	if (f->state == SL_FLOW_BODY_CL)
+		return f->body_remaining >= n;
+	if (f->state == SL_FLOW_BODY_CHUNKED)
+		return sl_chunked_opaque(&f->chunk) >= n;
+	return f->state == SL_FLOW_PASS;
+}
+
+static enum sl_seg_verdict
+data(struct seg_ctx *c, const struct sl_seg *s)
+{
+	struct sl_flow *f = c->f;
+	int32_t d = (int32_t)(s->seq - f->c_next);
+	int64_t old;
+	uint32_t n, taken;
+	int keep;
 	enum sl_seg_verdict v;
 
 	if (d > 0) {
@@ -282,19 +397,34 @@ data(struct seg_ctx *c, uint32_t seq, const uint8_t *payload, uint32_t len)
 		c->t->st.ooo_dropped++;
 		return SL_SEG_DROP;
 	}
-	if ((int64_t)d + len <= 0) {
-		/* Already seen and decided: the backend may need it again. */
-		c->t->st.retransmits++;
+	old = overlap(c, s);
+	if (old < 0)
+		return SL_SEG_DROP;
+	if (old == s->len) /* already decided: the backend may need it */
 		return f->state == SL_FLOW_ABSORB ? SL_SEG_DROP
 						  : SL_SEG_FORWARD;
+	n = s->len - (uint32_t)old;
+	keep = !opaque(f, n);
+	if (keep && f->rec_n == SL_REC_MAX) {
+		c->t->st.norm[SL_NR_REPLAY_FULL]++;
+		return SL_SEG_DROP;
 	}
-	skip = (uint32_t)-d;
-	if (skip)
-		c->t->st.retransmits++;
 	f->seg_new = f->c_next;
-	v = process(c, payload + skip, len - skip, skip);
-	if (v != SL_SEG_DROP || f->state == SL_FLOW_ABSORB)
-		f->c_next += len - skip;
+	c->seq0 = s->seq;
+	c->first = (uint32_t)old;
+	v = process(c, s->payload + old, n, (uint32_t)old);
+	switch (v) {
+	case SL_SEG_DROP:
+		return f->state == SL_FLOW_ABSORB ? v : SL_SEG_DROP;
+	case SL_SEG_PREFIX:
+		taken = c->t->cut - (uint32_t)old;
+		break;
+	default:
+		taken = n;
+	}
+	if (keep && v != SL_SEG_STOPPED)
+		sl_flow_rec_add(c->t, f, f->c_next, s->payload + old, taken);
+	f->c_next += taken;
 	return v;
 }
 
@@ -306,73 +436,178 @@ data(struct seg_ctx *c, uint32_t seq, const uint8_t *payload, uint32_t len)
 static enum sl_seg_verdict
 absorb(struct sl_flow *f, uint32_t seq, uint8_t flags, uint32_t len)
 {
-	uint32_t end = seq + len + (flags & 0x01);
+	uint32_t end = seq + len + (flags & SL_FL_FIN);
 
-	if (len == 0 && !(flags & 0x01))
+	if (len == 0 && !(flags & SL_FL_FIN))
 		return SL_SEG_DROP;
 	if ((int32_t)(end - f->c_next) > 0)
 		f->c_next = end;
-	if (flags & 0x01)
+	if (flags & SL_FL_FIN)
 		f->c_fin = f->s_fin = 1; /* both ends done: expires soon */
 	return SL_SEG_ABSORBED;
 }
 
-enum sl_seg_verdict
-sl_flow_client_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
-		       uint32_t seq, uint8_t tcp_flags, const uint8_t *payload,
-		       uint32_t len, uint64_t now, sl_flow_event_fn fn,
-		       void *arg)
+/*
+ * Where a flow is picked up mid-stream (after a restart, or after its
+ * entry was evicted) our offset in the stream is a guess. Nothing is
+ * forwarded until the server's ACK says where its stream is and the
+ * client's bytes there start a request; until the server has said
+ * anything, the caller asks it (SL_SEG_PROBE).
+ */
+static enum sl_seg_verdict
+place(struct seg_ctx *c, const struct sl_seg *s)
 {
-	return sl_flow_client_segment_h(t, k, sl_flow_key_hash(t, k), seq,
-					tcp_flags, payload, len, now, fn, arg);
+	struct sl_flow *f = c->f;
+	uint32_t off;
+
+	if (f->nflags & SL_NF_SYNACK) {
+		/* the handshake completes with a valid ACK (checked) */
+		f->nflags |= SL_NF_PLACED;
+		sl_flow_set_estab(c->t, f);
+		return SL_SEG_FORWARD;
+	}
+	c->t->st.norm[(f->nflags & SL_NF_SYN) ? SL_NR_UNPLACED
+					      : SL_NR_MIDSTREAM]++;
+	if (f->nflags & SL_NF_SYN)
+		return SL_SEG_DROP;
+	if (!f->s_seen) {
+		f->nflags |= SL_NF_PROBED;
+		c->t->st.probes++;
+		return SL_SEG_PROBE;
+	}
+	off = f->s_ack - s->seq;
+	if ((int32_t)off < 0 || off >= s->len ||
+	    !looks_like_request(s->payload + off, s->len - off))
+		return SL_SEG_DROP;
+	c->t->st.norm[SL_NR_MIDSTREAM]--; /* placed after all */
+	f->c_next = f->s_ack;
+	f->state = SL_FLOW_HEAD;
+	f->nflags |= SL_NF_PLACED;
+	sl_flow_set_estab(c->t, f);
+	return SL_SEG_FORWARD;
+}
+
+static struct sl_flow *
+pick_up(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
+	const struct sl_seg *s, uint64_t now)
+{
+	struct sl_flow *f = sl_flow_insert(t, k, h, now);
+
+	t->st.midstream++;
+	f->c_next = s->seq;
+	f->state = t->p.track_only ? SL_FLOW_PASS : SL_FLOW_RESYNC;
+	return f;
+}
+
+/* RFC 5961 3: only an RST at exactly the next sequence ends the flow. */
+static enum sl_seg_verdict
+on_rst(struct sl_flow_table *t, struct sl_flow *f, const struct sl_seg *s)
+{
+	if (f == NULL)
+		return SL_SEG_FORWARD;
+	if (s->seq == f->c_next || !(f->nflags & SL_NF_PLACED) ||
+	    t->p.track_only) {
+		sl_flow_remove(t, f);
+		t->st.closed++;
+	} else {
+		t->st.rst_ignored++;
+	}
+	return SL_SEG_FORWARD;
+}
+
+static void
+note_ts(struct sl_flow *f, const struct sl_seg *s)
+{
+	if (s->has_ts && (int32_t)(s->tsval - f->ts_recent) > 0 &&
+	    (int32_t)(s->seq - f->c_next) <= 0)
+		f->ts_recent = s->tsval;
+}
+
+/* Data or FIN on a flow past its SYN, in the normaliser's terms. */
+static enum sl_seg_verdict
+stream(struct seg_ctx *c, const struct sl_seg *s)
+{
+	struct sl_flow *f = c->f;
+	enum sl_norm_reason r = sl_flow_seg_check(f, s);
+	enum sl_seg_verdict v = SL_SEG_FORWARD;
+
+	if (r != SL_NR_NONE) {
+		c->t->st.norm[r]++;
+		return SL_SEG_DROP;
+	}
+	if (!(f->nflags & SL_NF_PLACED)) {
+		v = place(c, s);
+		if (v != SL_SEG_FORWARD)
+			return v;
+	}
+	if (f->nflags & SL_NF_TIMEDOUT) {
+		/* its head lost its buffer: 408, and the backend's half of
+		 * the head is reset from where it stands */
+		f->nflags &= (uint8_t)~SL_NF_TIMEDOUT;
+		f->seg_new = f->c_next;
+		emit(c, SL_EV_HEAD_TIMEOUT, NULL, 0, s->len);
+		sl_flow_release_head(c->t, f);
+		f->state = SL_FLOW_ABSORB;
+		return SL_SEG_STOPPED;
+	}
+	if (s->len > 0)
+		v = data(c, s);
+	note_ts(f, s);
+	if ((s->flags & SL_FL_FIN) && v == SL_SEG_FORWARD &&
+	    s->seq + s->len == f->c_next) {
+		f->c_fin = 1;
+		f->c_next++;
+	}
+	return v;
 }
 
 enum sl_seg_verdict
-sl_flow_client_segment_h(struct sl_flow_table *t, const struct sl_flow_key *k,
-			 uint64_t h, uint32_t seq, uint8_t tcp_flags,
-			 const uint8_t *payload, uint32_t len, uint64_t now,
-			 sl_flow_event_fn fn, void *arg)
+sl_flow_client_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
+		       uint64_t h, const struct sl_seg *s, uint64_t now,
+		       sl_flow_event_fn fn, void *arg)
 {
 	struct seg_ctx c = {
 		.t = t, .f = sl_flow_find(t, k, h), .fn = fn, .arg = arg};
-	enum sl_seg_verdict v = SL_SEG_FORWARD;
 
 	t->last = NULL;
-	if (tcp_flags & 0x04) { /* RST */
-		if (c.f != NULL) {
-			sl_flow_remove(t, c.f);
-			t->st.closed++;
-		}
+	t->now = now;
+	if (s->flags & SL_FL_RST)
+		return on_rst(t, c.f, s);
+	if ((s->flags & SL_FL_URG) && !t->p.track_only) {
+		/* the backend takes the urgent byte out of the stream */
+		t->st.norm[SL_NR_URGENT]++;
+		return SL_SEG_DROP;
+	}
+	if (s->flags & SL_FL_SYN) {
+		c.f = on_syn(t, c.f, k, h, s, now);
+		sl_flow_touch(t, c.f, now);
 		return SL_SEG_FORWARD;
 	}
-	if (tcp_flags & 0x02) { /* SYN */
-		c.f = on_syn(t, c.f, k, h, seq, now);
-		seq++;
-	} else if (c.f == NULL) {
-		if (len == 0)
+	if (c.f == NULL) {
+		if (s->len == 0)
 			return SL_SEG_FORWARD;
-		c.f = sl_flow_insert(t, k, h, now);
-		t->st.midstream++;
-		c.f->c_next = seq;
-		c.f->state = t->p.track_only ? SL_FLOW_PASS
-			     : looks_like_request(payload, len)
-				     ? SL_FLOW_HEAD
-				     : SL_FLOW_RESYNC;
+		c.f = pick_up(t, k, h, s, now);
 	}
 	sl_flow_touch(t, c.f, now);
 	t->last = c.f;
-	if (c.f->parked && (len > 0 || (tcp_flags & 0x01)))
+	if (c.f->parked && (s->len > 0 || (s->flags & SL_FL_FIN)))
 		return SL_SEG_HOLD;
 	if (c.f->state == SL_FLOW_ABSORB)
-		return absorb(c.f, seq, tcp_flags, len);
-	if (len > 0)
-		v = data(&c, seq, payload, len);
-	if ((tcp_flags & 0x01) && v != SL_SEG_DROP &&
-	    seq + len == c.f->c_next) {
-		c.f->c_fin = 1;
-		c.f->c_next++;
+		return absorb(c.f, s->seq, s->flags, s->len);
+	if (s->len == 0 && !(s->flags & SL_FL_FIN))
+		return SL_SEG_FORWARD; /* an ACK: it changes no byte */
+	if (t->p.track_only) {
+		if ((int32_t)(s->seq + s->len - c.f->c_next) > 0)
+			c.f->c_next = s->seq + s->len;
+		return SL_SEG_FORWARD;
 	}
-	return v;
+	return stream(&c, s);
+}
+
+uint32_t
+sl_flow_cut(const struct sl_flow_table *t)
+{
+	return t->cut;
 }
 
 struct sl_flow *
@@ -393,28 +628,73 @@ sl_flow_resume(struct sl_flow_table *t, struct sl_flow *f, const uint8_t *rest,
 	return process(&c, rest, len, 0);
 }
 
+/*
+ * The server's first bytes after an upgrade request: 101 (2xx to
+ * CONNECT) and the stream leaves HTTP; any other status line and
+ * inspection goes on, as the server does.
+ */
+static void
+upgrade_answer(struct sl_flow_table *t, struct sl_flow *f, const uint8_t *p,
+	       uint32_t n)
+{
+	int ok;
+
+	if (n < 12 || memcmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ')
+		return; /* not a status line at the segment's start */
+	if (f->nflags & SL_NF_CONNECT)
+		ok = p[9] == '2';
+	else
+		ok = p[9] == '1' && p[10] == '0' && p[11] == '1';
+	if (ok) {
+		f->state = SL_FLOW_PASS;
+		t->st.upgrades++;
+	} else {
+		f->state = SL_FLOW_HEAD;
+		t->st.upgrades_refused++;
+	}
+}
+
+static void
+server_synack(struct sl_flow *f, const struct sl_seg *s)
+{
+	if (!(f->nflags & SL_NF_SYN) || (f->nflags & SL_NF_PLACED))
+		return;
+	f->nflags |= SL_NF_SYNACK;
+	f->s_isn = s->seq + 1;
+	if ((f->nflags & SL_NF_CTS) && s->has_ts)
+		f->nflags |= SL_NF_TS;
+}
+
 void
 sl_flow_server_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
-		       uint32_t seq, uint32_t ack, uint8_t tcp_flags,
-		       uint32_t len, uint64_t now)
+		       const struct sl_seg *s, uint64_t now)
 {
 	struct sl_flow *f = sl_flow_lookup(t, k);
 	uint32_t end;
 
 	if (f == NULL)
 		return;
-	if (tcp_flags & 0x04) {
+	if (s->flags & SL_FL_RST) {
 		sl_flow_remove(t, f);
 		t->st.closed++;
 		return;
 	}
 	sl_flow_touch(t, f, now);
-	end = seq + len + ((tcp_flags & 0x03) ? 1 : 0);
+	if ((s->flags & (SL_FL_SYN | SL_FL_ACK)) == (SL_FL_SYN | SL_FL_ACK))
+		server_synack(f, s);
+	end = s->seq + s->len + ((s->flags & (SL_FL_SYN | SL_FL_FIN)) ? 1 : 0);
 	if (!f->s_seen || (int32_t)(end - f->s_next) > 0)
 		f->s_next = end;
-	if ((tcp_flags & 0x10) && (!f->s_seen || (int32_t)(ack - f->s_ack) > 0))
-		f->s_ack = ack;
+	if ((s->flags & SL_FL_ACK) &&
+	    (!f->s_seen || (int32_t)(s->ack - f->s_ack) > 0)) {
+		f->s_ack = s->ack;
+		sl_flow_rec_release(f, s->ack);
+	}
 	f->s_seen = 1;
-	if (tcp_flags & 0x01)
+	if (f->nflags & SL_NF_PLACED)
+		sl_flow_set_estab(t, f);
+	if (f->state == SL_FLOW_UPGRADE && s->len > 0)
+		upgrade_answer(t, f, s->payload, s->len);
+	if (s->flags & SL_FL_FIN)
 		f->s_fin = 1;
 }

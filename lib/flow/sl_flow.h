@@ -34,7 +34,24 @@ enum sl_flow_state {
 	SL_FLOW_RESYNC,       /* picked up mid-stream, not at a request yet */
 	SL_FLOW_PASS,         /* no longer HTTP (upgrade, CONNECT, error) */
 	SL_FLOW_ABSORB,       /* answered by us: client bytes are swallowed */
+	SL_FLOW_UPGRADE,      /* Upgrade or CONNECT asked: awaits the server */
 };
+
+/* Decided ranges kept per flow until the server acknowledges them. */
+#define SL_REC_MAX 3
+
+/* nflags: what the normaliser knows of a connection. */
+#define SL_NF_SYN    0x01 /* the client's SYN was seen */
+#define SL_NF_SYNACK 0x02 /* the server's SYN-ACK was seen (s_isn set) */
+#define SL_NF_PLACED                                                           \
+	0x04                /* our stream offset is the server's: handshake    \
+			     * completed, or a request start the server's      \
+			     * ACK confirms */
+#define SL_NF_CTS      0x08 /* the client's SYN carried timestamps */
+#define SL_NF_TS       0x10 /* timestamps negotiated: PAWS applies */
+#define SL_NF_CONNECT  0x20 /* the pending upgrade is a CONNECT */
+#define SL_NF_TIMEDOUT 0x40 /* its incomplete head lost its buffer */
+#define SL_NF_PROBED   0x80 /* a probe for the server's ACK went out */
 
 struct sl_flow {
 	struct sl_flow_key key;
@@ -62,16 +79,29 @@ struct sl_flow {
 	uint16_t park_idx; /* the caller's, while parked */
 	uint32_t
 		bucket_hint; /* the caller's: its last decision's limit state */
-	/* two whole lines: at 120 bytes most entries straddled three, and
-	 * the third (state, hint) was not among the two prefetched */
+	/* the normaliser's line, third: read on handshakes, on segments
+	 * that overlap decided bytes, on heads and on the server's ACKs.
+	 * The two lines above are what the per-frame path reads; at 120
+	 * bytes most entries straddled three, and the third (state, hint)
+	 * was not among the two prefetched */
+	uint64_t rec_sum[SL_REC_MAX]; /* keyed digest of each range */
+	uint32_t rec_seq[SL_REC_MAX]; /* decided, unacknowledged ranges */
+	uint32_t ts_recent;           /* newest TSval accepted in order */
+	uint32_t s_isn;               /* server ISN + 1: oldest valid ack */
+	uint16_t rec_len[SL_REC_MAX];
+	uint8_t rec_n;
+	uint8_t nflags; /* SL_NF_* */
 } __attribute__((aligned(64)));
 
 struct sl_flow_params {
 	uint32_t capacity;
-	uint32_t head_slots;     /* heads being reassembled at once */
-	uint32_t max_head_bytes; /* longer heads are reported too large */
-	uint64_t idle_timeout;   /* in the caller's time unit */
-	uint64_t closed_timeout; /* after FIN from both sides */
+	uint32_t head_slots;       /* heads being reassembled at once */
+	uint32_t max_head_bytes;   /* longer heads are reported too large */
+	uint64_t idle_timeout;     /* in the caller's time unit */
+	uint64_t closed_timeout;   /* after FIN from both sides */
+	uint64_t head_timeout;     /* an incomplete head keeps its buffer */
+	uint32_t heads_per_source; /* buffers one client address (v6: /64)
+				    * may hold; 0: no cap */
 	const struct sl_http_cfg *http;
 	uint8_t track_only; /* follow connections, read no HTTP (benchmarks) */
 	/* keys the flow hash; 0 takes a fixed key. Random per process, it
@@ -86,6 +116,7 @@ enum sl_flow_event_kind {
 	SL_EV_PARSE_ERROR, /* req.error says which */
 	SL_EV_HEAD_TOO_LARGE,
 	SL_EV_CHUNK_ERROR,
+	SL_EV_HEAD_TIMEOUT, /* its head was not complete in time (408) */
 };
 
 struct sl_flow_event {
@@ -111,6 +142,52 @@ enum sl_seg_verdict {
 	SL_SEG_ABSORBED, /* data or FIN after our answer: acknowledge, drop */
 	SL_SEG_PARKED,   /* a callback returned SL_REQ_PARK */
 	SL_SEG_HOLD,     /* data behind a parked request: the caller keeps it */
+	/* refused, behind requests of the same segment that were let
+	 * through: forward only the first sl_flow_cut() payload bytes; the
+	 * rest is decided again when the client sends it again */
+	SL_SEG_PREFIX,
+	/* picked up mid-stream: drop it, and send the server an empty
+	 * segment at seq - 1 so that its ACK says where its stream is */
+	SL_SEG_PROBE,
+};
+
+/*
+ * Why the normaliser kept a client segment out of the stream: each is a
+ * segment the backend's stack would discard or read differently, so
+ * parsing it would decide on bytes the backend never sees.
+ */
+enum sl_norm_reason {
+	SL_NR_NONE = 0,
+	SL_NR_NO_ACK,      /* data or FIN without ACK */
+	SL_NR_ACK_UNSENT,  /* acknowledges what the server never sent */
+	SL_NR_PAWS,        /* timestamp older than the newest accepted */
+	SL_NR_NO_TS,       /* no timestamp where they were negotiated */
+	SL_NR_URGENT,      /* URG: the urgent byte leaves the stream */
+	SL_NR_TCP_SIG,     /* MD5 or AO signature: none was negotiated */
+	SL_NR_IP_OPTIONS,  /* IPv4 options (source route and others) */
+	SL_NR_L2_GROUP,    /* multicast or broadcast destination MAC */
+	SL_NR_REPLAY_DIFF, /* resent bytes differ from the decided copy */
+	SL_NR_REPLAY_PART, /* resent bytes cover part of a decided range */
+	SL_NR_REPLAY_FULL, /* more undecided ranges than a flow keeps */
+	SL_NR_MIDSTREAM,   /* not at a place the server's ACK confirms */
+	SL_NR_UPGRADE,     /* behind an upgrade the server did not answer */
+	SL_NR_ORDER,       /* a refusal waiting for earlier answers */
+	SL_NR_UNPLACED,    /* a head before the handshake completed */
+	SL_NR_SOURCE,      /* its source holds its share of head buffers */
+	SL_NR__COUNT
+};
+
+const char *sl_norm_reason_name(enum sl_norm_reason r);
+
+/* What the caller read of a segment's headers. */
+struct sl_seg {
+	uint32_t seq;
+	uint32_t ack;
+	uint32_t tsval; /* valid when has_ts */
+	uint8_t flags;  /* TCP flags, URG included */
+	uint8_t has_ts;
+	const uint8_t *payload;
+	uint32_t len;
 };
 
 struct sl_flow_stats {
@@ -123,7 +200,16 @@ struct sl_flow_stats {
 	uint64_t ooo_dropped;
 	uint64_t retransmits;
 	uint64_t head_slot_exhausted;
-	uint64_t reassembled; /* heads that spanned segments */
+	uint64_t reassembled;    /* heads that spanned segments */
+	uint64_t rst_ignored;    /* RST not at the next sequence: state kept */
+	uint64_t syn_ignored;    /* SYN on an open connection: state kept */
+	uint64_t syn_data;       /* SYN payload, never taken as stream data */
+	uint64_t probes;         /* mid-stream pickups asked the server */
+	uint64_t head_timeouts;  /* incomplete heads past head_timeout */
+	uint64_t head_evictions; /* oldest incomplete head, pool full */
+	uint64_t upgrades;       /* upgrades the server accepted */
+	uint64_t upgrades_refused; /* answered otherwise: inspection goes on */
+	uint64_t norm[SL_NR__COUNT]; /* client segments kept out, per reason */
 };
 
 struct sl_flow_table;
@@ -134,21 +220,22 @@ void sl_flow_table_prefault(struct sl_flow_table *t);
 void sl_flow_table_free(struct sl_flow_table *t);
 
 /*
- * A client-to-server segment on a service port. Runs fn for every request
- * head completed (or failed) by these bytes, in stream order.
+ * A client-to-server segment on a service port, h the key's
+ * sl_flow_hash(). Runs fn for every request head completed (or failed)
+ * by these bytes, in stream order. A segment the normaliser keeps out
+ * is SL_SEG_DROP, counted in norm[] by reason.
  */
 enum sl_seg_verdict sl_flow_client_segment(struct sl_flow_table *t,
 					   const struct sl_flow_key *k,
-					   uint32_t seq, uint8_t tcp_flags,
-					   const uint8_t *payload, uint32_t len,
+					   uint64_t h, const struct sl_seg *s,
 					   uint64_t now, sl_flow_event_fn fn,
 					   void *arg);
-/* The same with the key's sl_flow_hash() already computed (bursts). */
-enum sl_seg_verdict
-sl_flow_client_segment_h(struct sl_flow_table *t, const struct sl_flow_key *k,
-			 uint64_t h, uint32_t seq, uint8_t tcp_flags,
-			 const uint8_t *payload, uint32_t len, uint64_t now,
-			 sl_flow_event_fn fn, void *arg);
+
+/* Payload bytes to forward after SL_SEG_PREFIX. */
+uint32_t sl_flow_cut(const struct sl_flow_table *t);
+
+/* Counts a segment the caller kept out before it reached the table. */
+void sl_flow_norm_drop(struct sl_flow_table *t, enum sl_norm_reason r);
 
 /*
  * Goes on after a parked request was allowed: rest is what followed its
@@ -158,10 +245,13 @@ enum sl_seg_verdict sl_flow_resume(struct sl_flow_table *t, struct sl_flow *f,
 				   const uint8_t *rest, uint32_t len,
 				   sl_flow_event_fn fn, void *arg);
 
-/* A server-to-client segment; k is in client/server orientation. */
+/*
+ * A server-to-client segment; k is in client/server orientation. Its
+ * ACKs release decided ranges; its first payload bytes answer a pending
+ * upgrade; a SYN-ACK's timestamps say whether PAWS applies.
+ */
 void sl_flow_server_segment(struct sl_flow_table *t,
-			    const struct sl_flow_key *k, uint32_t seq,
-			    uint32_t ack, uint8_t tcp_flags, uint32_t len,
+			    const struct sl_flow_key *k, const struct sl_seg *s,
 			    uint64_t now);
 
 /*

@@ -6,6 +6,12 @@
 
 #define BUCKET_SLOTS 8
 
+#define SL_FL_FIN 0x01
+#define SL_FL_SYN 0x02
+#define SL_FL_RST 0x04
+#define SL_FL_ACK 0x10
+#define SL_FL_URG 0x20
+
 /* One cache line: signatures first so a miss touches nothing else. */
 struct bucket {
 	uint32_t sig[BUCKET_SLOTS];
@@ -26,11 +32,23 @@ struct sl_flow_table {
 	uint32_t n_free;
 	uint32_t clock; /* eviction hand when the table is full */
 	uint32_t sweep; /* expiry hand */
+	/* 1 for entries the normaliser calls established (placed, server
+	 * seen): a full table evicts the others first */
+	uint8_t *estab;
 	uint8_t *heads; /* head_slots * max_head_bytes */
 	uint32_t *free_heads;
 	uint32_t n_free_heads;
+	uint32_t *slot_owner; /* entry index holding each head buffer */
+	uint64_t *slot_since; /* when it was taken, + 1; 0 when free */
+	uint32_t slot_clock;  /* eviction hand over head buffers */
+	uint32_t slot_sweep;  /* head timeout hand */
+	uint16_t *src_heads;  /* head buffers held, per source cell */
+	uint32_t src_mask;
+	uint64_t dkey; /* the digest's secret point, < 2^61 - 1 */
+	uint32_t cut;  /* payload bytes to forward after PREFIX */
 	struct sl_flow_stats st;
 	struct sl_flow *last;
+	uint64_t now; /* of the segment being handled */
 };
 
 struct sl_flow *sl_flow_find(struct sl_flow_table *t,
@@ -40,6 +58,22 @@ struct sl_flow *sl_flow_insert(struct sl_flow_table *t,
 			       uint64_t now);
 void sl_flow_remove(struct sl_flow_table *t, struct sl_flow *f);
 void sl_flow_release_head(struct sl_flow_table *t, struct sl_flow *f);
+/* A head buffer for f at time now: -1 none (counted), else the slot. */
+int32_t sl_flow_take_head(struct sl_flow_table *t, struct sl_flow *f,
+			  uint64_t now);
+void sl_flow_set_estab(struct sl_flow_table *t, const struct sl_flow *f);
+
+/* sl_flow_norm.c */
+uint64_t sl_flow_digest(const struct sl_flow_table *t, const uint8_t *p,
+			uint32_t n);
+enum sl_norm_reason sl_flow_rec_check(const struct sl_flow_table *t,
+				      const struct sl_flow *f, uint32_t seq,
+				      const uint8_t *p, uint32_t n);
+void sl_flow_rec_add(const struct sl_flow_table *t, struct sl_flow *f,
+		     uint32_t seq, const uint8_t *p, uint32_t n);
+void sl_flow_rec_release(struct sl_flow *f, uint32_t ack);
+enum sl_norm_reason sl_flow_seg_check(const struct sl_flow *f,
+				      const struct sl_seg *s);
 uint64_t sl_flow_key_hash(const struct sl_flow_table *t,
 			  const struct sl_flow_key *k);
 

@@ -36,6 +36,12 @@ seen_bytes(const struct sl_flow_table *t)
 	return (size_t)t->p.capacity * sizeof(uint64_t);
 }
 
+static size_t
+src_cells(const struct sl_flow_params *p)
+{
+	return pow2_at_least(p->head_slots * 4 < 64 ? 64 : p->head_slots * 4);
+}
+
 static uint64_t
 splitmix64(uint64_t *x)
 {
@@ -54,6 +60,7 @@ set_hash_key(struct sl_flow_table *t)
 
 	for (i = 0; i < sizeof(t->hkey) / sizeof(t->hkey[0]); i++)
 		t->hkey[i] = splitmix64(&x);
+	t->dkey = (splitmix64(&x) >> 4) | 2; /* in [2, 2^60) */
 }
 
 /* 64 x 64 -> 128 bit product, halves folded: every input bit reaches
@@ -108,10 +115,17 @@ sl_flow_table_create(const struct sl_flow_params *p)
 	t->flows = sl_mem_table(flows_bytes(t));
 	t->free_flows = malloc((size_t)p->capacity * sizeof(uint32_t));
 	t->seen = sl_mem_table(seen_bytes(t));
+	t->estab = calloc(p->capacity, 1);
 	t->heads = malloc((size_t)p->head_slots * p->max_head_bytes + 1);
 	t->free_heads = malloc(((size_t)p->head_slots + 1) * sizeof(uint32_t));
+	t->slot_owner = calloc((size_t)p->head_slots + 1, sizeof(uint32_t));
+	t->slot_since = calloc((size_t)p->head_slots + 1, sizeof(uint64_t));
+	t->src_mask = (uint32_t)src_cells(p) - 1;
+	t->src_heads = calloc(src_cells(p), sizeof(uint16_t));
 	if (t->buckets == NULL || t->flows == NULL || t->free_flows == NULL ||
-	    t->heads == NULL || t->free_heads == NULL || t->seen == NULL) {
+	    t->heads == NULL || t->free_heads == NULL || t->seen == NULL ||
+	    t->estab == NULL || t->slot_owner == NULL ||
+	    t->slot_since == NULL || t->src_heads == NULL) {
 		sl_flow_table_free(t);
 		return NULL;
 	}
@@ -133,8 +147,12 @@ sl_flow_table_free(struct sl_flow_table *t)
 	sl_mem_table_free(t->flows, flows_bytes(t));
 	free(t->free_flows);
 	sl_mem_table_free(t->seen, seen_bytes(t));
+	free(t->estab);
 	free(t->heads);
 	free(t->free_heads);
+	free(t->slot_owner);
+	free(t->slot_since);
+	free(t->src_heads);
 	free(t);
 }
 
@@ -239,14 +257,97 @@ sl_flow_lookup(struct sl_flow_table *t, const struct sl_flow_key *k)
 	return sl_flow_find(t, k, sl_flow_key_hash(t, k));
 }
 
+/* The cell counting a client's head buffers: its address, v6 its /64. */
+static uint16_t *
+src_cell(const struct sl_flow_table *t, const struct sl_flow *f)
+{
+	uint64_t a = 0;
+
+	memcpy(&a, f->key.caddr, f->key.af == 6 ? 8 : 4);
+	return &t->src_heads[fold_mul(a ^ t->hkey[2], t->hkey[3] | 1) &
+			     t->src_mask];
+}
+
 void
 sl_flow_release_head(struct sl_flow_table *t, struct sl_flow *f)
 {
-	if (f->slot >= 0)
+	if (f->slot >= 0) {
+		uint16_t *c = src_cell(t, f);
+
+		if (*c > 0)
+			(*c)--;
+		t->slot_since[f->slot] = 0;
 		t->free_heads[t->n_free_heads++] = (uint32_t)f->slot;
+	}
 	f->slot = -1;
 	f->head_used = 0;
 	f->scan_from = 0;
+}
+
+/* The head buffer's owner loses it: its next segment is answered 408. */
+static void
+revoke_head(struct sl_flow_table *t, uint32_t slot)
+{
+	struct sl_flow *v = &t->flows[t->slot_owner[slot]];
+
+	sl_flow_release_head(t, v);
+	v->nflags |= SL_NF_TIMEDOUT;
+}
+
+/*
+ * A full pool gives up its oldest incomplete head (of a window, as the
+ * flow table's clock does): a slow or stalled sender loses its place,
+ * never a new request that came later.
+ */
+static void
+evict_head(struct sl_flow_table *t)
+{
+	uint64_t oldest = UINT64_MAX;
+	uint32_t i, best = 0;
+
+	for (i = 0; i < CLOCK_SCAN && i < t->p.head_slots; i++) {
+		uint32_t s = t->slot_clock;
+
+		t->slot_clock = s + 1 == t->p.head_slots ? 0 : s + 1;
+		if (t->slot_since[s] != 0 && t->slot_since[s] < oldest) {
+			oldest = t->slot_since[s];
+			best = s;
+		}
+	}
+	if (oldest == UINT64_MAX)
+		return;
+	revoke_head(t, best);
+	t->st.head_evictions++;
+}
+
+int32_t
+sl_flow_take_head(struct sl_flow_table *t, struct sl_flow *f, uint64_t now)
+{
+	uint16_t *c = src_cell(t, f);
+	uint32_t s;
+
+	if (t->p.heads_per_source != 0 && *c >= t->p.heads_per_source) {
+		t->st.norm[SL_NR_SOURCE]++;
+		return -1;
+	}
+	if (t->n_free_heads == 0)
+		evict_head(t);
+	if (t->n_free_heads == 0) {
+		t->st.head_slot_exhausted++;
+		return -1;
+	}
+	s = t->free_heads[--t->n_free_heads];
+	t->slot_owner[s] = (uint32_t)(f - t->flows);
+	t->slot_since[s] = now + 1;
+	(*c)++;
+	f->slot = (int32_t)s;
+	return (int32_t)s;
+}
+
+void
+sl_flow_set_estab(struct sl_flow_table *t, const struct sl_flow *f)
+{
+	t->estab[f - t->flows] = 1;
 }
 
 void
@@ -261,11 +362,26 @@ sl_flow_remove(struct sl_flow_table *t, struct sl_flow *f)
 	bk->idx[f->bslot] = 0;
 	f->in_use = 0;
 	t->seen[f - t->flows] = 0;
+	t->estab[f - t->flows] = 0;
 	t->free_flows[t->n_free++] = (uint32_t)(f - t->flows);
 	t->st.active--;
 }
 
-/* Oldest entry of a bucket, or NULL if it is empty. */
+/*
+ * Eviction order: an entry that is not established (no handshake seen,
+ * never answered, picked up and not placed) goes before any that is,
+ * then the least recently seen. A flood of spoofed flows, which never
+ * become established, so pushes out only its own kind.
+ */
+static inline int
+evicts_before(const struct sl_flow_table *t, uint32_t a, uint32_t b)
+{
+	if (t->estab[a] != t->estab[b])
+		return t->estab[a] < t->estab[b];
+	return t->seen[a] < t->seen[b];
+}
+
+/* The entry of a bucket to evict first, or NULL if it is empty. */
 static struct sl_flow *
 oldest_in(struct sl_flow_table *t, uint32_t b, struct sl_flow *best)
 {
@@ -277,28 +393,35 @@ oldest_in(struct sl_flow_table *t, uint32_t b, struct sl_flow *best)
 
 		if (bk->idx[i] == 0)
 			continue;
-		if (best == NULL || t->seen[e] < t->seen[best - t->flows])
+		if (best == NULL ||
+		    evicts_before(t, e, (uint32_t)(best - t->flows)))
 			best = &t->flows[e];
 	}
 	return best;
 }
 
-/* The table is full: the least recently seen of a window of entries goes. */
+/*
+ * The table is full: of a window of entries, the first in eviction
+ * order goes; while the window holds only established entries it is
+ * widened (to a bound, so one insert stays cheap) to find another.
+ */
 static void
 evict_one(struct sl_flow_table *t)
 {
-	uint64_t oldest = UINT64_MAX;
-	uint32_t i, best = 0;
+	uint32_t i, best = UINT32_MAX;
+	uint32_t wide = CLOCK_SCAN * 16 < t->p.capacity ? CLOCK_SCAN * 16
+							: t->p.capacity;
 
 	/* a full table has no free (0) entry to skip for long */
-	for (i = 0; i < CLOCK_SCAN || oldest == UINT64_MAX; i++) {
+	for (i = 0; i < CLOCK_SCAN || best == UINT32_MAX ||
+		    (t->estab[best] && i < wide);
+	     i++) {
 		uint32_t c = t->clock;
 
 		t->clock = c + 1 == t->p.capacity ? 0 : c + 1;
-		if (t->seen[c] != 0 && t->seen[c] < oldest) {
-			oldest = t->seen[c];
+		if (t->seen[c] != 0 &&
+		    (best == UINT32_MAX || evicts_before(t, c, best)))
 			best = c;
-		}
 	}
 	sl_flow_remove(t, &t->flows[best]);
 	t->st.evicted++;
@@ -358,11 +481,31 @@ sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
 	return f;
 }
 
+/* Incomplete heads past head_timeout lose their buffers (408 next). */
+static void
+expire_heads(struct sl_flow_table *t, uint64_t now, uint32_t budget)
+{
+	if (t->p.head_timeout == 0 || t->p.head_slots == 0)
+		return;
+	while (budget--) {
+		uint32_t s = t->slot_sweep;
+		uint64_t since = t->slot_since[s];
+
+		t->slot_sweep = s + 1 == t->p.head_slots ? 0 : s + 1;
+		if (since != 0 && now > since - 1 &&
+		    now - (since - 1) > t->p.head_timeout) {
+			revoke_head(t, s);
+			t->st.head_timeouts++;
+		}
+	}
+}
+
 uint32_t
 sl_flow_expire(struct sl_flow_table *t, uint64_t now, uint32_t budget)
 {
 	uint32_t n = 0;
 
+	expire_heads(t, now, budget);
 	while (budget--) {
 		uint32_t i = t->sweep;
 		struct sl_flow *f = &t->flows[i];
@@ -396,6 +539,7 @@ uint64_t
 sl_flow_table_bytes(const struct sl_flow_table *t)
 {
 	return sizeof(*t) + buckets_bytes(t) + flows_bytes(t) + seen_bytes(t) +
-	       (uint64_t)t->p.capacity * sizeof(uint32_t) +
-	       (uint64_t)t->p.head_slots * (t->p.max_head_bytes + 4);
+	       (uint64_t)t->p.capacity * (sizeof(uint32_t) + 1) +
+	       (uint64_t)t->p.head_slots * (t->p.max_head_bytes + 4 + 4 + 8) +
+	       src_cells(&t->p) * sizeof(uint16_t);
 }

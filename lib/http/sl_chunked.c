@@ -135,3 +135,9 @@ sl_chunked_consume(struct sl_chunked *c, const char *buf, size_t len, int *done)
 	*done = c->state == C_DONE;
 	return (long)i;
 }
+
+uint64_t
+sl_chunked_opaque(const struct sl_chunked *c)
+{
+	return c->state == C_DATA ? c->remaining : 0;
+}

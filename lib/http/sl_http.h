@@ -121,6 +121,11 @@ void sl_chunked_init(struct sl_chunked *c);
  */
 long sl_chunked_consume(struct sl_chunked *c, const char *buf, size_t len,
 			int *done);
+/*
+ * Chunk data bytes that come next before any framing byte: what follows
+ * in the stream up to there changes nothing the parser decides.
+ */
+uint64_t sl_chunked_opaque(const struct sl_chunked *c);
 
 const char *sl_http_err_name(enum sl_http_err e);
 

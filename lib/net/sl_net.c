@@ -183,9 +183,12 @@ sl_pkt_parse(const uint8_t *frame, uint32_t len, struct sl_pkt *p)
 		return bad(p, SL_BAD_L2_TRUNC);
 	et = rd16(frame + off);
 	while (et == ETYPE_VLAN || et == ETYPE_QINQ) {
-		if (p->n_vlan == 2 || off + 6 > len)
-			return p->n_vlan == 2 ? SL_PKT_OTHER
-					      : bad(p, SL_BAD_L2_TRUNC);
+		/* a third tag: Linux strips it and may deliver the frame;
+		 * uninspected, it would carry a request past the parser */
+		if (p->n_vlan == 2)
+			return bad(p, SL_BAD_VLAN_DEPTH);
+		if (off + 6 > len)
+			return bad(p, SL_BAD_L2_TRUNC);
 		if (p->n_vlan == 0)
 			p->vlan_tci = rd16(frame + off + 2);
 		p->n_vlan++;
@@ -370,6 +373,89 @@ sl_malformed_name(enum sl_malformed r)
 		[SL_BAD_IP6_EXT] = "ipv6_extension_header",
 		[SL_BAD_TCP_TRUNC] = "tcp_truncated",
 		[SL_BAD_TCP_DOFF] = "tcp_data_offset",
+		[SL_BAD_VLAN_DEPTH] = "vlan_depth",
 	};
 	return (unsigned)r < SL_BAD__COUNT ? names[r] : "unknown";
+}
+
+void
+sl_tcp_opts_parse(const uint8_t *frame, const struct sl_pkt *p,
+		  struct sl_tcp_opts *o)
+{
+	const uint8_t *b = frame + p->l4_off + 20;
+	uint32_t n = p->tcp_hlen - 20u, i = 0;
+
+	o->has_ts = o->has_sig = 0;
+	o->tsval = 0;
+	while (i < n) {
+		uint8_t kind = b[i], l;
+
+		if (kind == 0)
+			break;
+		if (kind == 1) {
+			i++;
+			continue;
+		}
+		if (i + 1 >= n)
+			break;
+		l = b[i + 1];
+		if (l < 2 || i + l > n)
+			break;
+		if (kind == 8 && l == 10) {
+			o->has_ts = 1;
+			o->tsval = rd32(b + i + 2);
+		} else if (kind == 19 || kind == 29) {
+			o->has_sig = 1;
+		}
+		i += l;
+	}
+}
+
+int
+sl_frag_may_carry_tcp(const struct sl_pkt *p)
+{
+	switch (p->l4_proto) {
+	case IPPROTO_TCP_:
+		return 1;
+	case 0:   /* hop-by-hop */
+	case 43:  /* routing */
+	case 44:  /* fragment */
+	case 50:  /* ESP */
+	case 51:  /* AH */
+	case 60:  /* destination options */
+	case 135: /* mobility */
+	case 139: /* HIP */
+	case 140: /* shim6 */
+	case 253: /* experimental */
+	case 254:
+		return p->af == SL_AF_INET6;
+	default:
+		return 0;
+	}
+}
+
+uint32_t
+sl_tcp_trim(uint8_t *frame, struct sl_pkt *p, uint32_t keep)
+{
+	uint8_t *ip = frame + p->l3_off;
+	uint32_t cut = p->payload_len - keep;
+
+	if (keep >= p->payload_len)
+		return p->payload_off + p->payload_len;
+	p->l3_len = (uint16_t)(p->l3_len - cut);
+	p->payload_len = keep;
+	if (p->af == SL_AF_INET) {
+		ip[2] = (uint8_t)(p->l3_len >> 8);
+		ip[3] = (uint8_t)p->l3_len;
+		sl_ipv4_cksum_set(frame, p);
+	} else {
+		uint32_t pl = p->l3_len - 40u;
+
+		ip[4] = (uint8_t)(pl >> 8);
+		ip[5] = (uint8_t)pl;
+	}
+	p->tcp_flags &= (uint8_t)~SL_TCP_FIN;
+	frame[p->l4_off + 13] = p->tcp_flags;
+	sl_tcp_cksum_set(frame, p);
+	return p->payload_off + keep;
 }

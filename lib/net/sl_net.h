@@ -32,6 +32,7 @@ enum sl_malformed {
 	SL_BAD_IP6_EXT,
 	SL_BAD_TCP_TRUNC,
 	SL_BAD_TCP_DOFF,
+	SL_BAD_VLAN_DEPTH, /* more tags than the two read here */
 	SL_BAD__COUNT
 };
 
@@ -43,6 +44,7 @@ enum sl_malformed {
 #define SL_TCP_RST 0x04
 #define SL_TCP_PSH 0x08
 #define SL_TCP_ACK 0x10
+#define SL_TCP_URG 0x20
 
 struct sl_pkt {
 	uint16_t l3_off;      /* after Ethernet and VLAN tags */
@@ -67,6 +69,42 @@ struct sl_pkt {
 /* Classifies a frame of len bytes; fills p as far as it got. */
 enum sl_pkt_class sl_pkt_parse(const uint8_t *frame, uint32_t len,
 			       struct sl_pkt *p);
+
+/* What the normaliser reads of a segment's TCP options. */
+struct sl_tcp_opts {
+	uint32_t tsval;
+	uint8_t has_ts;
+	uint8_t has_sig; /* MD5 (RFC 2385, kind 19) or TCP-AO (RFC 5925, 29) */
+};
+
+/*
+ * Reads the options of a segment classified SL_PKT_TCP the way Linux's
+ * tcp_parse_options does: a length below 2 or past the header ends the
+ * walk (Linux ignores the rest, so the segment still counts).
+ */
+void sl_tcp_opts_parse(const uint8_t *frame, const struct sl_pkt *p,
+		       struct sl_tcp_opts *o);
+
+/* Whether a classified IPv4 datagram carries IP options. */
+static inline int
+sl_ip4_has_options(const struct sl_pkt *p)
+{
+	return p->af == SL_AF_INET && p->l4_off - p->l3_off > 20;
+}
+
+/*
+ * Whether an IP fragment could carry TCP, or an IPv6 header chain that
+ * leads to it: an IPv6 fragment header names the first header of the
+ * fragmentable part, which may be another extension header before TCP.
+ */
+int sl_frag_may_carry_tcp(const struct sl_pkt *p);
+
+/*
+ * Shortens a classified TCP segment to its first keep payload bytes
+ * (and drops its FIN, which came after the rest): IP length, IPv4 and
+ * TCP checksums rewritten. Returns the new frame length.
+ */
+uint32_t sl_tcp_trim(uint8_t *frame, struct sl_pkt *p, uint32_t keep);
 
 /* Internet checksum helpers (RFC 1071), host-order partial sums. */
 uint32_t sl_cksum_partial(const void *buf, size_t len, uint32_t sum);
@@ -93,7 +131,7 @@ const char *sl_malformed_name(enum sl_malformed r);
 #define SL_RH_LEGACY 0x2 /* RateLimit-Limit / -Remaining / -Reset */
 
 struct sl_reply_info {
-	uint16_t status; /* 429, 403, 400 or 431 */
+	uint16_t status; /* 429, 403, 400, 408 or 431 */
 	uint8_t headers; /* SL_RH_* (429 only) */
 	uint8_t expose_rule;
 	const char *rule; /* the deciding rule (429, 403) */

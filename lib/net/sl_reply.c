@@ -100,6 +100,7 @@ status_line(uint16_t st, uint32_t *len)
 	static const char s431[] =
 		"HTTP/1.1 431 Request Header Fields Too Large\r\n";
 	static const char s400[] = "HTTP/1.1 400 Bad Request\r\n";
+	static const char s408[] = "HTTP/1.1 408 Request Timeout\r\n";
 
 	switch (st) {
 	case 429:
@@ -111,6 +112,9 @@ status_line(uint16_t st, uint32_t *len)
 	case 431:
 		*len = sizeof(s431) - 1;
 		return s431;
+	case 408:
+		*len = sizeof(s408) - 1;
+		return s408;
 	default:
 		*len = sizeof(s400) - 1;
 		return s400;
@@ -170,6 +174,9 @@ body(struct w *w, const struct sl_reply_info *ri)
 		break;
 	case 431:
 		PUTS(w, "{\"error\":\"request_header_fields_too_large\"}\n");
+		break;
+	case 408:
+		PUTS(w, "{\"error\":\"request_timeout\"}\n");
 		break;
 	default:
 		PUTS(w, "{\"error\":\"bad_request\",\"reason\":\"");

@@ -274,6 +274,9 @@ sl_config_defaults(struct sl_config *c)
 	c->dataplane.flows_per_worker = 262144;
 	c->dataplane.buckets_per_worker = 262144;
 	c->dataplane.head_buffers_per_worker = 4096;
+	c->dataplane.head_buffers_per_source = 32;
+	c->dataplane.head_timeout_ms =
+		10000; /* nginx's client_header_timeout */
 	c->dataplane.flow_idle_ms = 300000;
 	c->dataplane.mbufs = 16383;
 	c->dataplane.coordinator_timeout_ms = 50;

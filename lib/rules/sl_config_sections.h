@@ -134,6 +134,19 @@ f_heads(struct loader *L, yaml_node_t *v, void *o)
 		 DP(L)->head_buffers_per_worker);
 }
 static void
+f_heads_src(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "head_buffers_per_source", 0, 1u << 20,
+		 DP(L)->head_buffers_per_source);
+}
+static void
+f_head_timeout(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	GET_UINT(L, v, "head_timeout_ms", 100, 3600000, DP(L)->head_timeout_ms);
+}
+static void
 f_idle(struct loader *L, yaml_node_t *v, void *o)
 {
 	(void)o;
@@ -194,6 +207,8 @@ static const struct field dataplane_fields[] = {
 	{"flows_per_worker", f_flows},
 	{"buckets_per_worker", f_buckets},
 	{"head_buffers_per_worker", f_heads},
+	{"head_buffers_per_source", f_heads_src},
+	{"head_timeout_ms", f_head_timeout},
 	{"flow_idle_ms", f_idle},
 	{"mbufs", f_mbufs},
 	{NULL, NULL},

@@ -119,6 +119,8 @@ struct sl_config {
 		uint32_t flows_per_worker;
 		uint32_t buckets_per_worker;
 		uint32_t head_buffers_per_worker;
+		uint32_t head_buffers_per_source; /* 0: no cap */
+		uint32_t head_timeout_ms; /* an incomplete head's time */
 		uint32_t flow_idle_ms;
 		uint32_t mbufs;
 		uint32_t coordinator_timeout_ms;

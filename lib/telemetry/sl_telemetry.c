@@ -74,6 +74,16 @@ add_flow_stats(struct sl_flow_stats *o, const struct sl_flow_stats *f)
 	o->retransmits += f->retransmits;
 	o->head_slot_exhausted += f->head_slot_exhausted;
 	o->reassembled += f->reassembled;
+	o->rst_ignored += f->rst_ignored;
+	o->syn_ignored += f->syn_ignored;
+	o->syn_data += f->syn_data;
+	o->probes += f->probes;
+	o->head_timeouts += f->head_timeouts;
+	o->head_evictions += f->head_evictions;
+	o->upgrades += f->upgrades;
+	o->upgrades_refused += f->upgrades_refused;
+	for (int i = 0; i < SL_NR__COUNT; i++)
+		o->norm[i] += f->norm[i];
 }
 
 void
@@ -140,6 +150,31 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "retransmits", f->retransmits);
 	U64(d, "heads_reassembled", f->reassembled);
 	U64(d, "head_slot_exhausted", f->head_slot_exhausted);
+	U64(d, "head_timeout", c->head_timeout);
+	U64(d, "head_timeouts", f->head_timeouts);
+	U64(d, "head_evictions", f->head_evictions);
+	U64(d, "rst_ignored", f->rst_ignored);
+	U64(d, "syn_ignored", f->syn_ignored);
+	U64(d, "syn_data", f->syn_data);
+	U64(d, "midstream_probes", f->probes);
+	U64(d, "upgrades", f->upgrades);
+	U64(d, "upgrades_refused", f->upgrades_refused);
+}
+
+/* The normaliser's drops by reason, non-zero ones only. */
+static void
+fill_norm(struct rte_tel_data *d, const struct sl_flow_stats *f)
+{
+	struct rte_tel_data *nd = rte_tel_data_alloc();
+	int i;
+
+	if (nd == NULL)
+		return;
+	rte_tel_data_start_dict(nd);
+	for (i = 1; i < SL_NR__COUNT; i++)
+		if (f->norm[i])
+			U64(nd, sl_norm_reason_name(i), f->norm[i]);
+	rte_tel_data_add_dict_container(d, "normalizer_drops", nd, 0);
 }
 
 /* Non-zero reasons only, so the reply stays short and readable. */
@@ -197,6 +232,7 @@ cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	fill(d, &c, &f, &b);
 	fill_latency(d);
 	fill_reasons(d, &c);
+	fill_norm(d, &f);
 	return 0;
 }
 

@@ -39,6 +39,7 @@ struct sl_counters {
 	uint64_t frag_dropped;
 	uint64_t bad_checksum;
 	uint64_t head_too_large;
+	uint64_t head_timeout; /* answered 408: the head lost its buffer */
 	uint64_t ident_key;
 	uint64_t ident_user;
 	uint64_t ident_ip;

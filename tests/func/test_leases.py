@@ -1,63 +1,64 @@
 #!/usr/bin/python3
-"""Limits across workers: two workers read two queues (net_pcap, one
-capture each) carrying requests of the same keys; the coordinator on the
-main lcore leases tokens to both, so the node admits what one limit
-allows, not one limit per worker.
+"""Limits across workers: two workers read two queues (net_af_packet with
+two queue pairs, connections spread by the kernel's flow hash) carrying
+requests of the same keys; the coordinator on the main lcore leases
+tokens to both, so the node admits what one limit allows, not one limit
+per worker.
 
 usage: test_leases.py PATH/TO/sluice
 """
 
 import os
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, HERE)
 import sltest  # noqa: E402
-from test_packets import Flow, req  # noqa: E402
+import wire  # noqa: E402
+from wire import Conn, req  # noqa: E402
 
-from scapy.all import TCP, Ether, Raw, rdpcap, wrpcap  # noqa: E402
+from scapy.all import TCP, Ether, Raw  # noqa: E402
 
 
 def main():
     binary = sys.argv[1]
     res = sltest.Results("leases")
-    queues = [[], []]
+    conns, reqs = [], []
     port = 30000
     plan = [("/exact/%d", "k-exact", 6), ("/bulk/%d", "k-bulk", 150),
             ("/login/%d", None, 3)]
-    for q in (0, 1):
+    for _ in (0, 1):
         for path, key, n in plan:
             for i in range(n):
                 port += 1
-                f = Flow(port)
-                queues[q].append(f.syn())
+                c = Conn(port)
                 hdrs = ["X-API-Key: " + key] if key else []
-                queues[q].append(f.data(req(path % i, *hdrs)))
-    total = sum(len(x) for x in queues)
+                conns.append(c)
+                reqs.append(req(path % i, *hdrs))
     conf = os.path.join(HERE, "leases.yaml")
-    with tempfile.TemporaryDirectory() as d:
-        p = lambda n: os.path.join(d, n)  # noqa: E731
-        for q in (0, 1):
-            wrpcap(p("in0_%d.pcap" % q), queues[q])
-        wrpcap(p("in1.pcap"), [Ether(src="02:00:00:00:00:02", dst="02:00:00:00:00:01", type=0x88b5) / b"idle"])
-        vdevs = ["net_pcap0,rx_pcap=%s,rx_pcap=%s,tx_pcap=%s,tx_pcap=%s" % (
-                     p("in0_0.pcap"), p("in0_1.pcap"), p("o1a.pcap"), p("o1b.pcap")),
-                 "net_pcap1,rx_pcap=%s,rx_pcap=%s,tx_pcap=%s,tx_pcap=%s" % (
-                     p("in1.pcap"), p("in1.pcap"), p("o2a.pcap"), p("o2b.pcap"))]
+    with wire.Wire(wire.netns_prefix()) as w:
+        vdevs = [v + ",qpairs=2" for v in w.vdevs()]
         with sltest.Sluice(binary, conf, vdevs, lcores="--lcores 0@0,1@1,2@1") as s:
             s.wait_ready()
-            st = s.wait_for(lambda st: st["rx"] >= total + 2 and
+            w.drain()
+            n = len(conns)
+            _, up = w.batch("c", [c.syn() for c in conns], n)
+            res.eq(len(up), n, "every SYN through")
+            down, _ = w.batch("s", [c.synack() for c in conns], n)
+            res.eq(len(down), n, "every SYN-ACK through")
+            _, up = w.batch("c", [c.ack() for c in conns], n)
+            res.eq(len(up), n, "every ACK through")
+            down, up = w.batch("c", [c.data(r) for c, r in zip(conns, reqs)], n * 2 // 2)
+            st = s.wait_for(lambda st: st["requests"] == n and
                             st["requests"] == st["allowed"] + st["rejected"])
+            more_down, more_up = w.collect(want=0, quiet=0.5)
+            up += more_up
             wk = sltest.telemetry(s.prefix, "/sluice/workers")
             rules = sltest.telemetry(s.prefix, "/sluice/rules")
             store = sltest.telemetry(s.prefix, "/sluice/store")
             res.eq(s.stop(), 0, "clean shutdown")
-        # what reached the backend side
-        up = []
-        for name in ("o2a.pcap", "o2b.pcap"):
-            if os.path.exists(p(name)) and os.path.getsize(p(name)) > 24:
-                up += rdpcap(p(name))
+    up = [Ether(x) for x in up]
     res.eq(len(wk), 2, "two workers")
     res.check(all(w["requests"] > 0 for w in wk.values()),
               "both workers decided requests: %s" % [w["requests"] for w in wk.values()])

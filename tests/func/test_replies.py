@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Packet tests of enforcement: the real binary on net_pcap vdevs. Every
-reply sluice builds (429, 403, 400) is checked field by field: Ethernet
-and VLAN, IPv4 and IPv6, TCP sequence numbers, flags and checksums, every
-header and the body; so are the RST to the backend and the ACKs that close
-an answered connection. Also: strictest of two limits, shadow rules.
+"""Packet tests of enforcement: the real binary between two raw wires the
+test plays both ends of (wire.py). Every reply sluice builds (429, 403,
+400) is checked field by field: Ethernet and VLAN, IPv4 and IPv6, TCP
+sequence numbers, flags and checksums, every header and the body; so are
+the RST to the backend and the ACKs that close an answered connection.
+Also: strictest of two limits, shadow rules.
 
 usage: test_replies.py PATH/TO/sluice
 """
@@ -11,140 +12,96 @@ usage: test_replies.py PATH/TO/sluice
 import json
 import os
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, HERE)
 import sltest  # noqa: E402
 import pktcheck  # noqa: E402
-from test_packets import Flow, req, CM, SM  # noqa: E402
+import wire  # noqa: E402
+from wire import Conn, req  # noqa: E402
 
-from scapy.all import Ether, TCP, rdpcap, wrpcap  # noqa: E402
+from scapy.all import Ether, TCP  # noqa: E402
 
 
 class Case:
-    def __init__(self, name, pkt, status, rule=None, rst_seq=None):
-        self.name, self.pkt, self.status, self.rule = name, pkt, status, rule
-        self.rst_seq = rst_seq if rst_seq is not None else pkt[TCP].seq
+    def __init__(self, name, status, rule=None):
+        self.name, self.status, self.rule = name, status, rule
 
 
-def build():
-    down = []          # (packet, "fwd" | Case | "ack")
+def run(w, res):
     port = [41000]
 
     def flow(**kw):
         port[0] += 1
-        f = Flow(port[0], **kw)
-        down.append((f.syn(), "fwd"))
+        f = Conn(port[0], **kw)
+        w.handshake(f, res)
         return f
+
+    def allowed(f, payload, what):
+        w.fwd(res, "c", f.data(payload), what)
+
+    def refused(f, payload, case):
+        p = f.data(payload)
+        r = w.answered(res, p, case.status, f.cseq - len(payload), case.name)
+        if r is not None:
+            check_headers(res, case, r[0], r[1])
+        return p, (r[2] if r is not None else None)
 
     # 1. A free key with burst 2: two pass, the third is 429 (IPv4).
     for i in range(2):
-        f = flow()
-        down.append((f.data(req("/v1/a%d" % i, "X-API-Key: k-free")), "fwd"))
+        allowed(flow(), req("/v1/a%d" % i, "X-API-Key: k-free"), "k-free %d" % i)
     f = flow()
-    p = f.data(req("/v1/a2", "X-API-Key: k-free"))
-    down.append((p, Case("429 ipv4", p, 429, "key-burst")))
+    p, reply = refused(f, req("/v1/a2", "X-API-Key: k-free"), Case("429 ipv4", 429, "key-burst"))
     # the client goes on: its data and its FIN are acknowledged, not forwarded
-    more = f.data(b"more bytes")
-    down.append((more, ("ack", p)))
-    fin = f.fin()
-    down.append((fin, ("ack", p)))
+    for seg in (f.data(b"more bytes"), f.fin()):
+        oc, os_ = w.step("c", seg)
+        if res.eq((len(oc), len(os_)), (1, 0), "absorbed: one ACK back") and reply:
+            check_ack(res, oc[0], seg, reply)
 
     # 2. The same over IPv6 in VLAN 30, on port 8080.
     for i in range(2):
-        f = flow(v6=True, vlan=30, dport=8080)
-        down.append((f.data(req("/v1/b%d" % i, "X-API-Key: k-six")), "fwd"))
-    f = flow(v6=True, vlan=30, dport=8080)
-    p = f.data(req("/v1/b2", "X-API-Key: k-six"))
-    down.append((p, Case("429 ipv6 vlan", p, 429, "key-burst")))
+        allowed(flow(v6=True, vlan=30, dport=8080), req("/v1/b%d" % i, "X-API-Key: k-six"),
+                "k-six %d" % i)
+    refused(flow(v6=True, vlan=30, dport=8080), req("/v1/b2", "X-API-Key: k-six"),
+            Case("429 ipv6 vlan", 429, "key-burst"))
 
     # 3. Two limits deny: the one with the longer wait is reported.
-    f = flow()
-    down.append((f.data(req("/strict/x", "X-API-Key: k-pro")), "fwd"))
-    f = flow()
-    p = f.data(req("/strict/x", "X-API-Key: k-free"))  # key-burst is spent too
-    down.append((p, Case("strictest", p, 429, "strict-endpoint")))
+    allowed(flow(), req("/strict/x", "X-API-Key: k-pro"), "k-pro strict")
+    refused(flow(), req("/strict/x", "X-API-Key: k-free"),  # key-burst is spent too
+            Case("strictest", 429, "strict-endpoint"))
 
     # 4. Shadow rules count and never reject.
     for i in range(3):
-        f = flow()
-        down.append((f.data(req("/shadow/%d" % i)), "fwd"))
+        allowed(flow(), req("/shadow/%d" % i), "shadow %d" % i)
 
     # 5. Blocklists: a CIDR (v4 and v6) and a key get 403.
-    f = Flow(41900)
-    f.c4 = "198.18.9.5"
-    p = (Ether(src=CM, dst=SM) / __import__("scapy.all", fromlist=["IP"]).IP(
-        src="198.18.9.5", dst="198.18.0.2") /
-        TCP(sport=41900, dport=80, flags="PA", seq=500, ack=1) / req("/v1/blocked"))
-    down.append((p, Case("403 cidr", p, 403, "blocklist")))
-    from scapy.all import IPv6
-    p = (Ether(src=CM, dst=SM) / IPv6(src="2001:2:0:9::5", dst="2001:2::2") /
-         TCP(sport=41901, dport=80, flags="PA", seq=600, ack=1) / req("/v1/blocked6"))
-    down.append((p, Case("403 cidr v6", p, 403, "blocklist")))
-    f = flow()
-    p = f.data(req("/v1/x", "X-API-Key: k-bad"))
-    down.append((p, Case("403 key", p, 403, "blocklist")))
+    refused(flow(csrc="198.18.9.5"), req("/v1/blocked"), Case("403 cidr", 403, "blocklist"))
+    refused(flow(v6=True, csrc="2001:2:0:9::5"), req("/v1/blocked6"),
+            Case("403 cidr v6", 403, "blocklist"))
+    refused(flow(), req("/v1/x", "X-API-Key: k-bad"), Case("403 key", 403, "blocklist"))
 
     # 6. An exact login limit (sliding log, 2/min per IP).
+    login = b"POST /login HTTP/1.1\r\nHost: api\r\nContent-Length: 0\r\n\r\n"
     for i in range(2):
-        f = flow()
-        down.append((f.data(b"POST /login HTTP/1.1\r\nHost: api\r\nContent-Length: 0\r\n\r\n"),
-                     "fwd"))
-    f = flow()
-    p = f.data(b"POST /login HTTP/1.1\r\nHost: api\r\nContent-Length: 0\r\n\r\n")
-    down.append((p, Case("429 login", p, 429, "login")))
-
-    # 7. A second request on an answered connection is never parsed.
-    return down
+        allowed(flow(), login, "login %d" % i)
+    refused(flow(), login, Case("429 login", 429, "login"))
 
 
 def main():
     binary = sys.argv[1]
     res = sltest.Results("replies")
-    down = build()
     conf = os.path.join(HERE, "replies.yaml")
-    with tempfile.TemporaryDirectory() as d:
-        p = lambda n: os.path.join(d, n)  # noqa: E731
-        wrpcap(p("in0.pcap"), [x for x, _ in down])
-        wrpcap(p("in1.pcap"), [Ether(src=SM, dst=CM, type=0x88b5) / b"idle"])
-        vdevs = ["net_pcap0,rx_pcap=%s,tx_pcap=%s" % (p("in0.pcap"), p("out0.pcap")),
-                 "net_pcap1,rx_pcap=%s,tx_pcap=%s" % (p("in1.pcap"), p("out1.pcap"))]
-        with sltest.Sluice(binary, conf, vdevs) as s:
+    with wire.Wire(wire.netns_prefix()) as w:
+        with sltest.Sluice(binary, conf, w.vdevs()) as s:
             s.wait_ready()
-            st = s.wait_for(lambda st: st["rx"] >= len(down) + 1)
+            w.drain()
+            run(w, res)
+            st = s.stats()
             rules = sltest.telemetry(s.prefix, "/sluice/rules")
             top = sltest.telemetry(s.prefix, "/sluice/top")
             top5 = sltest.telemetry(s.prefix, "/sluice/top,5")
             res.eq(s.stop(), 0, "sluice exits 0")
-        out0 = [bytes(x) for x in rdpcap(p("out0.pcap"))]
-        out1 = [bytes(x) for x in rdpcap(p("out1.pcap"))]
-
-    fwd0, built = pktcheck.split_out0(out0, [Ether(src=SM, dst=CM, type=0x88b5) / b"idle"])
-    # Upstream: forwarded frames, and an RST in place of each answered request.
-    want1 = []
-    for x, fate in down:
-        if fate == "fwd":
-            want1.append(bytes(x))
-        elif isinstance(fate, Case):
-            want1.append(pktcheck.expected_rst(x, fate.rst_seq))
-    pktcheck.same_frames_per_conn(res, out1, want1, "upstream: forwarded frames and RSTs")
-
-    # Downstream: replies and ACKs in order.
-    expect = [(x, f) for x, f in down if f != "fwd"]
-    res.eq(len(built), len(expect), "downstream: one frame per answer or absorbed segment")
-    # per connection, in order: the reply, then the ACKs of what followed
-    built_by = pktcheck.by_conn(built)
-    last_reply = {}
-    for pkt, fate in expect:
-        queue = built_by.get(pktcheck.conn_of(bytes(pkt)), [])
-        frame = queue.pop(0) if queue else b""
-        if isinstance(fate, Case):
-            hdrs, body = pktcheck.check_answer(res, frame, pkt, fate.status, fate.name)
-            last_reply[id(pkt)] = frame
-            check_headers(res, fate, hdrs, body)
-        else:
-            check_ack(res, frame, pkt, last_reply[id(fate[1])])
 
     res.eq(st["requests"], 17, "requests")
     res.eq(st["allowed"], 10, "allowed")

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libFuzzer: a byte stream cut into segments (lengths and sequence
- * offsets taken from the input) through the flow table and reassembly.
+ * libFuzzer: a byte stream cut into segments (lengths, sequence offsets
+ * and flags taken from the input) through the flow table, the
+ * normaliser and reassembly, with server ACKs and status lines between.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,10 +30,38 @@ on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static void
+server(struct sl_flow_table *t, const struct sl_flow_key *k, uint32_t seq,
+       uint32_t ack, uint8_t flags, const char *txt, uint32_t len)
+{
+	struct sl_seg s = {.seq = seq,
+			   .ack = ack,
+			   .flags = flags,
+			   .payload = (const uint8_t *)txt,
+			   .len = len};
+
+	sl_flow_server_segment(t, k, &s, 0);
+}
+
+static enum sl_seg_verdict
+client(struct sl_flow_table *t, const struct sl_flow_key *k, uint32_t seq,
+       uint8_t flags, const uint8_t *p, uint32_t len)
+{
+	struct sl_seg s = {.seq = seq,
+			   .ack = 5001,
+			   .flags = flags,
+			   .payload = p,
+			   .len = len};
+
+	return sl_flow_client_segment(t, k, sl_flow_hash(t, k), &s, 0, on_ev,
+				      NULL);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct sl_flow_table *t;
+	static const char ok101[] = "HTTP/1.1 101 Switching Protocols\r\n";
 	struct sl_flow_key k = {.af = 4, .cport = 1, .sport = 80};
 	uint32_t seq = 1000;
 	size_t off = 0;
@@ -43,20 +72,32 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					   .max_head_bytes = 512,
 					   .idle_timeout = 10,
 					   .closed_timeout = 1,
+					   .head_timeout = 5,
+					   .heads_per_source = 2,
 					   .http = &cfg};
 		t = sl_flow_table_create(&p);
 	}
-	sl_flow_client_segment(t, &k, seq - 1, 0x02, NULL, 0, 0, on_ev, NULL);
-	while (off + 2 <= size) {
+	client(t, &k, seq - 1, 0x02, NULL, 0);
+	server(t, &k, 5000, seq, 0x12, NULL, 0);
+	while (off + 3 <= size) {
 		uint32_t len = data[off] % 64;
 		int32_t back = (int8_t)data[off + 1] % 16;
+		uint8_t ctl = data[off + 2];
+		uint8_t fl = (ctl & 0x80) ? 0x30 : (ctl & 0x40) ? 0x01 : 0x10;
+		enum sl_seg_verdict v;
 
-		off += 2;
+		off += 3;
 		if (len > size - off)
 			len = (uint32_t)(size - off);
-		if (sl_flow_client_segment(t, &k, seq - (uint32_t)back, 0x10,
-					   data + off, len, 0, on_ev,
-					   NULL) == SL_SEG_PARKED) {
+		if (ctl & 0x01) /* the server acknowledges what came so far */
+			server(t, &k, 5001, seq, 0x10, NULL, 0);
+		if (ctl & 0x02)
+			server(t, &k, 5001, seq, 0x10, ok101,
+			       sizeof(ok101) - 1);
+		if (ctl & 0x04)
+			sl_flow_expire(t, ctl, 8);
+		v = client(t, &k, seq - (uint32_t)back, fl, data + off, len);
+		if (v == SL_SEG_PARKED) {
 			struct sl_flow *f = sl_flow_last(t);
 
 			/* what followed the head, from the segment's new bytes
@@ -66,9 +107,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sl_flow_resume(t, f, data + off + park_end,
 				       len - park_end, on_ev, NULL);
 		}
+		if (v == SL_SEG_PREFIX && sl_flow_cut(t) > len)
+			abort();
 		seq += len;
 		off += len;
 	}
-	sl_flow_client_segment(t, &k, seq, 0x04, NULL, 0, 0, on_ev, NULL);
+	client(t, &k, seq, 0x04, NULL, 0);
 	return 0;
 }

@@ -13,6 +13,10 @@
 #define ACK 0x10
 #define FIN 0x01
 #define RST 0x04
+#define URG 0x20
+
+/* The server's ISN + 1 in open_flow: what client segments acknowledge. */
+#define SACK 5001u
 
 static const struct sl_http_cfg HCFG = {.api_key_header = {"X-API-Key", 9}};
 
@@ -81,11 +85,39 @@ key(uint32_t client)
 }
 
 static enum sl_seg_verdict
+seg_at(struct sl_flow_table *t, const struct sl_flow_key *k, uint32_t seq,
+       uint32_t ack, uint8_t fl, const char *data, size_t len, uint64_t now,
+       struct seen *s)
+{
+	struct sl_seg sg = {.seq = seq,
+			    .ack = ack,
+			    .flags = fl,
+			    .payload = (const uint8_t *)data,
+			    .len = (uint32_t)len};
+
+	return sl_flow_client_segment(t, k, sl_flow_hash(t, k), &sg, now, on_ev,
+				      s);
+}
+
+static enum sl_seg_verdict
 seg(struct sl_flow_table *t, const struct sl_flow_key *k, uint32_t seq,
     uint8_t fl, const char *data, size_t len, struct seen *s)
 {
-	return sl_flow_client_segment(t, k, seq, fl, (const uint8_t *)data,
-				      (uint32_t)len, 1, on_ev, s);
+	return seg_at(t, k, seq, SACK, fl, data, len, 1, s);
+}
+
+/* A server segment: seq, ack, flags and payload length. */
+static void
+srv(struct sl_flow_table *t, const struct sl_flow_key *k, uint32_t seq,
+    uint32_t ack, uint8_t fl, const char *data, uint32_t len)
+{
+	struct sl_seg sg = {.seq = seq,
+			    .ack = ack,
+			    .flags = fl,
+			    .payload = (const uint8_t *)data,
+			    .len = len};
+
+	sl_flow_server_segment(t, k, &sg, 1);
 }
 
 static const char R1[] =
@@ -97,10 +129,13 @@ static const char R3[] =
 	"3\r\nabc\r\n0\r\n\r\n";
 static const char R4[] = "GET /four HTTP/1.1\r\nHost: a\r\n\r\n";
 
+/* The three-way handshake: client ISN 999, server ISN 5000. */
 static void
 open_flow(struct sl_flow_table *t, const struct sl_flow_key *k, struct seen *s)
 {
 	assert_int_equal(seg(t, k, 999, SYN, NULL, 0, s), SL_SEG_FORWARD);
+	srv(t, k, 5000, 1000, SYN | ACK, NULL, 0);
+	assert_int_equal(seg(t, k, 1000, ACK, NULL, 0, s), SL_SEG_FORWARD);
 }
 
 /* A keep-alive stream of four requests with bodies, split at every offset. */
@@ -151,10 +186,13 @@ one_byte_at_a_time(void **state)
 	memcpy(stream + len, R3, strlen(R3)), len += strlen(R3);
 	memcpy(stream + len, R1, strlen(R1)), len += strlen(R1);
 	open_flow(t, &k, &s);
-	for (i = 0; i < len; i++)
+	for (i = 0; i < len; i++) {
 		assert_int_equal(
 			seg(t, &k, 1000 + (uint32_t)i, ACK, stream + i, 1, &s),
 			SL_SEG_FORWARD);
+		/* the server acknowledges: the decided byte is committed */
+		srv(t, &k, SACK, 1001 + (uint32_t)i, ACK, NULL, 0);
+	}
 	assert_int_equal(s.n, 3);
 	assert_string_equal(s.targets[2], "/one");
 	assert_int_equal(sl_flow_stats(t)->reassembled, 3);
@@ -238,14 +276,16 @@ errors_and_limits(void **state)
 			 SL_SEG_FORWARD);
 	assert_int_equal(s.n, 2);
 	assert_int_equal(s.kinds[1], SL_EV_HEAD_TOO_LARGE);
-	/* slots: k2 gave its slot back; k1 takes none; k3 and k2' compete */
+	/* slots: k2 gave its slot back; k1 takes none; k3 and k4 compete */
 	open_flow(t, &k3, &s);
 	assert_int_equal(seg(t, &k3, 1000, ACK, "GET / HT", 8, &s),
 			 SL_SEG_FORWARD);
+	/* the pool is full: the older incomplete head gives way */
+	k2 = key(4);
 	open_flow(t, &k2, &s);
 	assert_int_equal(seg(t, &k2, 1000, ACK, "GET / HT", 8, &s),
-			 SL_SEG_DROP);
-	assert_int_equal(sl_flow_stats(t)->head_slot_exhausted, 1);
+			 SL_SEG_FORWARD);
+	assert_int_equal(sl_flow_stats(t)->head_evictions, 1);
 	/* a broken chunked body */
 	sl_flow_table_free(t);
 	t = table(16, 1, 256);
@@ -293,6 +333,10 @@ stop_absorbs_the_rest(void **state)
 	sl_flow_table_free(t);
 }
 
+/*
+ * Picked up mid-stream, nothing is forwarded until the server's ACK
+ * places the stream and the bytes there start a request.
+ */
 static void
 midstream_pickup(void **state)
 {
@@ -301,18 +345,35 @@ midstream_pickup(void **state)
 	struct seen s = {0};
 
 	(void)state;
-	/* a request line: taken as a boundary */
+	/* a request line, but nothing says the server is there: probe */
 	assert_int_equal(seg(t, &k, 5000, ACK, R4, strlen(R4), &s),
-			 SL_SEG_FORWARD);
+			 SL_SEG_PROBE);
+	assert_int_equal(s.n, 0);
+	/* the server's answer to the probe says it expects 4990 */
+	srv(t, &k, 7000, 4990, ACK, NULL, 0);
+	assert_int_equal(seg(t, &k, 5000, ACK, R4, strlen(R4), &s),
+			 SL_SEG_DROP);
+	assert_int_equal(s.n, 0);
+	/* a resent segment from 4990 whose bytes there are a request */
+	{
+		char b[128] = "0123456789";
+
+		memcpy(b + 10, R4, strlen(R4));
+		assert_int_equal(seg(t, &k, 4980, ACK, b, 10 + strlen(R4), &s),
+				 SL_SEG_FORWARD);
+	}
 	assert_int_equal(s.n, 1);
-	/* body bytes: forwarded until a segment starts a request */
+	assert_string_equal(s.targets[0], "/four");
+	/* body bytes at the server's place: never taken as a boundary */
 	assert_int_equal(seg(t, &k2, 7000, ACK, "lo world", 8, &s),
-			 SL_SEG_FORWARD);
+			 SL_SEG_PROBE);
+	srv(t, &k2, 9000, 7000, ACK, NULL, 0);
+	assert_int_equal(seg(t, &k2, 7000, ACK, "lo world", 8, &s),
+			 SL_SEG_DROP);
 	assert_int_equal(sl_flow_lookup(t, &k2)->state, SL_FLOW_RESYNC);
-	assert_int_equal(seg(t, &k2, 7008, ACK, R1, strlen(R1), &s),
-			 SL_SEG_FORWARD);
-	assert_int_equal(s.n, 2);
 	assert_int_equal(sl_flow_stats(t)->midstream, 2);
+	assert_int_equal(sl_flow_stats(t)->probes, 2);
+	assert_true(sl_flow_stats(t)->norm[SL_NR_MIDSTREAM] >= 1);
 	sl_flow_table_free(t);
 }
 
@@ -326,55 +387,353 @@ close_and_server_side(void **state)
 
 	(void)state;
 	open_flow(t, &k, &s);
-	sl_flow_server_segment(t, &k, 5000, 1000, SYN | ACK, 0, 1);
 	f = sl_flow_lookup(t, &k);
 	assert_int_equal(f->s_next, 5001);
 	assert_int_equal(seg(t, &k, 1000, ACK, R4, strlen(R4), &s),
 			 SL_SEG_FORWARD);
-	sl_flow_server_segment(t, &k, 5001, 1000 + (uint32_t)strlen(R4), ACK,
-			       100, 1);
+	srv(t, &k, 5001, 1000 + (uint32_t)strlen(R4), ACK, NULL, 100);
 	assert_int_equal(f->s_next, 5101);
-	assert_int_equal(
-		seg(t, &k, 1000 + (uint32_t)strlen(R4), FIN | ACK, NULL, 0, &s),
-		SL_SEG_FORWARD);
+	assert_int_equal(seg_at(t, &k, 1000 + (uint32_t)strlen(R4), 5101,
+				FIN | ACK, NULL, 0, 1, &s),
+			 SL_SEG_FORWARD);
 	assert_true(f->c_fin);
-	sl_flow_server_segment(t, &k, 5101, 0, FIN | ACK, 0, 1);
+	srv(t, &k, 5101, 0, FIN | ACK, NULL, 0);
 	assert_true(f->s_fin);
 	/* both sides closed: gone after the short timeout */
 	assert_int_equal(sl_flow_expire(t, 100, 16), 1);
 	assert_null(sl_flow_lookup(t, &k));
 	/* RST from the server removes at once */
 	open_flow(t, &k, &s);
-	sl_flow_server_segment(t, &k, 1, 0, RST, 0, 1);
+	srv(t, &k, 1, 0, RST, NULL, 0);
 	assert_null(sl_flow_lookup(t, &k));
 	assert_int_equal(sl_flow_stats(t)->active, 0);
 	sl_flow_table_free(t);
 }
 
-/* A flood of new flows never grows the table and evicts the idlest. */
+/*
+ * A flood of new flows never grows the table, evicts the idlest, and
+ * never an established connection while others are left.
+ */
 static void
 flood_evicts_oldest(void **state)
 {
 	struct sl_flow_table *t = table(256, 4, 1024);
-	struct sl_flow_key hot = key(0xffff);
+	struct sl_flow_key hot = key(0xffff), quiet = key(0xfffe);
 	struct seen s = {0};
 	uint32_t i;
 
 	(void)state;
-	sl_flow_client_segment(t, &hot, 1, SYN, NULL, 0, 1, on_ev, &s);
+	open_flow(t, &hot, &s);
+	/* established, then silent through the whole flood */
+	open_flow(t, &quiet, &s);
+	assert_int_equal(seg(t, &quiet, 1000, ACK, R4, strlen(R4), &s),
+			 SL_SEG_FORWARD);
 	for (i = 0; i < 100000; i++) {
 		struct sl_flow_key k = key(i);
 
-		sl_flow_client_segment(t, &k, 1, SYN, NULL, 0, 10 + i, on_ev,
-				       &s);
+		seg_at(t, &k, 1, 0, SYN, NULL, 0, 10 + i, &s);
+		if (i % 3 == 0) /* and handshake-less data */
+			seg_at(t, &k, 7, 9, ACK, "GET ", 4, 10 + i, &s);
 		/* the hot flow keeps talking */
 		if (i % 16 == 0)
-			sl_flow_client_segment(t, &hot, 2, ACK, NULL, 0, 10 + i,
-					       on_ev, &s);
+			seg_at(t, &hot, 1000, SACK, ACK, NULL, 0, 10 + i, &s);
 		assert_true(sl_flow_stats(t)->active <= 256);
 	}
 	assert_non_null(sl_flow_lookup(t, &hot));
+	assert_non_null(sl_flow_lookup(t, &quiet));
 	assert_true(sl_flow_stats(t)->evicted >= 100000 - 256);
+	/* its next head is parsed where it left off */
+	s.n = 0;
+	assert_int_equal(seg(t, &quiet, 1000 + (uint32_t)strlen(R4), ACK, R1,
+			     strlen(R1), &s),
+			 SL_SEG_FORWARD);
+	assert_int_equal(s.n, 1);
+	sl_flow_table_free(t);
+}
+
+/*
+ * RFC 5961: an RST not at the next sequence, and a SYN on an open
+ * connection, change nothing; the exact RST closes.
+ */
+static void
+rst_and_syn_on_open(void **state)
+{
+	struct sl_flow_table *t = table(16, 4, 1024);
+	struct sl_flow_key k = key(1);
+	struct seen s = {0};
+	uint32_t l4 = (uint32_t)strlen(R4);
+
+	(void)state;
+	open_flow(t, &k, &s);
+	assert_int_equal(seg(t, &k, 1000, ACK, R4, l4, &s), SL_SEG_FORWARD);
+	assert_int_equal(seg(t, &k, 77, RST, NULL, 0, &s), SL_SEG_FORWARD);
+	assert_int_equal(seg(t, &k, 1000 + l4 + 1, RST, NULL, 0, &s),
+			 SL_SEG_FORWARD);
+	assert_non_null(sl_flow_lookup(t, &k));
+	assert_int_equal(
+		seg(t, &k, 123456, SYN, "GET /x HTTP/1.1\r\n\r\n", 19, &s),
+		SL_SEG_FORWARD);
+	assert_int_equal(sl_flow_lookup(t, &k)->c_next, 1000 + l4);
+	assert_int_equal(sl_flow_stats(t)->rst_ignored, 2);
+	assert_int_equal(sl_flow_stats(t)->syn_ignored, 1);
+	/* the split head after it is still read */
+	assert_int_equal(seg(t, &k, 1000 + l4, ACK, "G", 1, &s),
+			 SL_SEG_FORWARD);
+	assert_int_equal(seg(t, &k, 1001 + l4, ACK, R4 + 1, l4 - 1, &s),
+			 SL_SEG_FORWARD);
+	assert_int_equal(s.n, 2);
+	/* the exact one closes */
+	assert_int_equal(seg(t, &k, 1000 + 2 * l4, RST, NULL, 0, &s),
+			 SL_SEG_FORWARD);
+	assert_null(sl_flow_lookup(t, &k));
+	sl_flow_table_free(t);
+}
+
+/* A SYN's payload is not stream data: the stream starts at ISN + 1. */
+static void
+syn_data_ignored(void **state)
+{
+	struct sl_flow_table *t = table(16, 4, 1024);
+	struct sl_flow_key k = key(1);
+	struct seen s = {0};
+
+	(void)state;
+	assert_int_equal(seg(t, &k, 999, SYN, R1, strlen(R1), &s),
+			 SL_SEG_FORWARD);
+	assert_int_equal(s.n, 0);
+	srv(t, &k, 5000, 1000, SYN | ACK, NULL, 0);
+	assert_int_equal(seg(t, &k, 1000, ACK, R4, strlen(R4), &s),
+			 SL_SEG_FORWARD);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.targets[0], "/four");
+	assert_int_equal(sl_flow_stats(t)->syn_data, 1);
+	sl_flow_table_free(t);
+}
+
+/*
+ * Bytes parsed once stay what was decided until the server acknowledges
+ * them: a copy that differs, or covers part of them, is dropped; a true
+ * retransmission goes on.
+ */
+static void
+resent_bytes_must_match(void **state)
+{
+	struct sl_flow_table *t = table(16, 4, 1024);
+	struct sl_flow_key k = key(1);
+	struct seen s = {0};
+	uint32_t l4 = (uint32_t)strlen(R4);
+	char other[64];
+
+	(void)state;
+	memcpy(other, R4, l4);
+	memcpy(other + 5, "XXXX", 4); /* "GET /XXXX HTTP/1.1" */
+	open_flow(t, &k, &s);
+	assert_int_equal(seg(t, &k, 1000, ACK, R4, l4, &s), SL_SEG_FORWARD);
+	assert_int_equal(seg(t, &k, 1000, ACK, other, l4, &s), SL_SEG_DROP);
+	assert_int_equal(seg(t, &k, 1000, ACK, R4, 10, &s), SL_SEG_DROP);
+	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_REPLAY_DIFF], 1);
+	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_REPLAY_PART], 1);
+	/* the same bytes, and more after them: fine */
+	{
+		char two[256];
+
+		memcpy(two, R4, l4);
+		memcpy(two + l4, R1, strlen(R1));
+		assert_int_equal(
+			seg(t, &k, 1000, ACK, two, l4 + strlen(R1), &s),
+			SL_SEG_FORWARD);
+	}
+	assert_int_equal(s.n, 2);
+	/* acknowledged: committed, a different copy no longer matters */
+	srv(t, &k, SACK, 1000 + l4 + (uint32_t)strlen(R1), ACK, NULL, 0);
+	assert_int_equal(sl_flow_lookup(t, &k)->rec_n, 0);
+	assert_int_equal(seg(t, &k, 1000, ACK, other, l4, &s), SL_SEG_FORWARD);
+	assert_int_equal(s.n, 2);
+	sl_flow_table_free(t);
+}
+
+/* A client data segment with a timestamp (has_ts 0: none). */
+static enum sl_seg_verdict
+tseg(struct sl_flow_table *t, const struct sl_flow_key *k, uint32_t ack,
+     uint8_t fl, uint8_t has_ts, uint32_t tsval, struct seen *s)
+{
+	struct sl_seg sg = {.seq = 1000,
+			    .ack = ack,
+			    .flags = fl,
+			    .has_ts = has_ts,
+			    .tsval = tsval,
+			    .payload = (const uint8_t *)R4,
+			    .len = (uint32_t)strlen(R4)};
+
+	return sl_flow_client_segment(t, k, sl_flow_hash(t, k), &sg, 1, on_ev,
+				      s);
+}
+
+/* What a Linux backend discards is not parsed. */
+static void
+segments_linux_drops(void **state)
+{
+	struct sl_flow_table *t = table(16, 4, 1024);
+	struct sl_flow_key k = key(1);
+	struct seen s = {0};
+	struct sl_seg sg = {
+		.seq = 999, .flags = SYN, .has_ts = 1, .tsval = 100};
+
+	(void)state;
+	/* without ACK, even a pickup is not worth asking about */
+	assert_int_equal(tseg(t, &k, SACK, 0, 0, 0, &s), SL_SEG_DROP);
+	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_NO_ACK], 1);
+	sl_flow_table_free(t);
+	t = table(16, 4, 1024);
+	sl_flow_client_segment(t, &k, sl_flow_hash(t, &k), &sg, 1, on_ev, &s);
+	sg = (struct sl_seg){
+		.seq = 5000, .ack = 1000, .flags = SYN | ACK, .has_ts = 1};
+	sl_flow_server_segment(t, &k, &sg, 1);
+	/* no ACK flag; ACK of bytes never sent; URG */
+	assert_int_equal(tseg(t, &k, SACK, 0, 1, 100, &s), SL_SEG_DROP);
+	assert_int_equal(tseg(t, &k, SACK + 1, ACK, 1, 100, &s), SL_SEG_DROP);
+	assert_int_equal(tseg(t, &k, SACK, ACK | URG, 1, 100, &s), SL_SEG_DROP);
+	/* timestamps agreed: none, or an old one (PAWS) */
+	assert_int_equal(tseg(t, &k, SACK, ACK, 0, 0, &s), SL_SEG_DROP);
+	assert_int_equal(tseg(t, &k, SACK, ACK, 1, 99, &s), SL_SEG_DROP);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(tseg(t, &k, SACK, ACK, 1, 101, &s), SL_SEG_FORWARD);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_NO_ACK], 1);
+	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_ACK_UNSENT], 1);
+	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_URGENT], 1);
+	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_NO_TS], 1);
+	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_PAWS], 1);
+	sl_flow_table_free(t);
+}
+
+/* An upgrade ends inspection only when the server answers 101. */
+static void
+upgrade_waits_for_server(void **state)
+{
+	static const char UP[] = "GET /ws HTTP/1.1\r\nHost: a\r\n"
+				 "Connection: Upgrade\r\nUpgrade: websocket\r\n"
+				 "\r\n";
+	struct sl_flow_table *t = table(16, 4, 1024);
+	struct sl_flow_key k = key(1);
+	struct seen s = {0};
+	uint32_t lu = (uint32_t)strlen(UP), l4 = (uint32_t)strlen(R4);
+	char two[256];
+
+	(void)state;
+	memcpy(two, UP, lu);
+	memcpy(two + lu, R4, l4);
+	open_flow(t, &k, &s);
+	/* a request pipelined behind it waits: only the upgrade goes */
+	assert_int_equal(seg(t, &k, 1000, ACK, two, lu + l4, &s),
+			 SL_SEG_PREFIX);
+	assert_int_equal(sl_flow_cut(t), lu);
+	assert_int_equal(sl_flow_lookup(t, &k)->state, SL_FLOW_UPGRADE);
+	/* the server refuses (200): inspection goes on */
+	srv(t, &k, SACK, 1000 + lu, ACK, "HTTP/1.1 200 OK\r\n", 17);
+	assert_int_equal(sl_flow_lookup(t, &k)->state, SL_FLOW_HEAD);
+	assert_int_equal(seg(t, &k, 1000 + lu, ACK, R4, l4, &s),
+			 SL_SEG_FORWARD);
+	assert_int_equal(s.n, 2);
+	/* again, and this time the server switches */
+	assert_int_equal(seg(t, &k, 1000 + lu + l4, ACK, UP, lu, &s),
+			 SL_SEG_FORWARD);
+	srv(t, &k, SACK + 17, 1000 + 2 * lu + l4, ACK,
+	    "HTTP/1.1 101 Switching Protocols\r\n", 34);
+	assert_int_equal(sl_flow_lookup(t, &k)->state, SL_FLOW_PASS);
+	assert_int_equal(sl_flow_stats(t)->upgrades, 1);
+	assert_int_equal(sl_flow_stats(t)->upgrades_refused, 1);
+	sl_flow_table_free(t);
+}
+
+/*
+ * A refusal never takes the place of an earlier response: behind a
+ * request let through in the same segment, only that one is forwarded;
+ * before the server acknowledged the earlier requests, it waits.
+ */
+static void
+refusal_keeps_answer_order(void **state)
+{
+	struct sl_flow_table *t = table(16, 4, 1024);
+	struct sl_flow_key k = key(1);
+	struct seen s = {.stop_at = 2};
+	uint32_t l1 = (uint32_t)strlen(R1), l4 = (uint32_t)strlen(R4);
+	char two[256];
+
+	(void)state;
+	memcpy(two, R1, l1);
+	memcpy(two + l1, R4, l4);
+	open_flow(t, &k, &s);
+	assert_int_equal(seg(t, &k, 1000, ACK, two, l1 + l4, &s),
+			 SL_SEG_PREFIX);
+	assert_int_equal(sl_flow_cut(t), l1);
+	assert_int_equal(sl_flow_lookup(t, &k)->c_next, 1000 + l1);
+	/* resent alone before the server acknowledged R1: it waits */
+	s.stop_at = 3;
+	assert_int_equal(seg(t, &k, 1000 + l1, ACK, R4, l4, &s), SL_SEG_DROP);
+	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_ORDER], 1);
+	/* after: answered */
+	srv(t, &k, SACK, 1000 + l1, ACK, NULL, 200);
+	s.stop_at = 4;
+	assert_int_equal(seg(t, &k, 1000 + l1, ACK, R4, l4, &s),
+			 SL_SEG_STOPPED);
+	sl_flow_table_free(t);
+}
+
+/*
+ * Head buffers: an incomplete head times out (408 on its next segment),
+ * one source holds at most its share, and a full pool gives up its
+ * oldest incomplete head rather than refuse a new one.
+ */
+static void
+head_buffer_budget(void **state)
+{
+	struct sl_flow_params p = params(64, 4, 1024);
+	struct sl_flow_table *t;
+	struct sl_flow_key k[6];
+	struct seen s = {0};
+	int i;
+
+	(void)state;
+	p.head_timeout = 50;
+	p.heads_per_source = 2;
+	t = sl_flow_table_create(&p);
+	assert_non_null(t);
+	for (i = 0; i < 6; i++) {
+		k[i] = key((uint32_t)(i / 2 + 1)); /* two flows per source */
+		k[i].cport = (uint16_t)(40000 + i);
+		open_flow(t, &k[i], &s);
+	}
+	/* k[0], k[1] from source 1; a third flow of it would be refused */
+	for (i = 0; i < 4; i++)
+		assert_int_equal(seg_at(t, &k[i], 1000, SACK, ACK, "GET / H", 7,
+					(uint64_t)(10 + i), &s),
+				 SL_SEG_FORWARD);
+	/* the pool (4) is full: k[4]'s head takes the oldest's (k[0]) */
+	assert_int_equal(
+		seg_at(t, &k[4], 1000, SACK, ACK, "GET / H", 7, 20, &s),
+		SL_SEG_FORWARD);
+	assert_int_equal(sl_flow_stats(t)->head_evictions, 1);
+	assert_int_equal(seg_at(t, &k[0], 1007, SACK, ACK, "TTP/1.1\r\n\r\n",
+				11, 21, &s),
+			 SL_SEG_STOPPED);
+	assert_int_equal(s.kinds[s.n - 1], SL_EV_HEAD_TIMEOUT);
+	/* time passes: the rest time out */
+	sl_flow_expire(t, 200, 64);
+	assert_true(sl_flow_stats(t)->head_timeouts >= 3);
+	assert_int_equal(seg_at(t, &k[1], 1007, SACK, ACK, "TTP/1.1\r\n\r\n",
+				11, 201, &s),
+			 SL_SEG_STOPPED);
+	sl_flow_table_free(t);
+	/* per source */
+	t = sl_flow_table_create(&p);
+	for (i = 0; i < 3; i++) {
+		k[i] = key(9);
+		k[i].cport = (uint16_t)(41000 + i);
+		open_flow(t, &k[i], &s);
+		seg_at(t, &k[i], 1000, SACK, ACK, "GET / H", 7, 10, &s);
+	}
+	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_SOURCE], 1);
 	sl_flow_table_free(t);
 }
 
@@ -432,6 +791,13 @@ main(void)
 		cmocka_unit_test(midstream_pickup),
 		cmocka_unit_test(close_and_server_side),
 		cmocka_unit_test(flood_evicts_oldest),
+		cmocka_unit_test(rst_and_syn_on_open),
+		cmocka_unit_test(syn_data_ignored),
+		cmocka_unit_test(resent_bytes_must_match),
+		cmocka_unit_test(segments_linux_drops),
+		cmocka_unit_test(upgrade_waits_for_server),
+		cmocka_unit_test(refusal_keeps_answer_order),
+		cmocka_unit_test(head_buffer_budget),
 		cmocka_unit_test(flow_hash_keyed_and_spread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
