@@ -235,6 +235,101 @@ build_corpus(struct corpus *c, const struct bopts *o, struct rte_mempool *mp)
 	return 0;
 }
 
+static void
+wr32(uint8_t *b, uint32_t v)
+{
+	b[0] = (uint8_t)(v >> 24);
+	b[1] = (uint8_t)(v >> 16);
+	b[2] = (uint8_t)(v >> 8);
+	b[3] = (uint8_t)v;
+}
+
+static void
+swap_bytes(uint8_t *a, uint8_t *b, size_t n)
+{
+	uint8_t t[6];
+
+	memcpy(t, a, n);
+	memcpy(a, b, n);
+	memcpy(b, t, n);
+}
+
+/*
+ * A corpus frame's connection, as the handshake or the server would
+ * speak for it: the client's SYN, or the server's SYN-ACK or ACK.
+ */
+static void
+ctl_frame(struct rte_mbuf *out, const uint8_t *data, uint8_t flags,
+	  int from_server, uint32_t seq, uint32_t ack)
+{
+	uint8_t *f = rte_pktmbuf_mtod(out, uint8_t *);
+	struct sl_pkt p;
+
+	memcpy(f, data, 54);
+	f[16] = 0;
+	f[17] = 40;
+	if (from_server) {
+		swap_bytes(f, f + 6, 6);
+		swap_bytes(f + 26, f + 30, 4);
+		swap_bytes(f + 34, f + 36, 2);
+	}
+	wr32(f + 38, seq);
+	wr32(f + 42, ack);
+	f[47] = flags;
+	out->data_len = out->pkt_len = 54;
+	sl_pkt_parse(f, 54, &p);
+	sl_ipv4_cksum_set(f, &p);
+	sl_pkt_parse(f, 54, &p);
+	sl_tcp_cksum_set(f, &p);
+}
+
+static void
+ctl_burst(struct sl_worker *w, struct rte_mbuf **data, uint32_t b, int open,
+	  int step)
+{
+	struct rte_mbuf *m[SL_BURST];
+	uint32_t k;
+
+	if (rte_pktmbuf_alloc_bulk(w->app->pool, m, b) != 0)
+		rte_exit(EXIT_FAILURE, "bench: out of mbufs for handshakes\n");
+	for (k = 0; k < b; k++) {
+		const uint8_t *f = rte_pktmbuf_mtod(data[k], const uint8_t *);
+		uint32_t seq = (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 |
+			       (uint32_t)f[40] << 8 | f[41];
+
+		if (open && step == 0)
+			ctl_frame(m[k], f, 0x02, 0, seq - 1, 0);
+		else if (open)
+			ctl_frame(m[k], f, 0x12, 1, UINT32_MAX, seq);
+		else
+			ctl_frame(m[k], f, 0x10, 1, 0, seq);
+	}
+	w->now = rte_rdtsc();
+	sl_worker_burst(w, m, (uint16_t)b, open && step == 0 ? 0 : 1);
+	sl_worker_flush(w);
+}
+
+/*
+ * Untimed, before a pass: what real connections carry besides requests.
+ * open: each frame's connection is new, so its handshake is seen first
+ * (SYN, then the server's SYN-ACK: the normaliser reads no stream before
+ * one); otherwise the server acknowledges all before the frame, which
+ * commits what the last round decided.
+ */
+static void
+prime(struct sl_worker *w, struct rte_mbuf **data, uint32_t n, int open)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i += SL_BURST) {
+		uint32_t b = RTE_MIN((uint32_t)SL_BURST, n - i);
+
+		ctl_burst(w, data + i, b, open, 0);
+		if (open)
+			ctl_burst(w, data + i, b, open, 1);
+	}
+}
+
 static uint64_t
 pass_forward(const struct sl_app *app, struct corpus *c)
 {
@@ -629,6 +724,7 @@ scale_run(void *arg)
 		uint64_t d;
 
 		set_round(&j->c, r);
+		prime(j->w, j->c.m, j->c.n, r == 0);
 		d = pass_worker(j->w, &j->c);
 		if (r > 0)
 			j->cycles += d;
@@ -748,6 +844,7 @@ coord_run(const struct bopts *o, struct sl_app *base, uint32_t keys,
 		uint64_t due = rte_rdtsc();
 
 		set_round(&c, r);
+		prime(w, c.m, c.n, r == 0);
 		for (i = 0; i < c.n; i += SL_BURST, due += gap) {
 			while (rte_rdtsc() < due)
 				answer_once(app, w);
@@ -845,6 +942,7 @@ flood_pass(struct sl_worker *w, struct rte_mbuf **m, uint32_t from, uint32_t n)
 			sl_tcp_cksum_set(f, &p);
 			rte_mbuf_refcnt_set(m[k], 2);
 		}
+		prime(w, m, b, 1);
 		w->now = rte_rdtsc();
 		sl_worker_burst(w, m, (uint16_t)b, 0);
 		sl_worker_flush(w);
@@ -1087,6 +1185,9 @@ main(int argc, char **argv)
 			    sl_worker_reset_flows(w[m]) != 0)
 				rte_exit(EXIT_FAILURE, "out of memory\n");
 			set_round(&c, r);
+			if (m != M_PASS)
+				prime(w[m], c.m, c.n,
+				      r == 0 || m == M_ALLOW || m == M_REJECT);
 			d[m] = m == M_LEASED ? pass_leased(w[m], &c)
 					     : pass_worker(w[m], &c);
 		}

@@ -23,8 +23,10 @@ struct seg_ctx {
 
 /*
  * Where a flow is picked up mid-stream (after a restart, or after its
- * entry was evicted) the bytes may be the middle of a body. Only a segment
- * that starts with a request line is taken as a request boundary.
+ * entry was evicted) the bytes may be the middle of a body. Only bytes
+ * that start a request line, at the place the server's ACK confirms,
+ * are taken as a request boundary; were they a body after all, the
+ * parser refuses them (400) rather than let them pass unread.
  */
 static int
 looks_like_request(const uint8_t *p, uint32_t n)
@@ -37,7 +39,8 @@ looks_like_request(const uint8_t *p, uint32_t n)
 	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		size_t l = strlen(m[i]);
 
-		if (n >= l && memcmp(p, m[i], l) == 0)
+		/* a head split inside its method ("G", "ET /...") too */
+		if (memcmp(p, m[i], n < l ? n : l) == 0)
 			return 1;
 	}
 	return 0;
@@ -499,14 +502,17 @@ pick_up(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
 	return f;
 }
 
-/* RFC 5961 3: only an RST at exactly the next sequence ends the flow. */
+/*
+ * RFC 5961 3: only an RST at exactly the next sequence ends the flow. A
+ * pickup not yet placed has no sequence of its own to defend.
+ */
 static enum sl_seg_verdict
 on_rst(struct sl_flow_table *t, struct sl_flow *f, const struct sl_seg *s)
 {
 	if (f == NULL)
 		return SL_SEG_FORWARD;
-	if (s->seq == f->c_next || !(f->nflags & SL_NF_PLACED) ||
-	    t->p.track_only) {
+	if (s->seq == f->c_next || t->p.track_only ||
+	    !(f->nflags & (SL_NF_PLACED | SL_NF_SYN))) {
 		sl_flow_remove(t, f);
 		t->st.closed++;
 	} else {
@@ -594,8 +600,14 @@ sl_flow_client_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 		return SL_SEG_HOLD;
 	if (c.f->state == SL_FLOW_ABSORB)
 		return absorb(c.f, s->seq, s->flags, s->len);
-	if (s->len == 0 && !(s->flags & SL_FL_FIN))
-		return SL_SEG_FORWARD; /* an ACK: it changes no byte */
+	if (s->len == 0 && !(s->flags & SL_FL_FIN)) {
+		/* an ACK: it changes no byte, but may end the handshake */
+		if ((c.f->nflags & (SL_NF_SYNACK | SL_NF_PLACED)) ==
+			    SL_NF_SYNACK &&
+		    sl_flow_seg_check(c.f, s) == SL_NR_NONE)
+			place(&c, s);
+		return SL_SEG_FORWARD;
+	}
 	if (t->p.track_only) {
 		if ((int32_t)(s->seq + s->len - c.f->c_next) > 0)
 			c.f->c_next = s->seq + s->len;

@@ -1,0 +1,430 @@
+#!/usr/bin/python3
+"""The attacker of test_evasion.py, run in the client namespace: TCP
+written by hand (scapy builds the frames, a raw socket carries them) from
+addresses the namespace's kernel does not hold, so that it neither
+answers the server's segments nor resets them.
+
+usage: evasion_client.py CASE SRC_MAC DST_MAC   (prints one JSON line)
+"""
+
+import json
+import random
+import re
+import select
+import socket
+import struct
+import sys
+import time
+
+from scapy.all import IP, TCP, Ether, Dot1Q, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, Raw
+
+S4, S6 = "198.18.0.2", "2001:2::2"
+PORT = 8081
+A4, A6 = "198.18.0.50", "2001:2::50"  # not the kernel's: the test's own
+ETH_P_ALL = 0x0003
+
+
+class Wire:
+    def __init__(self, smac, dmac):
+        self.smac, self.dmac = smac, dmac
+        self.s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        self.s.bind(("eth0", 0))
+        self.s.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)  # SO_RCVBUFFORCE
+
+    def send(self, frame):
+        self.s.send(bytes(frame))
+
+    def frames(self, timeout):
+        end = time.time() + timeout
+        while True:
+            left = end - time.time()
+            if left <= 0:
+                return
+            r, _, _ = select.select([self.s], [], [], left)
+            if not r:
+                return
+            data, addr = self.s.recvfrom(65535)
+            if addr[2] != 4:  # not our own, leaving
+                yield data
+
+
+class Conn:
+    """One hand-made connection to nginx."""
+
+    def __init__(self, w, sport=None, v6=False, ts=False, src=None):
+        self.w, self.v6, self.ts = w, v6, (random.randint(1 << 20, 1 << 30) if ts else None)
+        self.src = src or (A6 if v6 else A4)
+        self.dst = S6 if v6 else S4
+        self.sport = sport or random.randint(20000, 60000)
+        self.isn = random.randint(0, 1 << 31)
+        self.snd = self.isn + 1
+        self.rcv = 0
+        self.got = b""
+        self.closed = False
+
+    def l3(self, ip_opts=None):
+        if self.v6:
+            return IPv6(src=self.src, dst=self.dst)
+        return IP(src=self.src, dst=self.dst, options=ip_opts or [])
+
+    def frame(self, payload=b"", flags="PA", seq=None, ack=None, dmac=None, opts=None,
+              l3=None, l2=None, **kw):
+        if opts is None:
+            opts = [("Timestamp", (self.ts, 0))] if self.ts else []
+        if self.ts:
+            self.ts += 1
+        t = TCP(sport=self.sport, dport=PORT, flags=flags, seq=self.snd if seq is None else seq,
+                ack=self.rcv if ack is None else ack, window=65535, options=opts, **kw)
+        base = l2 if l2 is not None else Ether(src=self.w.smac, dst=dmac or self.w.dmac)
+        p = base / (l3 if l3 is not None else self.l3()) / t
+        return p / Raw(payload) if payload else p
+
+    def _mine(self, f):
+        p = Ether(f)
+        if TCP not in p or p[TCP].dport != self.sport or p[TCP].sport != PORT:
+            return None
+        return p
+
+    def pump(self, timeout=0.5, until=None):
+        """Reads the server's segments for a while, acknowledging data."""
+        for f in self.w.frames(timeout):
+            p = self._mine(f)
+            if p is None:
+                continue
+            t = p[TCP]
+            if "R" in str(t.flags):
+                self.closed = True
+                return
+            data = bytes(t.payload)
+            if data and t.seq == self.rcv:
+                self.got += data
+                self.rcv += len(data)
+            if "F" in str(t.flags) and t.seq + len(data) == self.rcv:
+                self.rcv += 1
+                self.closed = True
+            if data or "F" in str(t.flags):
+                self.w.send(self.frame(flags="A"))
+            if until is not None and until(self):
+                return
+
+    def connect(self, syn_payload=b""):
+        self.w.send(self.frame(syn_payload, flags="S", seq=self.isn, ack=0))
+        for f in self.w.frames(3):
+            p = self._mine(f)
+            if p is not None and str(p[TCP].flags) == "SA":
+                self.rcv = p[TCP].seq + 1
+                self.w.send(self.frame(flags="A"))
+                return True
+        return False
+
+    def send(self, payload, **kw):
+        f = self.frame(payload, **kw)
+        if kw.get("seq") is None:
+            self.snd += len(payload)
+        self.w.send(f)
+        return f
+
+    def responses(self):
+        return self.got.count(b"HTTP/1.1 ")
+
+
+def head(path, key, pad=0):
+    h = "GET %s HTTP/1.1\r\nHost: api\r\nX-API-Key: %s\r\n" % (path, key)
+    if pad:
+        h += "X-Pad: %s\r\n" % ("p" * pad)
+    return (h + "\r\n").encode()
+
+
+def same_len(a, b):
+    """b padded (in a header) to a's length, so both cover one range."""
+    d = len(a) - len(b)
+    assert d >= 12, (a, b)
+    return b[:-2] + b"X-P: " + b"q" * (d - 7) + b"\r\n" + b"\r\n"
+
+
+# ---- the cases: each uses its own keys; the test reads nginx's log -------
+
+def forged_rst(w, key):
+    for _ in range(5):
+        c = Conn(w)
+        if not c.connect():
+            continue
+        c.w.send(c.frame(flags="R", seq=c.snd + 100000, ack=0))
+        h = head("/v1/search", key)
+        c.send(h[:1])
+        c.pump(0.1)
+        c.send(h[1:])
+        c.pump(0.5)
+
+
+def forged_syn(w, key):
+    for _ in range(5):
+        c = Conn(w)
+        if not c.connect():
+            continue
+        c.w.send(c.frame(flags="S", seq=random.randint(0, 1 << 31), ack=0))
+        c.pump(0.1)
+        c.send(head("/v1/search", key))
+        c.pump(0.5)
+
+
+def first_copy_dropped(w, key, how):
+    """A harmless head the backend's stack drops, then another head at its
+    place: the limited path with key, and a blocklisted key."""
+    for i in range(5):
+        c = Conn(w, ts=(how == "paws"))
+        if not c.connect():
+            continue
+        bad = head("/v1/search", key if i % 2 else "k-bad")
+        ok = same_len(bad, b"GET /o HTTP/1.1\r\nHost: api\r\n\r\n")
+        seq = c.snd
+        kw = {}
+        if how == "noack":
+            kw = {"flags": "P"}
+        elif how == "mac":
+            kw = {"dmac": "02:00:00:00:00:99"}
+        elif how == "md5":
+            kw = {"opts": [(19, b"\x11" * 16)]}
+        elif how == "ackbeyond":
+            kw = {"ack": c.rcv + 100000}
+        elif how == "paws":
+            kw = {"opts": [("Timestamp", (c.ts - 100000, 0))]}
+        elif how == "lsrr":
+            kw = {"l3": IP(src=c.src, dst=c.dst, options=[b"\x83\x07\x04\xc6\x12\x00\x02"])}
+        c.w.send(c.frame(ok, seq=seq, **kw))
+        c.pump(0.1)
+        c.send(bad, seq=seq)
+        c.snd = seq + len(bad)
+        c.pump(0.5)
+
+
+def urgent(w, key):
+    for i in range(5):
+        c = Conn(w)
+        if not c.connect():
+            continue
+        h = head("/v1/Xsearch", key if i % 2 else "k-bad")
+        c.send(h, flags="PAU", urgptr=9)  # the X: Linux takes it out
+        c.pump(0.5)
+
+
+def vlan3(w, key):
+    for _ in range(3):
+        c = Conn(w)
+        if not c.connect():
+            continue
+        l2 = Ether(src=w.smac, dst=w.dmac) / Dot1Q(vlan=0) / Dot1Q(vlan=0) / Dot1Q(vlan=0)
+        c.send(head("/v1/x", "k-bad"), l2=l2)
+        c.pump(0.5)
+
+
+def frag6(w, key):
+    for _ in range(3):
+        c = Conn(w, v6=True)
+        if not c.connect():
+            continue
+        l3 = IPv6(src=c.src, dst=c.dst) / IPv6ExtHdrFragment(m=0, offset=0, id=7) / \
+            IPv6ExtHdrDestOpt()
+        c.send(head("/v1/x", "k-bad"), l3=l3)
+        c.pump(0.5)
+
+
+def syn_data(w, key):
+    for i in range(5):
+        c = Conn(w)
+        if not c.connect(syn_payload=head("/v1/ok", "k-ok", pad=1300)):
+            continue
+        c.send(head("/v1/search", key if i % 2 else "k-bad"))
+        c.pump(0.5)
+
+
+def upgrade(w, key):
+    """nginx does not upgrade: what follows is still HTTP, still read."""
+    c = Conn(w)
+    if not c.connect():
+        return
+    up = b"GET /ws HTTP/1.1\r\nHost: api\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+    c.send(up + head("/v1/x", "k-bad"))  # pipelined behind it: held
+    c.pump(1.0)
+    for _ in range(3):
+        if c.closed:
+            break
+        c.send(head("/v1/x", "k-bad"))
+        c.pump(0.5)
+
+
+def _fold(s):
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def flood(w, n):
+    """n spoofed flows, each one frame, sent as fast as the socket takes
+    them: half SYNs, half handshake-less incomplete heads ('GET ...'),
+    built once and patched per flow (addresses, port, checksums)."""
+    tmpls = [bytearray(bytes(Ether(src=w.smac, dst=w.dmac) / IP(src="198.18.2.1", dst=S4) /
+                             TCP(sport=1, dport=PORT, flags=fl, seq=1, ack=ack) / pl))
+             for fl, ack, pl in (("S", 0, b""), ("PA", 1, b"GET / HTTP/1.1\r\nHost: x\r\n"))]
+    sent = 0
+    for i in range(n):
+        t = tmpls[i % 2]
+        t[28] = 2 + (i >> 16) % 60
+        t[29] = (i >> 8) & 0xff
+        t[33] = 1 + i % 250
+        t[34:36] = struct.pack("!H", 1024 + (i * 7) % 60000)
+        t[24:26] = b"\0\0"
+        t[24:26] = struct.pack("!H", _fold(sum(struct.unpack("!10H", t[14:34]))))
+        tl = len(t) - 34
+        body = bytes(t[34:]) + (b"\0" if tl % 2 else b"")
+        t[50:52] = b"\0\0"
+        body = bytes(t[34:]) + (b"\0" if tl % 2 else b"")
+        ps = sum(struct.unpack("!4H", t[26:34])) + 6 + tl
+        t[50:52] = struct.pack("!H", _fold(ps + sum(struct.unpack("!%dH" % (len(body) // 2),
+                                                                   body))))
+        while True:
+            try:
+                w.s.send(bytes(t))
+                sent += 1
+                break
+            except (BlockingIOError, OSError):
+                time.sleep(0.001)
+    return sent
+
+
+# ---- legitimate twins: the kernel's own TCP ---------------------------
+
+def _statuses(sock, want, timeout=5.0):
+    sock.settimeout(0.2)
+    data, end = b"", time.time() + timeout
+    while time.time() < end and data.count(b"HTTP/1.1 ") < want:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        data += chunk
+    return [int(x) for x in re.findall(rb"HTTP/1\.1 (\d{3}) ", data)]
+
+
+def _sock(port=PORT):
+    s = socket.create_connection((S4, port), timeout=5)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def legit_pipelined():
+    """Allowed then blocked in one segment: the allowed one's answer first."""
+    s = _sock()
+    s.sendall(head("/a", "k-fine") + head("/v1/x", "k-bad"))
+    return _statuses(s, 2, 8)
+
+
+def legit_slow():
+    """An honest client under head_timeout: a head in three parts, 1 s apart."""
+    s = _sock()
+    h = head("/slow", "k-slow", pad=2900)
+    for part in (h[:1000], h[1000:2000], h[2000:]):
+        s.sendall(part)
+        time.sleep(1.0)
+    return _statuses(s, 1)
+
+
+def legit_evict(w, n):
+    """A keep-alive client across a flood of n spoofed flows: its next
+    head, sent split, is still read (the limit still binds it)."""
+    s = _sock()
+    s.sendall(head("/v1/search", "k-evict"))
+    first = _statuses(s, 1)
+    sent = flood(w, n)
+    h = head("/v1/search", "k-evict")
+    s.sendall(h[:1])
+    time.sleep(0.2)
+    s.sendall(h[1:])
+    return first + _statuses(s, 1), sent
+
+
+def legit_big_after_flood(w, n):
+    """Head buffers: after n spoofed incomplete heads, a 3000-byte head in
+    three segments still gets its answer."""
+    sent = flood(w, n)
+    return legit_slow_fast(), sent
+
+
+def legit_slow_fast():
+    s = _sock()
+    h = head("/big", "k-big", pad=2900)
+    for part in (h[:1000], h[1000:2000], h[2000:]):
+        s.sendall(part)
+        time.sleep(0.05)
+    return _statuses(s, 1)
+
+
+def legit_upgrade():
+    """A server that does switch: after its 101 the bytes pass as they are."""
+    s = _sock(8082)
+    s.sendall(b"GET /ws HTTP/1.1\r\nHost: api\r\nConnection: Upgrade\r\n"
+              b"Upgrade: websocket\r\n\r\n")
+    st = _statuses(s, 1)
+    time.sleep(0.2)
+    s.sendall(head("/v1/x", "k-bad"))
+    s.settimeout(3)
+    echo = b""
+    try:
+        while b"k-bad" not in echo:
+            c = s.recv(4096)
+            if not c:
+                break
+            echo += c
+    except socket.timeout:
+        pass
+    return st, b"X-API-Key: k-bad" in echo
+
+
+def legit_rst_close():
+    """An abortive close (RST at the exact sequence) ends the flow."""
+    s = _sock()
+    s.sendall(head("/rst", "k-fine"))
+    st = _statuses(s, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    return st
+
+
+CASES = {
+    "rst": lambda w, k: forged_rst(w, k),
+    "syn": lambda w, k: forged_syn(w, k),
+    "urg": lambda w, k: urgent(w, k),
+    "vlan3": lambda w, k: vlan3(w, k),
+    "frag6": lambda w, k: frag6(w, k),
+    "syndata": lambda w, k: syn_data(w, k),
+    "upgrade": lambda w, k: upgrade(w, k),
+}
+for _how in ("noack", "mac", "md5", "ackbeyond", "paws", "lsrr"):
+    CASES["drop-" + _how] = (lambda h: lambda w, k: first_copy_dropped(w, k, h))(_how)
+
+
+def main():
+    case, smac, dmac = sys.argv[1:4]
+    w = Wire(smac, dmac)
+    out = {"case": case}
+    if case == "legit-pipelined":
+        out["statuses"] = legit_pipelined()
+    elif case == "legit-slow":
+        out["statuses"] = legit_slow()
+    elif case.startswith("legit-evict:"):
+        out["statuses"], out["sent"] = legit_evict(w, int(case.split(":")[1]))
+    elif case.startswith("legit-heads:"):
+        out["statuses"], out["sent"] = legit_big_after_flood(w, int(case.split(":")[1]))
+    elif case == "legit-upgrade":
+        out["statuses"], out["echoed"] = legit_upgrade()
+    elif case == "legit-rst":
+        out["statuses"] = legit_rst_close()
+    else:
+        CASES[case](w, "k-" + case)
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

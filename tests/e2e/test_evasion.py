@@ -1,0 +1,200 @@
+#!/usr/bin/python3
+"""The limit cannot be sidestepped by TCP: a real Linux backend (nginx) is
+the oracle, its access log the judge (issue 18).
+
+A hand-written TCP client in the client namespace (evasion_client.py)
+tries every way to make sluice decide on bytes the backend's stack reads
+differently: forged RST and SYN, a first copy the backend drops (six
+ways) resent as another head, the urgent pointer, a third VLAN tag, an
+IPv6 fragment header before options, SYN data, pipelining behind an
+upgrade nginx refuses. Each case has its own key under a 1/min rule and
+also sends a blocklisted key: nginx may serve a case's key on /v1/search
+at most once, and the blocklisted key never.
+
+Then the legitimate twins with the kernel's own TCP: answers in order
+when an allowed and a blocked request share a segment, an honest slow
+client under the head timeout, a keep-alive client across a flood of
+spoofed flows (still limited, table never over its size), a long head
+after a flood of spoofed incomplete heads, a server that does upgrade
+(bytes pass after its 101), an abortive close.
+
+usage: test_evasion.py PATH/TO/sluice
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import sltest  # noqa: E402
+
+CONF = os.path.join(HERE, "evasion.yaml")
+CLIENT = os.path.join(HERE, "evasion_client.py")
+NGINX_CONF = """
+worker_processes 1;
+daemon off;
+pid %(tmp)s/nginx.pid;
+error_log %(tmp)s/nginx-error.log;
+events { worker_connections 256; }
+http {
+    log_format oracle '$http_x_api_key $status $uri';
+    access_log %(tmp)s/nginx-access.log oracle;
+    client_body_temp_path %(tmp)s/cb;
+    proxy_temp_path %(tmp)s/px;
+    fastcgi_temp_path %(tmp)s/fc;
+    uwsgi_temp_path %(tmp)s/uw;
+    scgi_temp_path %(tmp)s/sc;
+    server {
+        listen 198.18.0.2:8081;
+        listen [2001:2::2]:8081;
+        location / { return 200 "ok\\n"; }
+    }
+}
+"""
+# A server that switches protocols: 101, then echoes what comes.
+UPGRADER = r"""
+import socket, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("198.18.0.2", 8082)); s.listen(8)
+print("up", flush=True)
+def serve(c):
+    c.settimeout(10)
+    d = b""
+    try:
+        while b"\r\n\r\n" not in d:
+            d += c.recv(4096)
+        c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                  b"Connection: Upgrade\r\n\r\n")
+        while True:
+            x = c.recv(4096)
+            if not x:
+                break
+            c.sendall(x)
+    except OSError:
+        pass
+    c.close()
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"""
+
+ATTACKS = ["rst", "syn", "drop-noack", "drop-mac", "drop-md5", "drop-ackbeyond",
+           "drop-paws", "drop-lsrr", "urg", "vlan3", "frag6", "syndata", "upgrade"]
+
+
+def mac(ns):
+    out = subprocess.run(["ip", "-n", ns, "-j", "link", "show", "eth0"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)[0]["address"]
+
+
+def access_log(tmp):
+    try:
+        with open(os.path.join(tmp, "nginx-access.log")) as f:
+            return [line.split() for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def run_client(t, case, cmac, smac, timeout=120):
+    r = t.client("/usr/bin/python3", CLIENT, case, cmac, smac, timeout=timeout)
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        print("  client %s failed: %s" % (case, r.stderr[-2000:]))
+        return {}
+
+
+def attacks(res, t, tmp, cmac, smac):
+    for case in ATTACKS:
+        run_client(t, case, cmac, smac)
+    time.sleep(0.5)
+    log = access_log(tmp)
+    for case in ATTACKS:
+        key = "k-" + case
+        served = sum(1 for k, st, uri in log if k == key and uri == "/v1/search" and st == "200")
+        res.check(served <= 1, "%s: nginx served the limited path %d time(s), limit 1" %
+                  (case, served))
+    bad = [x for x in log if x[0] == "k-bad"]
+    res.eq(bad, [], "the blocklisted key never reached nginx, whatever the trick")
+
+
+def twins(res, t, tmp, cmac, smac, s):
+    r = run_client(t, "legit-pipelined", cmac, smac)
+    res.eq(r.get("statuses"), [200, 403],
+           "allowed + blocked in one segment: nginx's answer first, then sluice's")
+    r = run_client(t, "legit-slow", cmac, smac)
+    res.eq(r.get("statuses"), [200], "an honest head in three parts, a second apart: served")
+    before = s.stats()
+    r = run_client(t, "legit-evict:60000", cmac, smac, timeout=300)
+    st = s.stats()
+    res.eq(r.get("statuses"), [200, 429],
+           "keep-alive client across %s spoofed flows: its split head still read "
+           "(the second /v1/search is refused)" % r.get("sent"))
+    res.check(st["flows_active"] <= 4096,
+              "flow table within its size (%d of 4096)" % st["flows_active"])
+    res.check(st["flows_evicted"] > before["flows_evicted"],
+              "the flood evicted (%d)" % (st["flows_evicted"] - before["flows_evicted"]))
+    r = run_client(t, "legit-heads:20000", cmac, smac, timeout=300)
+    res.eq(r.get("statuses"), [200], "a 3000-byte head in three segments after %s spoofed "
+           "incomplete heads: served" % r.get("sent"))
+    r = run_client(t, "legit-upgrade", cmac, smac)
+    res.eq((r.get("statuses"), r.get("echoed")), ([101], True),
+           "a server that switches: after its 101 the bytes pass")
+    before = s.stats()["flows_closed"]
+    r = run_client(t, "legit-rst", cmac, smac)
+    res.eq(r.get("statuses"), [200], "abortive close: served first")
+    time.sleep(0.3)
+    res.check(s.stats()["flows_closed"] > before, "the exact RST closed the flow")
+
+
+def main():
+    res = sltest.Results("evasion")
+    with tempfile.TemporaryDirectory() as tmp, \
+            sltest.Topology(sys.argv[1], CONF, tmp) as t:
+        for d in ("cb", "px", "fc", "uw", "sc"):
+            os.mkdir(os.path.join(tmp, d))
+        conf = os.path.join(tmp, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(NGINX_CONF % {"tmp": tmp})
+        cmac, smac = mac(t.cns), mac(t.sns)
+        # the attacker's addresses: the server reaches them, the client's
+        # kernel does not hold them (so never resets what it did not open)
+        for fam, a in (("-4", "198.18.0.50"), ("-6", "2001:2::50")):
+            subprocess.run(["ip", "-n", t.sns, fam, "neigh", "replace", a, "lladdr", cmac,
+                            "dev", "eth0", "nud", "permanent"], check=True)
+        nginx = subprocess.Popen(["ip", "netns", "exec", t.sns, "nginx", "-c", conf],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        up = subprocess.Popen(["ip", "netns", "exec", t.sns, "/usr/bin/python3", "-c", UPGRADER],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            up.stdout.readline()
+            for _ in range(50):
+                if t.client("sh", "-c", "exec 3<>/dev/tcp/198.18.0.2/8081",
+                            timeout=5).returncode == 0:
+                    break
+                time.sleep(0.1)
+            attacks(res, t, tmp, cmac, smac)
+            twins(res, t, tmp, cmac, smac, t.sluice)
+            st = t.sluice.stats()
+            print("  normalizer_drops: %s" % st["normalizer_drops"])
+            for k in ("no_ack", "ack_unsent", "paws", "urgent", "tcp_signature", "ip_options",
+                      "resent_differs", "upgrade_pending"):
+                res.check(st["normalizer_drops"].get(k, 0) > 0, "normalizer_drops.%s counted" % k)
+            res.check(st["rst_ignored"] > 0 and st["syn_ignored"] > 0 and st["syn_data"] > 0,
+                      "rst_ignored, syn_ignored, syn_data counted")
+        finally:
+            for p in (nginx, up):
+                p.kill()
+                p.wait()
+            subprocess.run(["ip", "netns", "exec", t.sns, "pkill", "-f", conf],
+                           capture_output=True)
+    return res.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
