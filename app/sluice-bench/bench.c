@@ -33,6 +33,7 @@
 #include "blocklist.h"
 #include "rnd.h"
 #include "norm.h"
+#include "stream.h"
 #include "coord.h"
 #include "store.h"
 #include "sluice.h"
@@ -1114,12 +1115,17 @@ main(int argc, char **argv)
 	uint32_t r;
 	int m, ret;
 
-	/* --norm times the normaliser alone: no EAL, no ports */
+	/* --norm and --stream time one module alone: no EAL, no ports */
 	for (m = 1; m < argc; m++)
 		if (strcmp(argv[m], "--norm") == 0)
 			return sl_bench_norm(
 				15, m + 1 < argc &&
 					    strcmp(argv[m + 1], "--json") == 0);
+	for (m = 1; m < argc; m++)
+		if (strcmp(argv[m], "--stream") == 0)
+			return sl_bench_stream(
+				9, m + 1 < argc &&
+					   strcmp(argv[m + 1], "--json") == 0);
 	ret = rte_eal_init(argc, argv);
 
 	if (ret < 0)
@@ -1138,6 +1144,7 @@ main(int argc, char **argv)
 			 "[--workers N] [--coord] [--redis PORT] [--rate N] "
 			 "[--json] [--only PASS]\n"
 			 "       sluice-bench -- --norm [--json]\n"
+			 "       sluice-bench -- --stream [--json]\n"
 			 "       sluice-bench [EAL] -- --blocklist [--json]\n"
 			 "(one request per connection per round, so that every "
 			 "request of the reject pass is decided)\n");

@@ -363,7 +363,9 @@ overlap(struct seg_ctx *c, const struct sl_seg *s)
 	if (d >= 0)
 		return 0;
 	old = (uint32_t)-d < s->len ? (uint32_t)-d : s->len;
-	r = sl_flow_rec_check(c->t, f, s->seq, s->payload, old);
+	r = c->t->p.no_normalise
+		    ? SL_NR_NONE
+		    : sl_flow_rec_check(c->t, f, s->seq, s->payload, old);
 	if (r != SL_NR_NONE) {
 		c->t->st.norm[r]++;
 		return -1;
@@ -407,7 +409,7 @@ data(struct seg_ctx *c, const struct sl_seg *s)
 		return f->state == SL_FLOW_ABSORB ? SL_SEG_DROP
 						  : SL_SEG_FORWARD;
 	n = s->len - (uint32_t)old;
-	keep = !opaque(f, n);
+	keep = !opaque(f, n) && !c->t->p.no_normalise;
 	if (keep && f->rec_n == SL_REC_MAX) {
 		c->t->st.norm[SL_NR_REPLAY_FULL]++;
 		return SL_SEG_DROP;
@@ -534,7 +536,8 @@ static enum sl_seg_verdict
 stream(struct seg_ctx *c, const struct sl_seg *s)
 {
 	struct sl_flow *f = c->f;
-	enum sl_norm_reason r = sl_flow_seg_check(f, s);
+	enum sl_norm_reason r =
+		c->t->p.no_normalise ? SL_NR_NONE : sl_flow_seg_check(f, s);
 	enum sl_seg_verdict v = SL_SEG_FORWARD;
 
 	if (r != SL_NR_NONE) {

@@ -104,6 +104,9 @@ struct sl_flow_params {
 				    * may hold; 0: no cap */
 	const struct sl_http_cfg *http;
 	uint8_t track_only; /* follow connections, read no HTTP (benchmarks) */
+	/* benchmarks only: no segment checks and no decided ranges, to
+	 * price the normaliser against the same table without it */
+	uint8_t no_normalise;
 	/* keys the flow hash; 0 takes a fixed key. Random per process, it
 	 * keeps senders who know the code from aiming their 4-tuples at one
 	 * bucket */

@@ -44,8 +44,9 @@ struct sl_flow_table {
 	uint32_t slot_sweep;  /* head timeout hand */
 	uint16_t *src_heads;  /* head buffers held, per source cell */
 	uint32_t src_mask;
-	uint64_t dkey; /* the digest's secret point, < 2^61 - 1 */
-	uint32_t cut;  /* payload bytes to forward after PREFIX */
+	uint64_t dkey;    /* the digest's secret point, < 2^61 - 1 */
+	uint64_t dpow[4]; /* dkey^1..4 mod 2^61 - 1 */
+	uint32_t cut;     /* payload bytes to forward after PREFIX */
 	struct sl_flow_stats st;
 	struct sl_flow *last;
 	uint64_t now; /* of the segment being handled */
@@ -64,6 +65,8 @@ int32_t sl_flow_take_head(struct sl_flow_table *t, struct sl_flow *f,
 void sl_flow_set_estab(struct sl_flow_table *t, const struct sl_flow *f);
 
 /* sl_flow_norm.c */
+void sl_flow_digest_init(struct sl_flow_table *t);
+void sl_flow_digest_init(struct sl_flow_table *t);
 uint64_t sl_flow_digest(const struct sl_flow_table *t, const uint8_t *p,
 			uint32_t n);
 enum sl_norm_reason sl_flow_rec_check(const struct sl_flow_table *t,

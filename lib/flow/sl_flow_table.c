@@ -61,6 +61,7 @@ set_hash_key(struct sl_flow_table *t)
 	for (i = 0; i < sizeof(t->hkey) / sizeof(t->hkey[0]); i++)
 		t->hkey[i] = splitmix64(&x);
 	t->dkey = (splitmix64(&x) >> 4) | 2; /* in [2, 2^60) */
+	sl_flow_digest_init(t);
 }
 
 /* 64 x 64 -> 128 bit product, halves folded: every input bit reaches
