@@ -28,6 +28,7 @@ flow_params(const struct sl_worker *w, int track_only)
 		.max_head_bytes = c->dataplane.max_head_bytes,
 		.idle_timeout = w->app->idle_tsc,
 		.closed_timeout = w->app->tsc_hz, /* TIME_WAIT is the hosts' */
+		.young_grace = w->app->tsc_hz,    /* a handshake's second */
 		.head_timeout =
 			c->dataplane.head_timeout_ms * w->app->tsc_hz / 1000,
 		.heads_per_source = c->dataplane.head_buffers_per_source,

@@ -95,11 +95,14 @@ struct sl_flow {
 
 struct sl_flow_params {
 	uint32_t capacity;
-	uint32_t head_slots;       /* heads being reassembled at once */
-	uint32_t max_head_bytes;   /* longer heads are reported too large */
-	uint64_t idle_timeout;     /* in the caller's time unit */
-	uint64_t closed_timeout;   /* after FIN from both sides */
-	uint64_t head_timeout;     /* an incomplete head keeps its buffer */
+	uint32_t head_slots;     /* heads being reassembled at once */
+	uint32_t max_head_bytes; /* longer heads are reported too large */
+	uint64_t idle_timeout;   /* in the caller's time unit */
+	uint64_t closed_timeout; /* after FIN from both sides */
+	uint64_t head_timeout;   /* an incomplete head keeps its buffer */
+	/* a connection not yet established is evicted before established
+	 * ones once it is this old: time for its handshake to complete */
+	uint64_t young_grace;
 	uint32_t heads_per_source; /* buffers one client address (v6: /64)
 				    * may hold; 0: no cap */
 	const struct sl_http_cfg *http;

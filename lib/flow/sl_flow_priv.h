@@ -35,6 +35,11 @@ struct sl_flow_table {
 	/* 1 for entries the normaliser calls established (placed, server
 	 * seen): a full table evicts the others first */
 	uint8_t *estab;
+	/* entries in the order they were made, for evicting the oldest not
+	 * established first: (generation << 32 | index), stale ones skipped */
+	uint64_t *young;
+	uint32_t *gen; /* per entry, bumped when it is made */
+	uint32_t young_mask, young_head, young_tail;
 	uint8_t *heads; /* head_slots * max_head_bytes */
 	uint32_t *free_heads;
 	uint32_t n_free_heads;

@@ -117,6 +117,9 @@ sl_flow_table_create(const struct sl_flow_params *p)
 	t->free_flows = malloc((size_t)p->capacity * sizeof(uint32_t));
 	t->seen = sl_mem_table(seen_bytes(t));
 	t->estab = calloc(p->capacity, 1);
+	t->young_mask = pow2_at_least(p->capacity) - 1;
+	t->young = calloc((size_t)t->young_mask + 1, sizeof(uint64_t));
+	t->gen = calloc(p->capacity, sizeof(uint32_t));
 	t->heads = malloc((size_t)p->head_slots * p->max_head_bytes + 1);
 	t->free_heads = malloc(((size_t)p->head_slots + 1) * sizeof(uint32_t));
 	t->slot_owner = calloc((size_t)p->head_slots + 1, sizeof(uint32_t));
@@ -125,8 +128,9 @@ sl_flow_table_create(const struct sl_flow_params *p)
 	t->src_heads = calloc(src_cells(p), sizeof(uint16_t));
 	if (t->buckets == NULL || t->flows == NULL || t->free_flows == NULL ||
 	    t->heads == NULL || t->free_heads == NULL || t->seen == NULL ||
-	    t->estab == NULL || t->slot_owner == NULL ||
-	    t->slot_since == NULL || t->src_heads == NULL) {
+	    t->estab == NULL || t->young == NULL || t->gen == NULL ||
+	    t->slot_owner == NULL || t->slot_since == NULL ||
+	    t->src_heads == NULL) {
 		sl_flow_table_free(t);
 		return NULL;
 	}
@@ -149,6 +153,8 @@ sl_flow_table_free(struct sl_flow_table *t)
 	free(t->free_flows);
 	sl_mem_table_free(t->seen, seen_bytes(t));
 	free(t->estab);
+	free(t->young);
+	free(t->gen);
 	free(t->heads);
 	free(t->free_heads);
 	free(t->slot_owner);
@@ -368,23 +374,30 @@ sl_flow_remove(struct sl_flow_table *t, struct sl_flow *f)
 	t->st.active--;
 }
 
-/*
- * Eviction order: an entry that is not established (no handshake seen,
- * never answered, picked up and not placed) goes before any that is,
- * then the least recently seen. A flood of spoofed flows, which never
- * become established, so pushes out only its own kind.
- */
+/* Not established, and had its young_grace to become so. */
 static inline int
-evicts_before(const struct sl_flow_table *t, uint32_t a, uint32_t b)
+expendable(const struct sl_flow_table *t, uint32_t e, uint64_t now)
 {
-	if (t->estab[a] != t->estab[b])
-		return t->estab[a] < t->estab[b];
+	return !t->estab[e] && now > t->seen[e] - 1 &&
+	       now - (t->seen[e] - 1) >= t->p.young_grace;
+}
+
+/* Eviction order: expendable entries first, then least recently seen. */
+static inline int
+evicts_before(const struct sl_flow_table *t, uint32_t a, uint32_t b,
+	      uint64_t now)
+{
+	int xa = expendable(t, a, now), xb = expendable(t, b, now);
+
+	if (xa != xb)
+		return xa;
 	return t->seen[a] < t->seen[b];
 }
 
 /* The entry of a bucket to evict first, or NULL if it is empty. */
 static struct sl_flow *
-oldest_in(struct sl_flow_table *t, uint32_t b, struct sl_flow *best)
+oldest_in(struct sl_flow_table *t, uint32_t b, struct sl_flow *best,
+	  uint64_t now)
 {
 	struct bucket *bk = &t->buckets[b];
 	int i;
@@ -395,34 +408,78 @@ oldest_in(struct sl_flow_table *t, uint32_t b, struct sl_flow *best)
 		if (bk->idx[i] == 0)
 			continue;
 		if (best == NULL ||
-		    evicts_before(t, e, (uint32_t)(best - t->flows)))
+		    evicts_before(t, e, (uint32_t)(best - t->flows), now))
 			best = &t->flows[e];
 	}
 	return best;
 }
 
 /*
- * The table is full: of a window of entries, the first in eviction
- * order goes; while the window holds only established entries it is
- * widened (to a bound, so one insert stays cheap) to find another.
+ * The oldest entry made that is still not established, if it has had
+ * young_grace to become so; or none. Entries are queued as they are
+ * made; those since established, removed or remade are skipped as they
+ * come up (each once).
+ */
+static int32_t
+oldest_young(struct sl_flow_table *t, uint64_t now)
+{
+	while (t->young_head != t->young_tail) {
+		uint64_t v = t->young[t->young_head & t->young_mask];
+		uint32_t e = (uint32_t)v;
+
+		if (t->gen[e] != (uint32_t)(v >> 32) || t->seen[e] == 0 ||
+		    t->estab[e]) {
+			t->young_head++;
+			continue;
+		}
+		if (expendable(t, e, now)) {
+			t->young_head++;
+			return (int32_t)e;
+		}
+		return -1; /* the rest are younger still */
+	}
+	return -1;
+}
+
+static void
+queue_young(struct sl_flow_table *t, uint32_t e)
+{
+	if (t->young_tail - t->young_head > t->young_mask)
+		t->young_head++; /* full: the oldest made goes unqueued */
+	t->young[t->young_tail++ & t->young_mask] =
+		(uint64_t)(++t->gen[e]) << 32 | e;
+}
+
+/*
+ * The table is full. An entry that did not become established within
+ * young_grace goes first, the oldest made: a flood of spoofed flows,
+ * which never do, pushes out its own kind before any live connection.
+ * Otherwise the least recently seen of a window goes: an idle
+ * connection, picked up again (and placed) when it speaks, or a spoofed
+ * entry too young to judge. New connections are never evicted for
+ * each other while they handshake.
  */
 static void
-evict_one(struct sl_flow_table *t)
+evict_one(struct sl_flow_table *t, uint64_t now)
 {
-	uint32_t i, best = UINT32_MAX;
-	uint32_t wide = CLOCK_SCAN * 16 < t->p.capacity ? CLOCK_SCAN * 16
-							: t->p.capacity;
+	uint64_t oldest = UINT64_MAX;
+	uint32_t i, best = 0;
+	int32_t y = oldest_young(t, now);
 
+	if (y >= 0) {
+		sl_flow_remove(t, &t->flows[y]);
+		t->st.evicted++;
+		return;
+	}
 	/* a full table has no free (0) entry to skip for long */
-	for (i = 0; i < CLOCK_SCAN || best == UINT32_MAX ||
-		    (t->estab[best] && i < wide);
-	     i++) {
+	for (i = 0; i < CLOCK_SCAN || oldest == UINT64_MAX; i++) {
 		uint32_t c = t->clock;
 
 		t->clock = c + 1 == t->p.capacity ? 0 : c + 1;
-		if (t->seen[c] != 0 &&
-		    (best == UINT32_MAX || evicts_before(t, c, best)))
+		if (t->seen[c] != 0 && t->seen[c] < oldest) {
+			oldest = t->seen[c];
 			best = c;
+		}
 	}
 	sl_flow_remove(t, &t->flows[best]);
 	t->st.evicted++;
@@ -449,7 +506,7 @@ sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
 	struct sl_flow *f;
 
 	if (t->n_free == 0)
-		evict_one(t);
+		evict_one(t, now);
 	s = free_slot(&t->buckets[b]);
 	if (s < 0) {
 		b = alt_bucket(t, h);
@@ -458,9 +515,10 @@ sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
 	if (s < 0) {
 		/* Both buckets full: the older of their sixteen entries goes.
 		 */
-		struct sl_flow *victim = oldest_in(t, b, NULL);
+		struct sl_flow *victim = oldest_in(t, b, NULL, now);
 
-		victim = oldest_in(t, (uint32_t)h & t->bucket_mask, victim);
+		victim =
+			oldest_in(t, (uint32_t)h & t->bucket_mask, victim, now);
 		b = victim->bucket;
 		s = victim->bslot;
 		sl_flow_remove(t, victim);
@@ -475,6 +533,7 @@ sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
 	f->bucket = b;
 	f->bslot = (uint8_t)s;
 	f->in_use = 1;
+	queue_young(t, idx);
 	t->buckets[b].sig[s] = sig_of(h);
 	t->buckets[b].idx[s] = idx + 1;
 	t->st.active++;
@@ -540,7 +599,8 @@ uint64_t
 sl_flow_table_bytes(const struct sl_flow_table *t)
 {
 	return sizeof(*t) + buckets_bytes(t) + flows_bytes(t) + seen_bytes(t) +
-	       (uint64_t)t->p.capacity * (sizeof(uint32_t) + 1) +
+	       (uint64_t)t->p.capacity * (sizeof(uint32_t) * 2 + 1) +
+	       ((uint64_t)t->young_mask + 1) * sizeof(uint64_t) +
 	       (uint64_t)t->p.head_slots * (t->p.max_head_bytes + 4 + 4 + 8) +
 	       src_cells(&t->p) * sizeof(uint16_t);
 }

@@ -452,6 +452,49 @@ flood_evicts_oldest(void **state)
 }
 
 /*
+ * New connections in their handshake are not evicted for each other: a
+ * full table of established ones gives up its least recently seen.
+ */
+static void
+handshakes_not_evicted_for_each_other(void **state)
+{
+	struct sl_flow_params p = params(64, 4, 1024);
+	struct sl_flow_table *t;
+	struct seen s = {0};
+	uint32_t i;
+
+	(void)state;
+	p.young_grace = 100;
+	t = sl_flow_table_create(&p);
+	for (i = 0; i < 64; i++) {
+		struct sl_flow_key k = key(i);
+
+		open_flow(t, &k, &s);
+		seg_at(t, &k, 1000, SACK, ACK, R4, strlen(R4), 1 + i, &s);
+	}
+	s.n = 0;
+	for (i = 100; i < 132; i++) {
+		struct sl_flow_key k = key(i);
+
+		struct sl_seg sa = {
+			.seq = 5000, .ack = 1000, .flags = SYN | ACK};
+
+		seg_at(t, &k, 999, 0, SYN, NULL, 0, 200, &s);
+		sl_flow_server_segment(t, &k, &sa, 200);
+	}
+	for (i = 100; i < 132; i++) {
+		struct sl_flow_key k = key(i);
+
+		assert_int_equal(
+			seg_at(t, &k, 1000, SACK, ACK, R4, strlen(R4), 201, &s),
+			SL_SEG_FORWARD);
+	}
+	assert_int_equal(s.n, 32);
+	assert_int_equal(sl_flow_stats(t)->midstream, 0);
+	sl_flow_table_free(t);
+}
+
+/*
  * RFC 5961: an RST not at the next sequence, and a SYN on an open
  * connection, change nothing; the exact RST closes.
  */
@@ -791,6 +834,7 @@ main(void)
 		cmocka_unit_test(midstream_pickup),
 		cmocka_unit_test(close_and_server_side),
 		cmocka_unit_test(flood_evicts_oldest),
+		cmocka_unit_test(handshakes_not_evicted_for_each_other),
 		cmocka_unit_test(rst_and_syn_on_open),
 		cmocka_unit_test(syn_data_ignored),
 		cmocka_unit_test(resent_bytes_must_match),
