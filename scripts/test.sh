@@ -23,7 +23,7 @@ summary() {
 	/usr/bin/python3 - "$@" <<'PY'
 import json, sys
 bad = int(sys.argv.pop(1))
-p, f = 2 - bad, bad  # the format check and the fuzz run count as tests
+p, f = 3 - bad, bad  # the format check and the fuzz runs count as tests
 for path in sys.argv[1:]:
     for line in open(path):
         r = json.loads(line)["result"]
@@ -50,6 +50,8 @@ ASAN_OPTIONS=detect_leaks=0 meson test -C build-asan --suite func \
 # every run, for a bounded time (a finding fails the run)
 fz=0
 scripts/fuzz.sh 20 norm || { rc=1; fz=1; }
+# and the stream normaliser, which decides what bytes are a request at all
+scripts/fuzz.sh 15 flow || { rc=1; fz=1; }
 summary "$((fmt + fz))" build/meson-logs/testlog.json build-asan/meson-logs/testlog.json \
 	build-asan/meson-logs/testlog-func.json
 exit $rc

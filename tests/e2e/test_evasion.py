@@ -34,27 +34,6 @@ import sltest  # noqa: E402
 
 CONF = os.path.join(HERE, "evasion.yaml")
 CLIENT = os.path.join(HERE, "evasion_client.py")
-NGINX_CONF = """
-worker_processes 1;
-daemon off;
-pid %(tmp)s/nginx.pid;
-error_log %(tmp)s/nginx-error.log;
-events { worker_connections 256; }
-http {
-    log_format oracle '$http_x_api_key $status $uri';
-    access_log %(tmp)s/nginx-access.log oracle;
-    client_body_temp_path %(tmp)s/cb;
-    proxy_temp_path %(tmp)s/px;
-    fastcgi_temp_path %(tmp)s/fc;
-    uwsgi_temp_path %(tmp)s/uw;
-    scgi_temp_path %(tmp)s/sc;
-    server {
-        listen 198.18.0.2:8081;
-        listen [2001:2::2]:8081;
-        location / { return 200 "ok\\n"; }
-    }
-}
-"""
 # A server that switches protocols: 101, then echoes what comes.
 UPGRADER = r"""
 import socket, threading
@@ -92,14 +71,6 @@ def mac(ns):
     return json.loads(out)[0]["address"]
 
 
-def access_log(tmp):
-    try:
-        with open(os.path.join(tmp, "nginx-access.log")) as f:
-            return [line.split() for line in f if line.strip()]
-    except FileNotFoundError:
-        return []
-
-
 def run_client(t, case, cmac, smac, timeout=120):
     r = t.client("/usr/bin/python3", CLIENT, case, cmac, smac, timeout=timeout)
     try:
@@ -109,11 +80,11 @@ def run_client(t, case, cmac, smac, timeout=120):
         return {}
 
 
-def attacks(res, t, tmp, cmac, smac):
+def attacks(res, t, ng, cmac, smac):
     for case in ATTACKS:
         run_client(t, case, cmac, smac)
     time.sleep(0.5)
-    log = access_log(tmp)
+    log = ng.log()
     for case in ATTACKS:
         key = "k-" + case
         served = sum(1 for k, st, uri in log if k == key and uri == "/v1/search" and st == "200")
@@ -123,7 +94,7 @@ def attacks(res, t, tmp, cmac, smac):
     res.eq(bad, [], "the blocklisted key never reached nginx, whatever the trick")
 
 
-def twins(res, t, tmp, cmac, smac, s):
+def twins(res, t, cmac, smac, s):
     r = run_client(t, "legit-pipelined", cmac, smac)
     res.eq(r.get("statuses"), [200, 403],
            "allowed + blocked in one segment: nginx's answer first, then sluice's")
@@ -155,31 +126,20 @@ def twins(res, t, tmp, cmac, smac, s):
 def main():
     res = sltest.Results("evasion")
     with tempfile.TemporaryDirectory() as tmp, \
-            sltest.Topology(sys.argv[1], CONF, tmp) as t:
-        for d in ("cb", "px", "fc", "uw", "sc"):
-            os.mkdir(os.path.join(tmp, d))
-        conf = os.path.join(tmp, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(NGINX_CONF % {"tmp": tmp})
+            sltest.Topology(sys.argv[1], CONF, tmp) as t, \
+            sltest.Nginx(t, tmp, 8081, "$http_x_api_key $status $uri") as ng:
         cmac, smac = mac(t.cns), mac(t.sns)
         # the attacker's addresses: the server reaches them, the client's
         # kernel does not hold them (so never resets what it did not open)
         for fam, a in (("-4", "198.18.0.50"), ("-6", "2001:2::50")):
             subprocess.run(["ip", "-n", t.sns, fam, "neigh", "replace", a, "lladdr", cmac,
                             "dev", "eth0", "nud", "permanent"], check=True)
-        nginx = subprocess.Popen(["ip", "netns", "exec", t.sns, "nginx", "-c", conf],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         up = subprocess.Popen(["ip", "netns", "exec", t.sns, "/usr/bin/python3", "-c", UPGRADER],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             up.stdout.readline()
-            for _ in range(50):
-                if t.client("sh", "-c", "exec 3<>/dev/tcp/198.18.0.2/8081",
-                            timeout=5).returncode == 0:
-                    break
-                time.sleep(0.1)
-            attacks(res, t, tmp, cmac, smac)
-            twins(res, t, tmp, cmac, smac, t.sluice)
+            attacks(res, t, ng, cmac, smac)
+            twins(res, t, cmac, smac, t.sluice)
             st = t.sluice.stats()
             print("  normalizer_drops: %s" % st["normalizer_drops"])
             for k in ("no_ack", "ack_unsent", "paws", "urgent", "tcp_signature", "ip_options",
@@ -188,11 +148,8 @@ def main():
             res.check(st["rst_ignored"] > 0 and st["syn_ignored"] > 0 and st["syn_data"] > 0,
                       "rst_ignored, syn_ignored, syn_data counted")
         finally:
-            for p in (nginx, up):
-                p.kill()
-                p.wait()
-            subprocess.run(["ip", "netns", "exec", t.sns, "pkill", "-f", conf],
-                           capture_output=True)
+            up.kill()
+            up.wait()
     return res.finish()
 
 

@@ -31,28 +31,6 @@ PORT = 8081
 PATHS = ["/v1/search", "/v1/users/42/orders", "/v1/files/a/b.txt", "/api/Items/7"]
 UNRESERVED = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
 
-NGINX_CONF = """
-worker_processes 1;
-daemon off;
-pid %(tmp)s/nginx.pid;
-error_log %(tmp)s/nginx-error.log;
-events { worker_connections 256; }
-http {
-    log_format oracle '$http_x_seq $status $uri';
-    access_log %(tmp)s/nginx-access.log oracle;
-    client_body_temp_path %(tmp)s/cb;
-    proxy_temp_path %(tmp)s/px;
-    fastcgi_temp_path %(tmp)s/fc;
-    uwsgi_temp_path %(tmp)s/uw;
-    scgi_temp_path %(tmp)s/sc;
-    server {
-        listen 198.18.0.2:%(port)d;
-        listen [2001:2::2]:%(port)d;
-        location / { return 200 "ok\\n"; }
-    }
-}
-"""
-
 # Runs in the client namespace: one raw request per connection, exactly
 # the bytes given, bounded in time; prints one status per line.
 SENDER = r"""
@@ -236,26 +214,9 @@ def main():
     corpus = [s for v in corpus_by_path.values() for s in v]
     corpus += ["http://api.test:%d%s" % (PORT, s) for s in corpus[::7]]
     with tempfile.TemporaryDirectory() as tmp, \
-            sltest.Topology(sys.argv[1], CONF, tmp) as t:
-        for d in ("cb", "px", "fc", "uw", "sc"):
-            os.mkdir(os.path.join(tmp, d))
-        conf = os.path.join(tmp, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(NGINX_CONF % {"tmp": tmp, "port": PORT})
-        nginx = subprocess.Popen(["ip", "netns", "exec", t.sns, "nginx", "-c", conf],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            for _ in range(50):
-                if t.client("sh", "-c", "exec 3<>/dev/tcp/198.18.0.2/%d" % PORT,
-                            timeout=5).returncode == 0:
-                    break
-                time.sleep(0.1)
-            run(res, sys.argv[1], t, tmp, corpus, corpus_by_path)
-        finally:
-            nginx.kill()
-            nginx.wait()
-            subprocess.run(["ip", "netns", "exec", t.sns, "pkill", "-f", conf],
-                           capture_output=True)
+            sltest.Topology(sys.argv[1], CONF, tmp) as t, \
+            sltest.Nginx(t, tmp, PORT, "$http_x_seq $status $uri"):
+        run(res, sys.argv[1], t, tmp, corpus, corpus_by_path)
     return res.finish()
 
 

@@ -276,3 +276,67 @@ class Topology:
                 return [json.loads(line) for line in f]
         except FileNotFoundError:
             return []
+
+
+NGINX_CONF = """
+worker_processes 1;
+daemon off;
+pid %(tmp)s/nginx.pid;
+error_log %(tmp)s/nginx-error.log;
+events { worker_connections 256; }
+http {
+    log_format oracle '%(log_format)s';
+    access_log %(tmp)s/nginx-access.log oracle;
+    client_body_temp_path %(tmp)s/cb;
+    proxy_temp_path %(tmp)s/px;
+    fastcgi_temp_path %(tmp)s/fc;
+    uwsgi_temp_path %(tmp)s/uw;
+    scgi_temp_path %(tmp)s/sc;
+    server {
+        listen 198.18.0.2:%(port)d;
+        listen [2001:2::2]:%(port)d;
+        location / { return 200 "ok\\n"; }
+    }
+}
+"""
+
+
+class Nginx:
+    """nginx in the topology's server namespace on port, every request
+    logged in log_format to TMP/nginx-access.log (a test's oracle).
+    Stopped on exit, whatever happened."""
+
+    def __init__(self, t, tmp, port, log_format):
+        self.t, self.tmp, self.port = t, tmp, port
+        self.conf = os.path.join(tmp, "nginx.conf")
+        for d in ("cb", "px", "fc", "uw", "sc"):
+            os.makedirs(os.path.join(tmp, d), exist_ok=True)
+        with open(self.conf, "w") as f:
+            f.write(NGINX_CONF % {"tmp": tmp, "port": port, "log_format": log_format})
+        self.proc = None
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(["ip", "netns", "exec", self.t.sns, "nginx", "-c",
+                                      self.conf],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(50):
+            if self.t.client("sh", "-c", "exec 3<>/dev/tcp/198.18.0.2/%d" % self.port,
+                             timeout=5).returncode == 0:
+                break
+            time.sleep(0.1)
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+        subprocess.run(["ip", "netns", "exec", self.t.sns, "pkill", "-f", self.conf],
+                       capture_output=True)
+
+    def log(self):
+        """The access log's lines, split on blanks."""
+        try:
+            with open(os.path.join(self.tmp, "nginx-access.log")) as f:
+                return [line.split() for line in f if line.strip()]
+        except FileNotFoundError:
+            return []
