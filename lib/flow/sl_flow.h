@@ -79,18 +79,19 @@ struct sl_flow {
 	uint16_t park_idx; /* the caller's, while parked */
 	uint32_t
 		bucket_hint; /* the caller's: its last decision's limit state */
-	/* the normaliser's line, third: read on handshakes, on segments
-	 * that overlap decided bytes, on heads and on the server's ACKs.
-	 * The two lines above are what the per-frame path reads; at 120
-	 * bytes most entries straddled three, and the third (state, hint)
-	 * was not among the two prefetched */
+	/* the normaliser's checks, read on every segment: in line two */
+	uint32_t ts_recent; /* newest TSval accepted in order */
+	uint32_t s_isn;     /* server ISN + 1: oldest valid ack */
+	uint8_t rec_n;      /* decided ranges kept (line three) */
+	uint8_t nflags;     /* SL_NF_* */
+	/* line three, the decided ranges: written once per head, read on
+	 * resent bytes and the server's ACKs while rec_n says there are
+	 * some. Lines one and two are what every frame reads; at 120 bytes
+	 * most entries straddled three, and the third (state, hint) was
+	 * not among the two prefetched */
 	uint64_t rec_sum[SL_REC_MAX]; /* keyed digest of each range */
 	uint32_t rec_seq[SL_REC_MAX]; /* decided, unacknowledged ranges */
-	uint32_t ts_recent;           /* newest TSval accepted in order */
-	uint32_t s_isn;               /* server ISN + 1: oldest valid ack */
 	uint16_t rec_len[SL_REC_MAX];
-	uint8_t rec_n;
-	uint8_t nflags; /* SL_NF_* */
 } __attribute__((aligned(64)));
 
 struct sl_flow_params {

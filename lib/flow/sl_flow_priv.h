@@ -50,7 +50,7 @@ struct sl_flow_table {
 	uint16_t *src_heads;  /* head buffers held, per source cell */
 	uint32_t src_mask;
 	uint64_t dkey;    /* the digest's secret point, < 2^61 - 1 */
-	uint64_t dpow[4]; /* dkey^1..4 mod 2^61 - 1 */
+	uint64_t dpow[8]; /* dkey^1..8 mod 2^61 - 1 */
 	uint32_t cut;     /* payload bytes to forward after PREFIX */
 	struct sl_flow_stats st;
 	struct sl_flow *last;

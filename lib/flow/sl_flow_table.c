@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,11 @@ sl_flow_key_hash(const struct sl_flow_table *t, const struct sl_flow_key *k)
 	    fold_mul(w[4] ^ t->hkey[4], t->hkey[5]);
 	return fold_mul(h ^ t->hkey[0], t->hkey[5] | 1);
 }
+
+_Static_assert(offsetof(struct sl_flow, nflags) < 128 &&
+		       offsetof(struct sl_flow, rec_sum) == 128 &&
+		       sizeof(struct sl_flow) == 192,
+	       "every frame reads two lines of an entry; the ranges a third");
 
 struct sl_flow_table *
 sl_flow_table_create(const struct sl_flow_params *p)
@@ -236,6 +242,8 @@ prefetch_sig(const struct sl_flow_table *t, uint32_t b, uint32_t sig)
 
 			__builtin_prefetch(f);
 			__builtin_prefetch((const char *)f + 64);
+			/* the decided ranges, written once the head is read */
+			__builtin_prefetch((const char *)f + 128, 1);
 		}
 }
 

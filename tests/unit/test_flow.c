@@ -612,6 +612,33 @@ tseg(struct sl_flow_table *t, const struct sl_flow_key *k, uint32_t ack,
 				      s);
 }
 
+/* Any one byte changed, anywhere in a decided segment, is caught. */
+static void
+resent_any_byte_changed(void **state)
+{
+	struct sl_flow_table *t = table(16, 4, 1024);
+	struct sl_flow_key k = key(1);
+	struct seen s = {0};
+	char head[300], other[300];
+	uint32_t i, n;
+
+	(void)state;
+	n = (uint32_t)snprintf(
+		head, sizeof(head),
+		"GET /x HTTP/1.1\r\nHost: a\r\nX-Pad: %0230d\r\n\r\n", 7);
+	open_flow(t, &k, &s);
+	assert_int_equal(seg(t, &k, 1000, ACK, head, n, &s), SL_SEG_FORWARD);
+	for (i = 0; i < n; i++) {
+		memcpy(other, head, n);
+		other[i] ^= 0x20;
+		assert_int_equal(seg(t, &k, 1000, ACK, other, n, &s),
+				 SL_SEG_DROP);
+	}
+	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_REPLAY_DIFF], n);
+	assert_int_equal(seg(t, &k, 1000, ACK, head, n, &s), SL_SEG_FORWARD);
+	sl_flow_table_free(t);
+}
+
 /* What a Linux backend discards is not parsed. */
 static void
 segments_linux_drops(void **state)
@@ -838,6 +865,7 @@ main(void)
 		cmocka_unit_test(rst_and_syn_on_open),
 		cmocka_unit_test(syn_data_ignored),
 		cmocka_unit_test(resent_bytes_must_match),
+		cmocka_unit_test(resent_any_byte_changed),
 		cmocka_unit_test(segments_linux_drops),
 		cmocka_unit_test(upgrade_waits_for_server),
 		cmocka_unit_test(refusal_keeps_answer_order),
