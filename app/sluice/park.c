@@ -505,6 +505,8 @@ sl_park_attach(struct sl_worker *w, struct rte_mbuf *m, const struct sl_pkt *p,
 	e->fk = *k;
 	e->rest_off = rest_off;
 	e->rest_len = p->payload_len > rest_off ? p->payload_len - rest_off : 0;
+	e->first = w->first;
+	e->head_off = w->head_off;
 	f->park_idx = w->park_new;
 }
 
@@ -546,6 +548,26 @@ finish(struct sl_worker *w, uint16_t i, enum sl_req_action a)
 		if (f != NULL)
 			sl_flow_resume(w->flows, f, pl + e->rest_off,
 				       e->rest_len, NULL, NULL);
+		sl_worker_send(w, UP, e->m);
+	} else if (f != NULL && !e->first) {
+		/*
+		 * Refused behind requests of its segment that went on: its
+		 * answer would take their place. They go on alone; it is
+		 * decided again when the client sends it again.
+		 */
+		w->pending.tpl = NULL;
+		if (e->m->nb_segs > 1) {
+			rte_pktmbuf_free(e->m->next);
+			e->m->next = NULL;
+			e->m->nb_segs = 1;
+		}
+		e->m->ol_flags = 0;
+		sl_flow_cut_back(w->flows, f, e->p.seq,
+				 rte_pktmbuf_mtod(e->m, const uint8_t *) +
+					 e->p.payload_off,
+				 e->head_off);
+		e->m->data_len = e->m->pkt_len = sl_tcp_trim(
+			rte_pktmbuf_mtod(e->m, uint8_t *), &e->p, e->head_off);
 		sl_worker_send(w, UP, e->m);
 	} else {
 		if (f != NULL) {

@@ -39,6 +39,8 @@ struct sl_parked {
 	struct sl_flow_key fk;
 	uint64_t deadline_ns;
 	uint32_t rest_off, rest_len; /* body bytes after the head */
+	uint32_t head_off;           /* where the head begins */
+	uint8_t first;               /* nothing of the segment went before */
 	uint16_t prev, next;         /* FIFO of parked requests */
 	uint8_t in_use;
 	uint8_t n_held;

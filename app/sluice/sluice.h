@@ -133,6 +133,8 @@ struct sl_worker {
 	uint16_t park_head, park_tail, park_new;
 	uint8_t n_parked_timeouts_due;
 	uint8_t parkable;    /* the event being decided may wait */
+	uint8_t first;       /* ... and starts its segment's new bytes */
+	uint32_t head_off;   /* where its head begins in the segment */
 	uint8_t dec_flags;   /* SL_DF_* of the decision being made */
 	int16_t cur_tier;    /* tier of the request being decided, -1: none */
 	uint32_t rest_off;   /* where the bytes after its head start */

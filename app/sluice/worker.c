@@ -182,6 +182,8 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 	/* a request may wait for the coordinator only if what follows its
 	 * head in this segment is its own body */
 	w->rest_off = ev->seg_end;
+	w->first = ev->first;
+	w->head_off = ev->seg_end - ev->head_len;
 	{
 		uint32_t rest = w->cur->payload_len > ev->seg_end
 					? w->cur->payload_len - ev->seg_end

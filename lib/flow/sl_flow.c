@@ -50,7 +50,11 @@ static enum sl_req_action
 emit(struct seg_ctx *c, uint8_t kind, const struct sl_http_req *req,
      uint32_t head_len, uint32_t seg_end)
 {
+	/* a head completed from its buffer ends where the segment's new
+	 * bytes start: nothing went on before it */
 	struct sl_flow_event ev = {.kind = kind,
+				   .first = c->buffered ||
+					    seg_end - head_len == c->first,
 				   .head_len = head_len,
 				   .seg_end = seg_end,
 				   .req = req};
@@ -140,6 +144,12 @@ complete(struct seg_ctx *c, const struct sl_http_req *req, uint32_t head_len,
 			c->f->state = SL_FLOW_HEAD; /* not answered after all */
 		return r;
 	}
+	if (a == SL_REQ_DEFER && !c->buffered && c->allowed > 0) {
+		c->t->cut = seg_end - head_len;
+		return CUT;
+	}
+	if (a == SL_REQ_DEFER) /* a caller's mistake: nothing to cut */
+		return DEFER;
 	c->allowed++;
 	after_request(c->f, req);
 	if (a == SL_REQ_PARK) {
@@ -623,6 +633,33 @@ uint32_t
 sl_flow_cut(const struct sl_flow_table *t)
 {
 	return t->cut;
+}
+
+void
+sl_flow_cut_back(struct sl_flow_table *t, struct sl_flow *f, uint32_t seq,
+		 const uint8_t *payload, uint32_t cut)
+{
+	uint32_t end = seq + cut;
+	uint8_t i;
+
+	for (i = 0; i < f->rec_n; i++) {
+		int32_t from = (int32_t)(f->rec_seq[i] - seq);
+
+		if ((int32_t)(f->rec_seq[i] - end) >= 0)
+			break; /* this one and the rest begin past the cut */
+		if ((int32_t)(f->rec_seq[i] + f->rec_len[i] - end) > 0 &&
+		    from >= 0) {
+			f->rec_len[i] = (uint16_t)(end - f->rec_seq[i]);
+			f->rec_sum[i] = sl_flow_digest(t, payload + from,
+						       f->rec_len[i]);
+		}
+	}
+	f->rec_n = i;
+	f->c_next = end;
+	f->parked = 0;
+	f->state = SL_FLOW_HEAD;
+	f->body_remaining = 0;
+	f->c_fin = 0;
 }
 
 struct sl_flow *

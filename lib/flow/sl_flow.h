@@ -128,6 +128,7 @@ enum sl_flow_event_kind {
 
 struct sl_flow_event {
 	uint8_t kind;
+	uint8_t first;     /* the head starts its segment's new bytes */
 	uint32_t head_len; /* bytes of the head (SL_EV_REQUEST) */
 	uint32_t seg_end;  /* payload offset in this segment just after it */
 	const struct sl_http_req *req;
@@ -137,6 +138,9 @@ enum sl_req_action {
 	SL_REQ_CONTINUE = 0,
 	SL_REQ_STOP, /* the caller answered: absorb the rest of the flow */
 	SL_REQ_PARK, /* undecided yet: stop here, resume with sl_flow_resume */
+	/* undecided, behind requests of its segment that went on: those are
+	 * forwarded (SL_SEG_PREFIX), this one is decided when sent again */
+	SL_REQ_DEFER,
 };
 
 typedef enum sl_req_action (*sl_flow_event_fn)(void *arg, struct sl_flow *f,
@@ -240,6 +244,15 @@ enum sl_seg_verdict sl_flow_client_segment(struct sl_flow_table *t,
 
 /* Payload bytes to forward after SL_SEG_PREFIX. */
 uint32_t sl_flow_cut(const struct sl_flow_table *t);
+
+/*
+ * A parked request was refused behind requests of its segment that went
+ * on: the segment (seq, its payload) is forwarded only up to cut, where
+ * the refused head begins, and the stream resumes there; that request
+ * is decided again when the client sends it again.
+ */
+void sl_flow_cut_back(struct sl_flow_table *t, struct sl_flow *f, uint32_t seq,
+		      const uint8_t *payload, uint32_t cut);
 
 /* Counts a segment the caller kept out before it reached the table. */
 void sl_flow_norm_drop(struct sl_flow_table *t, enum sl_norm_reason r);

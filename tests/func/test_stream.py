@@ -222,6 +222,27 @@ def order(res):
     dropped(res, f.c(BAD), "resent before the server answered")
     W.server_ack(f, res, 20, "the response to /a")
     answered(res, f.data(BAD), 403, f.cseq - len(BAD), "resent after it: answered")
+    # a request that waits for its limit's lease behind one that went on
+    # in its segment: allowed, both go on together; refused, the one
+    # before it goes on alone and it is answered when sent again
+    g = Conn(40161)
+    W.handshake(g, res)
+    once = req("/v1/once", "X-API-Key: k-once")
+    fwd(res, "c", g.data(once), "the key's one request a minute")
+    W.server_ack(g, res, 20, "its response")
+    a = req("/a2")
+    oc, os_ = W.step("c", g.data(a + once))
+    if res.eq((len(oc), len(os_)), (0, 1), "allowed + refused after waiting: one frame on"):
+        q = Ether(os_[0])
+        res.eq(bytes(q[TCP].payload), a, "only the allowed request goes on")
+        res.check(pktcheck.cksums_ok(os_[0]), "its checksums")
+    g.cseq -= len(once)
+    W.server_ack(g, res, 20, "the response to /a2")
+    answered(res, g.data(once), 429, g.cseq - len(once), "sent again: refused in order")
+    h = Conn(40162)
+    W.handshake(h, res)
+    two = req("/a3") + req("/v1/fresh", "X-API-Key: k-fresh")
+    fwd(res, "c", h.data(two), "allowed + waiting, then allowed: both on")
 
 
 def upgrade(res):
