@@ -71,6 +71,14 @@ def mac(ns):
     return json.loads(out)[0]["address"]
 
 
+def rss_kb(s):
+    with open("/proc/%d/status" % s.proc.pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 def run_client(t, case, cmac, smac, timeout=120):
     r = t.client("/usr/bin/python3", CLIENT, case, cmac, smac, timeout=timeout)
     try:
@@ -100,9 +108,11 @@ def twins(res, t, cmac, smac, s):
            "allowed + blocked in one segment: nginx's answer first, then sluice's")
     r = run_client(t, "legit-slow", cmac, smac)
     res.eq(r.get("statuses"), [200], "an honest head in three parts, a second apart: served")
-    before = s.stats()
-    r = run_client(t, "legit-evict:60000", cmac, smac, timeout=300)
-    st = s.stats()
+    before, rss0 = s.stats(), rss_kb(s)
+    r = run_client(t, "legit-evict:100000", cmac, smac, timeout=300)
+    st, rss1 = s.stats(), rss_kb(s)
+    res.check(rss1 <= rss0, "sluice's resident memory flat across the flood (%d -> %d kB)" %
+              (rss0, rss1))
     res.eq(r.get("statuses"), [200, 429],
            "keep-alive client across %s spoofed flows: its split head still read "
            "(the second /v1/search is refused)" % r.get("sent"))

@@ -83,6 +83,13 @@ def main():
     rows = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
     res.check(p.returncode == 0 and rows and rows[0].get("clean_norm_over_parse", 0) > 0,
               "--norm: the normaliser's cost on clean and dirty heads (%s)" % rows)
+    # --stream fails (exit 1) if the normaliser refused any clean segment
+    p = subprocess.run([binary, "--", "--stream", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    rows = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+    res.check(p.returncode == 0 and rows and rows[0].get("normalised_over_plain", 0) > 0,
+              "--stream: the stream normaliser's cost, no clean segment refused (%s)" %
+              (rows or p.stderr[-300:]))
     p = subprocess.run([binary, "--no-huge", "-m", "512", "--no-pci", "-l", "0",
                         "--file-prefix", prefix + "bad", "--", "--only", "nosuch"],
                        capture_output=True, text=True, timeout=120)
