@@ -418,6 +418,7 @@ static int
 cmd_decisions(const char *cmd, const char *params, struct rte_tel_data *t)
 {
 	const struct sl_decisions *d = tel_dec;
+	struct sl_policy_peek pk;
 	uint64_t sampled = 0, dropped = 0;
 	unsigned int i;
 
@@ -426,9 +427,10 @@ cmd_decisions(const char *cmd, const char *params, struct rte_tel_data *t)
 	rte_tel_data_start_dict(t);
 	if (d == NULL)
 		return 0;
-	rte_tel_data_add_dict_u64(t, "sample_ppm", d->app->policy->dec_ppm[0]);
-	rte_tel_data_add_dict_u64(t, "sample_rejected_ppm",
-				  d->app->policy->dec_ppm[1]);
+	/* not through d->app->policy: a reload may free it meanwhile */
+	sl_policy_peek(d->app, &pk);
+	rte_tel_data_add_dict_u64(t, "sample_ppm", pk.dec_ppm[0]);
+	rte_tel_data_add_dict_u64(t, "sample_rejected_ppm", pk.dec_ppm[1]);
 	rte_tel_data_add_dict_string(t, "file", d->path);
 	rte_tel_data_add_dict_string(t, "stream", d->stream);
 	for (i = 0; i < d->n; i++) {

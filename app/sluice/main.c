@@ -109,13 +109,14 @@ static void
 reload(struct sl_app *app)
 {
 	char err[ERRBUF];
+	struct sl_policy_peek pk;
 
 	sl_decisions_reopen(app->decisions); /* after log rotation */
-	if (sl_reload(app, err, sizeof(err)) == 0)
+	if (sl_reload(app, err, sizeof(err)) == 0) {
+		sl_policy_peek(app, &pk);
 		SL_LOG(NOTICE, "reload (SIGHUP): rules version %s%s%s",
-		       sl_ruleset_version(app->policy->rs), err[0] ? "; " : "",
-		       err);
-	else
+		       pk.version, err[0] ? "; " : "", err);
+	} else
 		SL_LOG(ERR, "reload (SIGHUP) refused, running rules kept:\n%s",
 		       err);
 }

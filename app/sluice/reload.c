@@ -107,6 +107,20 @@ apply_config(struct sl_app *app, struct sl_config *c, char *msg, size_t len)
 	return 0;
 }
 
+void
+sl_policy_peek(const struct sl_app *app, struct sl_policy_peek *out)
+{
+	const struct sl_policy *p;
+
+	pthread_mutex_lock(&reload_lock);
+	p = app->policy;
+	snprintf(out->version, sizeof(out->version), "%s",
+		 sl_ruleset_version(p->rs));
+	out->dec_ppm[0] = p->dec_ppm[0];
+	out->dec_ppm[1] = p->dec_ppm[1];
+	pthread_mutex_unlock(&reload_lock);
+}
+
 /* Set once a rule set published through the store has been applied. */
 static char published[32];
 
@@ -158,17 +172,18 @@ static int
 cmd_reload(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	char msg[4096];
+	struct sl_policy_peek pk;
 
 	RTE_SET_USED(cmd);
 	RTE_SET_USED(params);
 	rte_tel_data_start_dict(d);
 	if (sl_reload(the_app, msg, sizeof(msg)) == 0) {
-		rte_tel_data_add_dict_string(
-			d, "version", sl_ruleset_version(the_app->policy->rs));
+		sl_policy_peek(the_app, &pk);
+		rte_tel_data_add_dict_string(d, "version", pk.version);
 		if (msg[0])
 			rte_tel_data_add_dict_string(d, "note", msg);
 		SL_LOG(NOTICE, "reload (telemetry): rules version %s",
-		       sl_ruleset_version(the_app->policy->rs));
+		       pk.version);
 	} else {
 		/* a telemetry string holds at most RTE_TEL_MAX_STRING_LEN */
 		msg[RTE_TEL_MAX_STRING_LEN - 1] = '\0';
@@ -202,17 +217,18 @@ sl_reload_poll(struct sl_app *app)
 {
 	struct stat st;
 	char msg[8192];
+	struct sl_policy_peek pk;
 
 	if (stat(app->config_path, &st) != 0 ||
 	    (st.st_mtim.tv_sec == last_stat.st_mtim.tv_sec &&
 	     st.st_mtim.tv_nsec == last_stat.st_mtim.tv_nsec &&
 	     st.st_size == last_stat.st_size && st.st_ino == last_stat.st_ino))
 		return;
-	if (sl_reload(app, msg, sizeof(msg)) == 0)
+	if (sl_reload(app, msg, sizeof(msg)) == 0) {
+		sl_policy_peek(app, &pk);
 		SL_LOG(NOTICE, "reload (file changed): rules version %s%s%s",
-		       sl_ruleset_version(app->policy->rs), msg[0] ? "; " : "",
-		       msg);
-	else
+		       pk.version, msg[0] ? "; " : "", msg);
+	} else
 		SL_LOG(ERR,
 		       "reload (file changed) refused, running rules "
 		       "kept:\n%s",

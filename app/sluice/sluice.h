@@ -198,6 +198,18 @@ void sl_worker_flush(struct sl_worker *w);
 
 /* Live reload (reload.c): from the file; returns 0, or -1 with errors. */
 int sl_reload(struct sl_app *app, char *msg, size_t len);
+
+/*
+ * What a thread other than a worker may read of the running policy,
+ * copied under the reload lock: every swap holds it until the old policy
+ * is freed, and RCU covers only the workers, so a telemetry or signal
+ * handler must not dereference app->policy on its own.
+ */
+struct sl_policy_peek {
+	char version[32];
+	uint32_t dec_ppm[2];
+};
+void sl_policy_peek(const struct sl_app *app, struct sl_policy_peek *out);
 int sl_reload_init(struct sl_app *app);
 /* Applies a rule set published through the store (the file then yields). */
 int sl_reload_text(struct sl_app *app, const char *version, const char *text,
