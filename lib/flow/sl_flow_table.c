@@ -212,9 +212,21 @@ sl_flow_find(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h)
 void
 sl_flow_table_prefault(struct sl_flow_table *t)
 {
+	size_t hb = (size_t)t->p.head_slots * t->p.max_head_bytes, o;
+
 	sl_mem_prefault(t->buckets, buckets_bytes(t));
 	sl_mem_prefault(t->flows, flows_bytes(t));
 	sl_mem_prefault(t->seen, seen_bytes(t));
+	/* the rest is malloc'ed: a flood must not be what first touches
+	 * it (page faults on the worker, and resident memory that grows
+	 * while it lasts) */
+	for (o = 0; o < hb; o += 4096)
+		((volatile uint8_t *)t->heads)[o] = 0;
+	memset(t->estab, 0, t->p.capacity);
+	memset(t->gen, 0, (size_t)t->p.capacity * sizeof(uint32_t));
+	memset(t->young, 0, ((size_t)t->young_mask + 1) * sizeof(uint64_t));
+	memset(t->slot_since, 0, (size_t)t->p.head_slots * sizeof(uint64_t));
+	memset(t->src_heads, 0, ((size_t)t->src_mask + 1) * sizeof(uint16_t));
 }
 
 uint64_t

@@ -111,8 +111,10 @@ def twins(res, t, cmac, smac, s):
     before, rss0 = s.stats(), rss_kb(s)
     r = run_client(t, "legit-evict:100000", cmac, smac, timeout=300)
     st, rss1 = s.stats(), rss_kb(s)
-    res.check(rss1 <= rss0, "sluice's resident memory flat across the flood (%d -> %d kB)" %
-              (rss0, rss1))
+    # per flow it would be 36 MB (361 B each); the tables are allocated
+    # and touched up front, so what is left is the process's own noise
+    res.check(rss1 - rss0 < 1024, "sluice's resident memory flat across the flood "
+              "(%d -> %d kB)" % (rss0, rss1))
     res.eq(r.get("statuses"), [200, 429],
            "keep-alive client across %s spoofed flows: its split head still read "
            "(the second /v1/search is refused)" % r.get("sent"))
