@@ -144,12 +144,6 @@ complete(struct seg_ctx *c, const struct sl_http_req *req, uint32_t head_len,
 			c->f->state = SL_FLOW_HEAD; /* not answered after all */
 		return r;
 	}
-	if (a == SL_REQ_DEFER && !c->buffered && c->allowed > 0) {
-		c->t->cut = seg_end - head_len;
-		return CUT;
-	}
-	if (a == SL_REQ_DEFER) /* a caller's mistake: nothing to cut */
-		return DEFER;
 	c->allowed++;
 	after_request(c->f, req);
 	if (a == SL_REQ_PARK) {
@@ -486,7 +480,6 @@ place(struct seg_ctx *c, const struct sl_seg *s)
 	if (f->nflags & SL_NF_SYN)
 		return SL_SEG_DROP;
 	if (!f->s_seen) {
-		f->nflags |= SL_NF_PROBED;
 		c->t->st.probes++;
 		return SL_SEG_PROBE;
 	}

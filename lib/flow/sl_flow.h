@@ -51,7 +51,6 @@ enum sl_flow_state {
 #define SL_NF_TS       0x10 /* timestamps negotiated: PAWS applies */
 #define SL_NF_CONNECT  0x20 /* the pending upgrade is a CONNECT */
 #define SL_NF_TIMEDOUT 0x40 /* its incomplete head lost its buffer */
-#define SL_NF_PROBED   0x80 /* a probe for the server's ACK went out */
 
 struct sl_flow {
 	struct sl_flow_key key;
@@ -138,9 +137,6 @@ enum sl_req_action {
 	SL_REQ_CONTINUE = 0,
 	SL_REQ_STOP, /* the caller answered: absorb the rest of the flow */
 	SL_REQ_PARK, /* undecided yet: stop here, resume with sl_flow_resume */
-	/* undecided, behind requests of its segment that went on: those are
-	 * forwarded (SL_SEG_PREFIX), this one is decided when sent again */
-	SL_REQ_DEFER,
 };
 
 typedef enum sl_req_action (*sl_flow_event_fn)(void *arg, struct sl_flow *f,
