@@ -13,6 +13,18 @@ static const struct sl_http_cfg cfg = {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* A field set (non-empty) must lie within data[0..n). */
+static void
+outside(const struct sl_str *s, const uint8_t *data, size_t n)
+{
+	const char *b = (const char *)data;
+
+	if (s->len == 0)
+		return;
+	if (s->p == NULL || s->p < b || s->len > n || s->p + s->len > b + n)
+		abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -23,12 +35,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	rc = sl_http_parse_request((const char *)data, size, &cfg, &r);
 	if (rc > 0) {
-		/* every result must lie inside the input */
-		if ((size_t)rc > size ||
-		    (r.method.p &&
-		     (r.method.p < (const char *)data ||
-		      r.method.p + r.method.len > (const char *)data + size)))
+		/* every result must lie inside the head it parsed */
+		const struct sl_str *f[] = {&r.method,  &r.target, &r.host,
+					    &r.api_key, &r.user,   &r.bearer};
+
+		if ((size_t)rc > size)
 			abort();
+		for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+			outside(f[i], data, (size_t)rc);
+		for (i = 0; i < r.n_xff; i++)
+			outside(&r.xff[i], data, (size_t)rc);
 	}
 	/* every prefix of a complete head is incomplete, never an error */
 	if (rc > 0)

@@ -315,6 +315,65 @@ ruleset_matching(void **state)
 	sl_ruleset_free(rs);
 }
 
+static struct sl_ruleset *
+ruleset_of(const char *yaml)
+{
+	char err[2048];
+	struct sl_config *c = load(yaml, err, sizeof(err));
+	struct sl_ruleset *rs;
+
+	if (c == NULL)
+		fail_msg("%s", err);
+	rs = sl_ruleset_build(c);
+	sl_config_free(c);
+	assert_non_null(rs);
+	return rs;
+}
+
+/* The id of the rule called name in rs (every bucket and Redis key of the
+ * rule derives from it). */
+static uint64_t
+id_of(const struct sl_ruleset *rs, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < sl_ruleset_count(rs); i++)
+		if (strcmp(sl_ruleset_rule(rs, i)->name, name) == 0)
+			return sl_ruleset_rule_id(rs, i);
+	fail_msg("no rule %s", name);
+	return 0;
+}
+
+/*
+ * A reload that reorders the rules, or adds one in front, moves nobody's
+ * bucket: ids follow names. A rule renamed is a new rule (new buckets).
+ */
+static void
+rule_ids_survive_reorder(void **state)
+{
+	static const char a[] = "version: 1\nrules:\n"
+				"  - {name: x, scope: ip, limit: 1/s}\n"
+				"  - {name: y, scope: ip, limit: 2/s}\n"
+				"  - {name: z, scope: ip, limit: 3/s}\n";
+	static const char b[] = "version: 1\nrules:\n"
+				"  - {name: new, scope: ip, limit: 9/s}\n"
+				"  - {name: z, scope: ip, limit: 3/s}\n"
+				"  - {name: x, scope: ip, limit: 1/s}\n"
+				"  - {name: y2, scope: ip, limit: 2/s}\n";
+	struct sl_ruleset *ra = ruleset_of(a), *rb = ruleset_of(b);
+
+	(void)state;
+	assert_true(id_of(ra, "x") == id_of(rb, "x"));
+	assert_true(id_of(ra, "z") == id_of(rb, "z"));
+	assert_true(id_of(ra, "x") != id_of(ra, "y"));
+	assert_true(id_of(ra, "y") != id_of(rb, "y2"));
+	assert_true(id_of(rb, "new") != id_of(ra, "x") &&
+		    id_of(rb, "new") != id_of(ra, "y") &&
+		    id_of(rb, "new") != id_of(ra, "z"));
+	sl_ruleset_free(ra);
+	sl_ruleset_free(rb);
+}
+
 static void
 ruleset_blocklist(void **state)
 {
@@ -560,6 +619,7 @@ main(void)
 		cmocka_unit_test(ruleset_matching),
 		cmocka_unit_test(routes),
 		cmocka_unit_test(paths_in_normal_form),
+		cmocka_unit_test(rule_ids_survive_reorder),
 		cmocka_unit_test(ruleset_blocklist),
 		cmocka_unit_test(ruleset_overrides_expire),
 		cmocka_unit_test(rule_number_errors),
