@@ -11,6 +11,16 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _terminated(signum, frame):
+    # meson's timeout sends SIGTERM: unwind like an exception, so that
+    # every `with` and `finally` still removes its namespaces, processes
+    # and files
+    raise SystemExit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _terminated)
+
+
 def free_port():
     """A TCP port on 127.0.0.1 nobody listens on now."""
     s = socket.socket()
