@@ -20,7 +20,6 @@
 /* Counter slots by rule name, for the life of the process. */
 static char slot_names[SL_MAX_RULES][SL_NAME_MAX];
 static uint32_t n_slots;
-static pthread_mutex_t reload_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sl_app *the_app;
 static struct stat last_stat;
 
@@ -82,7 +81,7 @@ note_restart_only(const struct sl_config *old, const struct sl_config *c,
 			 "rates apply now)\n");
 }
 
-/* Compiles c and swaps it in; takes c. Called with reload_lock held. */
+/* Compiles c and swaps it in; takes c. Called with sl_policy_lock held. */
 static int
 apply_config(struct sl_app *app, struct sl_config *c, char *msg, size_t len)
 {
@@ -107,20 +106,6 @@ apply_config(struct sl_app *app, struct sl_config *c, char *msg, size_t len)
 	return 0;
 }
 
-void
-sl_policy_peek(const struct sl_app *app, struct sl_policy_peek *out)
-{
-	const struct sl_policy *p;
-
-	pthread_mutex_lock(&reload_lock);
-	p = app->policy;
-	snprintf(out->version, sizeof(out->version), "%s",
-		 sl_ruleset_version(p->rs));
-	out->dec_ppm[0] = p->dec_ppm[0];
-	out->dec_ppm[1] = p->dec_ppm[1];
-	pthread_mutex_unlock(&reload_lock);
-}
-
 /* Set once a rule set published through the store has been applied. */
 static char published[32];
 
@@ -131,19 +116,19 @@ sl_reload(struct sl_app *app, char *msg, size_t len)
 	int rc;
 
 	msg[0] = '\0';
-	pthread_mutex_lock(&reload_lock);
+	pthread_mutex_lock(&sl_policy_lock);
 	remember_stat(app->config_path);
 	if (published[0]) {
 		snprintf(msg, len,
 			 "rules are managed through the store (version %s): "
 			 "publish with sluicectl\n",
 			 published);
-		pthread_mutex_unlock(&reload_lock);
+		pthread_mutex_unlock(&sl_policy_lock);
 		return -1;
 	}
 	c = sl_config_load(app->config_path, msg, len);
 	rc = c != NULL ? apply_config(app, c, msg, len) : -1;
-	pthread_mutex_unlock(&reload_lock);
+	pthread_mutex_unlock(&sl_policy_lock);
 	return rc;
 }
 
@@ -157,14 +142,14 @@ sl_reload_text(struct sl_app *app, const char *version, const char *text,
 
 	msg[0] = '\0';
 	snprintf(name, sizeof(name), "published:%s", version);
-	pthread_mutex_lock(&reload_lock);
+	pthread_mutex_lock(&sl_policy_lock);
 	c = sl_config_parse(name, text, n, msg, len);
 	if (c != NULL)
 		snprintf(c->version, sizeof(c->version), "%s", version);
 	rc = c != NULL ? apply_config(app, c, msg, len) : -1;
 	if (rc == 0)
 		snprintf(published, sizeof(published), "%s", version);
-	pthread_mutex_unlock(&reload_lock);
+	pthread_mutex_unlock(&sl_policy_lock);
 	return rc;
 }
 

@@ -4,6 +4,7 @@
 
 /* The appliance: ports, lcores and the worker loop (app-private). */
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 
@@ -210,6 +211,8 @@ struct sl_policy_peek {
 	uint32_t dec_ppm[2];
 };
 void sl_policy_peek(const struct sl_app *app, struct sl_policy_peek *out);
+/* Held by every policy swap (reload.c) and by sl_policy_peek (policy.c). */
+extern pthread_mutex_t sl_policy_lock;
 int sl_reload_init(struct sl_app *app);
 /* Applies a rule set published through the store (the file then yields). */
 int sl_reload_text(struct sl_app *app, const char *version, const char *text,
