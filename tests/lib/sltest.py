@@ -258,6 +258,16 @@ class Topology:
         if self.backend is not None:
             self.backend.kill()
             self.backend.wait()
+        # whatever else a test started in the namespaces (nginx's workers
+        # outlive a killed master) goes with them
+        for ns in (self.cns, self.sns):
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
+                                  text=True).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
         subprocess.run([NETNS, "down", self.prefix], capture_output=True)
 
     def client(self, *cmd, timeout=30):
@@ -337,9 +347,14 @@ class Nginx:
         return self
 
     def __exit__(self, *exc):
+        # SIGTERM: the master stops its workers (a killed one leaves them)
         if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
         subprocess.run(["ip", "netns", "exec", self.t.sns, "pkill", "-f", self.conf],
                        capture_output=True)
 
