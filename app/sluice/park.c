@@ -556,19 +556,11 @@ finish(struct sl_worker *w, uint16_t i, enum sl_req_action a)
 		 * decided again when the client sends it again.
 		 */
 		w->pending.tpl = NULL;
-		if (e->m->nb_segs > 1) {
-			rte_pktmbuf_free(e->m->next);
-			e->m->next = NULL;
-			e->m->nb_segs = 1;
-		}
-		e->m->ol_flags = 0;
 		sl_flow_cut_back(w->flows, f, e->p.seq,
 				 rte_pktmbuf_mtod(e->m, const uint8_t *) +
 					 e->p.payload_off,
 				 e->head_off);
-		e->m->data_len = e->m->pkt_len = sl_tcp_trim(
-			rte_pktmbuf_mtod(e->m, uint8_t *), &e->p, e->head_off);
-		sl_worker_send(w, UP, e->m);
+		sl_reply_prefix(w, e->m, &e->p, e->head_off);
 	} else {
 		if (f != NULL) {
 			f->parked = 0;

@@ -17,6 +17,20 @@
 #define PSH 0x08
 #define ACK 0x10
 
+/*
+ * A frame rewritten in place is rewritten in its first segment: a chained
+ * mbuf is rare here (jumbo frames), and its tail is let go.
+ */
+static void
+first_only(struct rte_mbuf *m)
+{
+	if (m->nb_segs > 1) {
+		rte_pktmbuf_free(m->next);
+		m->next = NULL;
+		m->nb_segs = 1;
+	}
+}
+
 /* Our sequence towards the client: after anything the server sent. */
 static uint32_t
 server_seq(const struct sl_flow *f, const struct sl_pkt *p)
@@ -96,12 +110,7 @@ sl_reply_send(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
 	}
 	/* the RST is built first: it still needs the request's headers */
 	reset_server(w, frame, p, rst_seq);
-	/* a chained mbuf is rare here (jumbo frames); answer from the first */
-	if (m->nb_segs > 1) {
-		rte_pktmbuf_free(m->next);
-		m->next = NULL;
-		m->nb_segs = 1;
-	}
+	first_only(m);
 	/* the text goes straight where the reply's payload belongs */
 	tlen = room > poff ? sl_reply_tpl_fill(tpl, &w->pending.nums,
 					       frame + poff, room - poff, &sum)
@@ -129,11 +138,7 @@ sl_reply_ack(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
 	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
 	uint32_t len;
 
-	if (m->nb_segs > 1) {
-		rte_pktmbuf_free(m->next);
-		m->next = NULL;
-		m->nb_segs = 1;
-	}
+	first_only(m);
 	len = sl_reply_segment(frame, m->buf_len - m->data_off, frame, p, 1,
 			       f->r_next, f->c_next, ACK, NULL, 0);
 	if (unlikely(len == 0)) {
@@ -144,4 +149,15 @@ sl_reply_ack(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
 	m->ol_flags = 0;
 	w->ctr.absorbed++;
 	sl_worker_send(w, DOWN, m);
+}
+
+void
+sl_reply_prefix(struct sl_worker *w, struct rte_mbuf *m, struct sl_pkt *p,
+		uint32_t cut)
+{
+	first_only(m);
+	m->data_len = m->pkt_len =
+		sl_tcp_trim(rte_pktmbuf_mtod(m, uint8_t *), p, cut);
+	m->ol_flags = 0;
+	sl_worker_send(w, UP, m);
 }

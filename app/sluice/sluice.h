@@ -249,6 +249,12 @@ void sl_reply_send(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
 /* Acknowledges an absorbed segment (m becomes the ACK). */
 void sl_reply_ack(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
 		  const struct sl_pkt *p);
+/*
+ * The frame's first cut payload bytes go on to the backend alone (the
+ * rest waits to be sent again): lengths and checksums rewritten.
+ */
+void sl_reply_prefix(struct sl_worker *w, struct rte_mbuf *m, struct sl_pkt *p,
+		     uint32_t cut);
 void sl_worker_send(struct sl_worker *w, int dir, struct rte_mbuf *m);
 uint64_t sl_tsc_ns(const struct sl_app *app, uint64_t tsc);
 /* Runs the coordinator and the housekeeping on the main lcore until quit. */

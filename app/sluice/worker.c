@@ -296,24 +296,6 @@ probe(struct sl_worker *w, struct rte_mbuf *m, const struct sl_pkt *p)
 	sl_worker_send(w, UP, m);
 }
 
-/* Only the requests let through go on; the refused one comes again. */
-static void
-send_prefix(struct sl_worker *w, struct rte_mbuf *m, struct sl_pkt *p)
-{
-	uint32_t len;
-
-	if (m->nb_segs > 1) {
-		rte_pktmbuf_free(m->next);
-		m->next = NULL;
-		m->nb_segs = 1;
-	}
-	len = sl_tcp_trim(rte_pktmbuf_mtod(m, uint8_t *), p,
-			  sl_flow_cut(w->flows));
-	m->data_len = m->pkt_len = len;
-	m->ol_flags = 0;
-	sl_worker_send(w, UP, m);
-}
-
 static void
 inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 	const struct sl_pkt *p, const uint64_t *hash)
@@ -369,7 +351,7 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 		struct sl_pkt q = *p;
 
 		w->pending.tpl = NULL;
-		send_prefix(w, m, &q);
+		sl_reply_prefix(w, m, &q, sl_flow_cut(w->flows));
 		break;
 	}
 	case SL_SEG_PROBE:

@@ -263,6 +263,18 @@ body_bytes(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 }
 
 /* Feeds in-order new bytes through the flow's state machine. */
+/*
+ * The bytes from payload offset off on wait (counted as r): what came
+ * before them in this segment goes on alone, if anything did.
+ */
+static enum sl_seg_verdict
+hold_back(struct seg_ctx *c, enum sl_norm_reason r, uint32_t off)
+{
+	c->t->st.norm[r]++;
+	c->t->cut = off;
+	return off > c->first ? SL_SEG_PREFIX : SL_SEG_DROP;
+}
+
 /* Feeds in-order new bytes through the flow's state machine. */
 static enum sl_seg_verdict
 process(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
@@ -286,9 +298,7 @@ process(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 		case SL_FLOW_UPGRADE:
 			/* pipelined behind an upgrade: its fate is the
 			 * server's answer; until then it is not sent */
-			c->t->st.norm[SL_NR_UPGRADE]++;
-			c->t->cut = off;
-			return off > c->first ? SL_SEG_PREFIX : SL_SEG_DROP;
+			return hold_back(c, SL_NR_UPGRADE, off);
 		default: /* PASS: forwarded as it is */
 			return SL_SEG_FORWARD;
 		}
@@ -298,11 +308,8 @@ process(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 			return SL_SEG_PARKED;
 		if (r == CUT)
 			return SL_SEG_PREFIX;
-		if (r == DEFER) {
-			c->t->st.norm[SL_NR_ORDER]++;
-			c->t->cut = off;
-			return off > c->first ? SL_SEG_PREFIX : SL_SEG_DROP;
-		}
+		if (r == DEFER)
+			return hold_back(c, SL_NR_ORDER, off);
 		if (r == STOP)
 			return f->state == SL_FLOW_ABSORB ? SL_SEG_STOPPED
 							  : SL_SEG_FORWARD;
@@ -475,19 +482,21 @@ place(struct seg_ctx *c, const struct sl_seg *s)
 		sl_flow_set_estab(c->t, f);
 		return SL_SEG_FORWARD;
 	}
-	c->t->st.norm[(f->nflags & SL_NF_SYN) ? SL_NR_UNPLACED
-					      : SL_NR_MIDSTREAM]++;
-	if (f->nflags & SL_NF_SYN)
+	if (f->nflags & SL_NF_SYN) {
+		c->t->st.norm[SL_NR_UNPLACED]++;
 		return SL_SEG_DROP;
+	}
 	if (!f->s_seen) {
+		c->t->st.norm[SL_NR_MIDSTREAM]++;
 		c->t->st.probes++;
 		return SL_SEG_PROBE;
 	}
 	off = f->s_ack - s->seq;
 	if ((int32_t)off < 0 || off >= s->len ||
-	    !looks_like_request(s->payload + off, s->len - off))
+	    !looks_like_request(s->payload + off, s->len - off)) {
+		c->t->st.norm[SL_NR_MIDSTREAM]++;
 		return SL_SEG_DROP;
-	c->t->st.norm[SL_NR_MIDSTREAM]--; /* placed after all */
+	}
 	f->c_next = f->s_ack;
 	f->state = SL_FLOW_HEAD;
 	f->nflags |= SL_NF_PLACED;

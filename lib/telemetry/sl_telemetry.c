@@ -49,42 +49,19 @@ bucket_sums(struct sl_bucket_stats *o, const struct sl_telemetry_src *s,
 	}
 }
 
+/* Both structs are all uint64_t: each is summed word by word. */
 static void
-add_counters(struct sl_counters *o, const struct sl_counters *c)
+add_words(uint64_t *d, const uint64_t *s, size_t n)
 {
-	const uint64_t *s = (const uint64_t *)c;
-	uint64_t *d = (uint64_t *)o;
 	size_t i;
 
-	/* sl_counters is all uint64_t: sum it field by field. */
-	for (i = 0; i < sizeof(*c) / sizeof(uint64_t); i++)
+	for (i = 0; i < n; i++)
 		d[i] += s[i];
 }
 
-static void
-add_flow_stats(struct sl_flow_stats *o, const struct sl_flow_stats *f)
-{
-	o->active += f->active;
-	o->created += f->created;
-	o->midstream += f->midstream;
-	o->evicted += f->evicted;
-	o->expired += f->expired;
-	o->closed += f->closed;
-	o->ooo_dropped += f->ooo_dropped;
-	o->retransmits += f->retransmits;
-	o->head_slot_exhausted += f->head_slot_exhausted;
-	o->reassembled += f->reassembled;
-	o->rst_ignored += f->rst_ignored;
-	o->syn_ignored += f->syn_ignored;
-	o->syn_data += f->syn_data;
-	o->probes += f->probes;
-	o->head_timeouts += f->head_timeouts;
-	o->head_evictions += f->head_evictions;
-	o->upgrades += f->upgrades;
-	o->upgrades_refused += f->upgrades_refused;
-	for (int i = 0; i < SL_NR__COUNT; i++)
-		o->norm[i] += f->norm[i];
-}
+_Static_assert(sizeof(struct sl_counters) % sizeof(uint64_t) == 0 &&
+		       sizeof(struct sl_flow_stats) % sizeof(uint64_t) == 0,
+	       "counters are summed as arrays of uint64_t");
 
 void
 sl_telemetry_sum(struct sl_counters *out, struct sl_flow_stats *fs)
@@ -94,9 +71,13 @@ sl_telemetry_sum(struct sl_counters *out, struct sl_flow_stats *fs)
 	memset(out, 0, sizeof(*out));
 	memset(fs, 0, sizeof(*fs));
 	for (i = 0; i < n_srcs; i++) {
-		add_counters(out, srcs[i].ctr);
+		add_words((uint64_t *)out, (const uint64_t *)srcs[i].ctr,
+			  sizeof(*out) / sizeof(uint64_t));
 		if (srcs[i].flows != NULL)
-			add_flow_stats(fs, sl_flow_stats(srcs[i].flows));
+			add_words(
+				(uint64_t *)fs,
+				(const uint64_t *)sl_flow_stats(srcs[i].flows),
+				sizeof(*fs) / sizeof(uint64_t));
 	}
 }
 

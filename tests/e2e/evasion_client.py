@@ -128,6 +128,15 @@ class Conn:
         return self.got.count(b"HTTP/1.1 ")
 
 
+def opened(w, n, syn_payload=b"", **kw):
+    """n connections, each yielded (with its index) once its handshake
+    is done; one the server did not answer is skipped."""
+    for i in range(n):
+        c = Conn(w, **kw)
+        if c.connect(syn_payload):
+            yield i, c
+
+
 def head(path, key, pad=0):
     h = "GET %s HTTP/1.1\r\nHost: api\r\nX-API-Key: %s\r\n" % (path, key)
     if pad:
@@ -145,10 +154,7 @@ def same_len(a, b):
 # ---- the cases: each uses its own keys; the test reads nginx's log -------
 
 def forged_rst(w, key):
-    for _ in range(5):
-        c = Conn(w)
-        if not c.connect():
-            continue
+    for _, c in opened(w, 5):
         c.w.send(c.frame(flags="R", seq=c.snd + 100000, ack=0))
         h = head("/v1/search", key)
         c.send(h[:1])
@@ -158,10 +164,7 @@ def forged_rst(w, key):
 
 
 def forged_syn(w, key):
-    for _ in range(5):
-        c = Conn(w)
-        if not c.connect():
-            continue
+    for _, c in opened(w, 5):
         c.w.send(c.frame(flags="S", seq=random.randint(0, 1 << 31), ack=0))
         c.pump(0.1)
         c.send(head("/v1/search", key))
@@ -171,10 +174,7 @@ def forged_syn(w, key):
 def first_copy_dropped(w, key, how):
     """A harmless head the backend's stack drops, then another head at its
     place: the limited path with key, and a blocklisted key."""
-    for i in range(5):
-        c = Conn(w, ts=(how == "paws"))
-        if not c.connect():
-            continue
+    for i, c in opened(w, 5, ts=(how == "paws")):
         bad = head("/v1/search", key if i % 2 else "k-bad")
         ok = same_len(bad, b"GET /o HTTP/1.1\r\nHost: api\r\n\r\n")
         seq = c.snd
@@ -199,30 +199,21 @@ def first_copy_dropped(w, key, how):
 
 
 def urgent(w, key):
-    for i in range(5):
-        c = Conn(w)
-        if not c.connect():
-            continue
+    for i, c in opened(w, 5):
         h = head("/v1/Xsearch", key if i % 2 else "k-bad")
         c.send(h, flags="PAU", urgptr=9)  # the X: Linux takes it out
         c.pump(0.5)
 
 
 def vlan3(w, key):
-    for _ in range(3):
-        c = Conn(w)
-        if not c.connect():
-            continue
+    for _, c in opened(w, 3):
         l2 = Ether(src=w.smac, dst=w.dmac) / Dot1Q(vlan=0) / Dot1Q(vlan=0) / Dot1Q(vlan=0)
         c.send(head("/v1/x", "k-bad"), l2=l2)
         c.pump(0.5)
 
 
 def frag6(w, key):
-    for _ in range(3):
-        c = Conn(w, v6=True)
-        if not c.connect():
-            continue
+    for _, c in opened(w, 3, v6=True):
         l3 = IPv6(src=c.src, dst=c.dst) / IPv6ExtHdrFragment(m=0, offset=0, id=7) / \
             IPv6ExtHdrDestOpt()
         c.send(head("/v1/x", "k-bad"), l3=l3)
@@ -230,10 +221,7 @@ def frag6(w, key):
 
 
 def syn_data(w, key):
-    for i in range(5):
-        c = Conn(w)
-        if not c.connect(syn_payload=head("/v1/ok", "k-ok", pad=1300)):
-            continue
+    for i, c in opened(w, 5, syn_payload=head("/v1/ok", "k-ok", pad=1300)):
         c.send(head("/v1/search", key if i % 2 else "k-bad"))
         c.pump(0.5)
 
@@ -276,7 +264,6 @@ def flood(w, n):
         t[24:26] = b"\0\0"
         t[24:26] = struct.pack("!H", _fold(sum(struct.unpack("!10H", t[14:34]))))
         tl = len(t) - 34
-        body = bytes(t[34:]) + (b"\0" if tl % 2 else b"")
         t[50:52] = b"\0\0"
         body = bytes(t[34:]) + (b"\0" if tl % 2 else b"")
         ps = sum(struct.unpack("!4H", t[26:34])) + 6 + tl
@@ -392,15 +379,8 @@ def legit_rst_close():
     return st
 
 
-CASES = {
-    "rst": lambda w, k: forged_rst(w, k),
-    "syn": lambda w, k: forged_syn(w, k),
-    "urg": lambda w, k: urgent(w, k),
-    "vlan3": lambda w, k: vlan3(w, k),
-    "frag6": lambda w, k: frag6(w, k),
-    "syndata": lambda w, k: syn_data(w, k),
-    "upgrade": lambda w, k: upgrade(w, k),
-}
+CASES = {"rst": forged_rst, "syn": forged_syn, "urg": urgent, "vlan3": vlan3,
+         "frag6": frag6, "syndata": syn_data, "upgrade": upgrade}
 for _how in ("noack", "mac", "md5", "ackbeyond", "paws", "lsrr"):
     CASES["drop-" + _how] = (lambda h: lambda w, k: first_copy_dropped(w, k, h))(_how)
 
