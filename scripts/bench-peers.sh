@@ -8,10 +8,13 @@
 # requests, on the allow path and on the reject path.
 #
 # usage: scripts/bench-peers.sh [SECONDS]     (not part of the tests)
+# With SLUICE_RESULTS=FILE, each run is also appended to FILE as a JSON
+# line (scripts/charts.py draws BENCHMARKS.md's chart from it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 secs=${1:-5}
+RESULTS=${SLUICE_RESULTS:-}
 scripts/setup.sh >/dev/null
 for p in haproxy nginx-light; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
@@ -79,12 +82,19 @@ total = int(re.search(r"(\d+) requests in", out).group(1))
 m = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
 p99 = float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[m.group(2)]
 non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
-print("%-8s %-7s %10.0f req/s  p99 %8.2f ms  %7.2f CPU s per 1M requests  (%d requests, %s non-2xx)" % (
-    name, path, rps, p99, ticks / hz / total * 1e6, total, non2xx.group(1) if non2xx else "0"))
+errs = re.search(r"Socket errors:([^\n]*)", out)
+print("%-15s %-7s %10.0f req/s  p99 %8.2f ms  %7.2f CPU s per 1M requests  (%d requests, %s non-2xx%s)" % (
+    name, path, rps, p99, ticks / hz / total * 1e6, total, non2xx.group(1) if non2xx else "0",
+    "; socket errors:" + errs.group(1) if errs else ""))
+if "$RESULTS":  # one JSON line per run, for scripts/charts.py
+    import json
+    with open("$RESULTS", "a") as f:
+        f.write(json.dumps(dict(kind="peers", limiter=name, path=path, rps=rps, p99_ms=p99,
+                                cpu_s_per_1m=ticks / hz / total * 1e6, requests=total)) + "\n")
 PY
 }
 
-sluice_conf() { # rate
+sluice_conf() { # rate keep_alive
 	cat >"$T/sluice.yaml" <<CONF
 version: 1
 dataplane: {service_ports: [80], flows_per_worker: 65536, head_buffers_per_worker: 1024, mbufs: 16383}
@@ -92,23 +102,38 @@ identity: {api_key_header: X-API-Key}
 tiers: [free]
 rules:
   - {name: bench, scope: key, limit: $1/s, burst: $1}
+response: {keep_alive: $2}
 CONF
 }
 
-echo "== sluice (bridging the namespaces)"
-for path in allow reject; do
-	rate=$RATE_ALLOW
-	[ $path = reject ] && rate=1
-	sluice_conf $rate
-	build/app/sluice/sluice "${EALMEM[@]}" --no-pci -l 0,1 --file-prefix "$P" --log-level lib.eal:warning \
-		--vdev "net_af_packet0,iface=$P-c1" --vdev "net_af_packet1,iface=$P-s1" \
-		-- --config "$T/sluice.yaml" >"$T/sluice.log" 2>&1 &
-	sp=$!
-	PIDS+=("$sp")
-	sleep 3
-	run_wrk sluice $path 80 "$sp"
-	kill -INT "$sp"
-	wait "$sp" || true
+# sluice on each of the two PMDs that reach a veth without a DPDK NIC:
+# net_af_packet (a socket per port, a copy each way) and net_af_xdp (an
+# XDP program steering frames into a umem ring; generic XDP on a veth);
+# and on net_af_xdp with response.keep_alive (a 429 keeps the connection)
+for variant in af_packet af_xdp af_xdp+keep; do
+	pmd=${variant%+keep}
+	keep=false
+	[ "$variant" != "$pmd" ] && keep=true
+	echo "== sluice on net_$pmd, keep_alive $keep (bridging the namespaces)"
+	for path in allow reject; do
+		rate=$RATE_ALLOW
+		[ $path = reject ] && rate=1
+		sluice_conf $rate $keep
+		build/app/sluice/sluice "${EALMEM[@]}" --no-pci -l 0,1 --file-prefix "$P" --log-level lib.eal:warning \
+			--vdev "net_${pmd}0,iface=$P-c1" --vdev "net_${pmd}1,iface=$P-s1" \
+			-- --config "$T/sluice.yaml" >"$T/sluice.log" 2>&1 &
+		sp=$!
+		PIDS+=("$sp")
+		sleep 3
+		if ! kill -0 "$sp" 2>/dev/null; then
+			echo "net_$pmd: sluice did not start here:"
+			tail -3 "$T/sluice.log"
+			continue 2
+		fi
+		run_wrk "sluice/${variant#af_}" $path 80 "$sp"
+		kill -INT "$sp"
+		wait "$sp" || true
+	done
 done
 
 # the peers stand in the server namespace, behind a kernel bridge

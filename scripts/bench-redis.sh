@@ -3,8 +3,10 @@
 # stopped on exit): Redis calls per 1000 admitted requests for a hot key
 # and for 100 000 keys, next to the per-request design, and the parked
 # latency with a Redis round trip in it, flat out and at two paced rates.
-# Not a test: prints figures.
-# usage: scripts/bench-redis.sh [ROUNDS]
+# Not a test: prints figures. DELAY_MS: Redis reached through
+# tests/lib/delayproxy.py, each reply held a random 0..DELAY_MS (in order),
+# the slow store of issue 13.
+# usage: [DELAY_MS=6] scripts/bench-redis.sh [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -16,11 +18,22 @@ tmp=$(mktemp -d)
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
 	--dir "$tmp" >/dev/null 2>&1 &
 rpid=$!
-trap 'kill $rpid 2>/dev/null; wait $rpid 2>/dev/null; rm -rf "$tmp"' EXIT
+ppid=
+trap 'kill $rpid $ppid 2>/dev/null; wait $rpid 2>/dev/null; rm -rf "$tmp"' EXIT
 for _ in $(seq 50); do
 	[ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && break
 	sleep 0.1
 done
+if [ "${DELAY_MS:-0}" != 0 ]; then
+	/usr/bin/python3 tests/lib/delayproxy.py "$port" "$DELAY_MS" >"$tmp/proxy" &
+	ppid=$!
+	for _ in $(seq 50); do
+		[ -s "$tmp/proxy" ] && break
+		sleep 0.1
+	done
+	port=$(cat "$tmp/proxy")
+	echo "== Redis behind a proxy holding each reply 0-$DELAY_MS ms"
+fi
 # flat out (the replay outruns one Redis connection: queueing shows), then
 # paced at rates one connection sustains (the protocol's own figures)
 for rate in 0 50000 200000; do

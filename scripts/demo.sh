@@ -39,17 +39,31 @@ BACKEND_PID=$!
 cp conf/demo.yaml "$TMP/demo.yaml"
 printf 'decisions: {sample: 0.1, sample_rejected: 1, file: %s}\n' \
 	"$TMP/decisions.jsonl" >>"$TMP/demo.yaml"
-build/app/sluice/sluice --no-huge -m 512 --no-pci --file-prefix "$P" -l 0,1 \
-	--log-level lib.eal:warning \
-	--vdev "net_af_packet0,iface=$P-c1" --vdev "net_af_packet1,iface=$P-s1" \
-	-- --config "$TMP/demo.yaml" >"$TMP/sluice.log" 2>&1 &
-SLUICE_PID=$!
-for _ in $(seq 50); do
-	telemetry /sluice/stats | grep -q '"rx"' && break
-	sleep 0.2
-done
-telemetry /sluice/stats | grep -q '"rx"' || { cat "$TMP/sluice.log"; exit 1; }
-echo "== sluice is up ($(grep -o 'running:.*' "$TMP/sluice.log"))"
+# net_af_xdp where the kernel gives it (a lower p99 than net_af_packet on
+# these veths: BENCHMARKS.md), else net_af_packet; SLUICE_PMD picks one
+start_sluice() { # pmd
+	build/app/sluice/sluice --no-huge -m 512 --no-pci --file-prefix "$P" -l 0,1 \
+		--log-level lib.eal:warning \
+		--vdev "net_${1}0,iface=$P-c1" --vdev "net_${1}1,iface=$P-s1" \
+		-- --config "$TMP/demo.yaml" >"$TMP/sluice.log" 2>&1 &
+	SLUICE_PID=$!
+	for _ in $(seq 50); do
+		telemetry /sluice/stats | grep -q '"rx"' && return 0
+		kill -0 "$SLUICE_PID" 2>/dev/null || break
+		sleep 0.2
+	done
+	kill -INT "$SLUICE_PID" 2>/dev/null && wait "$SLUICE_PID" 2>/dev/null || true
+	SLUICE_PID=
+	return 1
+}
+PMD=${SLUICE_PMD:-af_xdp}
+if ! start_sluice "$PMD"; then
+	[ "$PMD" = af_packet ] && { cat "$TMP/sluice.log"; exit 1; }
+	echo "== net_$PMD did not start here ($(grep -m1 -io 'error.*' "$TMP/sluice.log" || echo 'no detail')); net_af_packet instead"
+	PMD=af_packet
+	start_sluice "$PMD" || { cat "$TMP/sluice.log"; exit 1; }
+fi
+echo "== sluice is up on net_$PMD ($(grep -o 'running:.*' "$TMP/sluice.log"))"
 
 run() {
 	# one bounded curl from the client namespace; prints the status code

@@ -11,16 +11,18 @@ shift || true
 out=build-fuzz
 mkdir -p "$out"
 CFLAGS=(-g -O1 -march=corei7 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-	-D_GNU_SOURCE -Ilib/mem -Ilib/net -Ilib/http -Ilib/ident -Ilib/flow -Ilib/rules)
+	-D_GNU_SOURCE -Ilib/mem -Ilib/table -Ilib/net -Ilib/http -Ilib/ident -Ilib/flow -Ilib/rules)
 declare -A SRC=(
 	[http]="lib/http/sl_http.c lib/http/sl_chunked.c"
 	[norm]="lib/http/sl_http_norm.c lib/http/sl_http.c"
+	[resp]="lib/http/sl_resp.c lib/http/sl_chunked.c"
 	[frame]="lib/net/sl_net.c"
-	[flow]="lib/mem/sl_mem.c lib/flow/sl_flow.c lib/flow/sl_flow_norm.c lib/flow/sl_flow_table.c lib/http/sl_http.c lib/http/sl_chunked.c lib/ident/sl_ident.c"
-	[config]="lib/rules/sl_config.c lib/rules/sl_config_values.c"
+	[flow]="lib/mem/sl_mem.c lib/table/sl_table.c lib/flow/sl_flow.c lib/flow/sl_flow_norm.c lib/flow/sl_flow_table.c $(echo lib/http/sl_*.c) lib/ident/sl_ident.c"
+	# every sl_config*.c, so a new section file cannot be left out of the harness
+	[config]="$(echo lib/rules/sl_config*.c) lib/http/sl_http_norm.c lib/http/sl_http.c"
 )
 names=("$@")
-[ ${#names[@]} -eq 0 ] && names=(http norm frame flow config)
+[ ${#names[@]} -eq 0 ] && names=(http norm resp frame flow config)
 for n in "${names[@]}"; do
 	libs=()
 	[ "$n" = config ] && libs=(-lyaml)
@@ -28,13 +30,17 @@ for n in "${names[@]}"; do
 	clang "${CFLAGS[@]}" "tests/fuzz/fuzz_$n.c" ${SRC[$n]} "${libs[@]}" \
 		-o "$out/fuzz_$n"
 	mkdir -p "$out/corpus_$n"
+	# seeds kept in the tree: read, never written (libFuzzer adds what it
+	# finds to the first directory only)
+	seeds=
+	[ -d "tests/fuzz/seeds/$n" ] && seeds="tests/fuzz/seeds/$n"
 	echo "== fuzz_$n for ${secs}s"
 	"$out/fuzz_$n" -max_total_time="$secs" -max_len=4096 \
 		-artifact_prefix="$out/" \
-		-print_final_stats=1 "$out/corpus_$n" 2>&1 |
+		-print_final_stats=1 "$out/corpus_$n" $seeds 2>&1 |
 		grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|Done' || true
 	if compgen -G "$out/crash-*" >/dev/null || compgen -G "$out/leak-*" >/dev/null ||
-		compgen -G "$out/timeout-*" >/dev/null; then
+		compgen -G "$out/timeout-*" >/dev/null || compgen -G "$out/oom-*" >/dev/null; then
 		echo "fuzz: findings in $out" >&2
 		exit 1
 	fi

@@ -11,6 +11,11 @@ PKGS=(
 	curl wrk nginx python3 python3-scapy python3-yaml python3-prometheus-client python3-redis
 	iproute2 iputils-ping ethtool procps psmisc
 	clang clang-format
+	systemd # systemd-analyze checks the service unit
+	stunnel4 openssl # TLS to Redis: hiredis 0.14 has none; tested through stunnel
+	dpkg-dev lintian # scripts/package.sh builds the .deb; lintian checks it
+	prometheus # promtool checks and unit-tests the alert rules (the server is not run)
+	python3-matplotlib # scripts/charts.py: BENCHMARKS.md's charts
 )
 
 missing=()
@@ -30,4 +35,9 @@ fi
 
 # The Debian redis-server package starts a system instance; tests start
 # their own on other ports, so the system one is left as the package set it.
+# Only promtool is wanted from the prometheus package: where systemd runs,
+# the server the package starts scraping itself is stopped and disabled.
+if [ -d /run/systemd/system ] && systemctl is-enabled -q prometheus 2>/dev/null; then
+	systemctl disable --now -q prometheus || true
+fi
 echo "setup: ok"

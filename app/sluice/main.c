@@ -11,15 +11,20 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_pdump.h>
+#include <rte_version.h>
 
 #include "coord.h"
 #include "explain.h"
 #include "store.h"
-#include "sluice.h"
+#include "cp.h"
+#include "redis.h"
+#include "version.h"
 
 #define ERRBUF 8192
 
 static volatile sig_atomic_t reload_requested;
+static volatile sig_atomic_t quit_requested;
 
 struct opts {
 	const char *config;
@@ -27,17 +32,40 @@ struct opts {
 	const char *log_level;
 	const char *explain; /* a request head to explain, "-": stdin */
 	const char *peer;    /* its client address */
+	int help, version;
 };
 
 static void
-usage(const char *prog)
+usage(FILE *f)
 {
-	fprintf(stderr,
-		"usage: %s [EAL args] -- --config FILE [--check-config] "
-		"[--log-level LEVEL]\n"
-		"       %s -- --config FILE --explain HEAD_FILE|- [--peer "
-		"ADDR]\n",
-		prog, prog);
+	fprintf(f,
+		"usage: sluice [EAL args] -- --config FILE [--log-level "
+		"LEVEL]\n"
+		"       sluice -- --config FILE --check-config\n"
+		"       sluice -- --config FILE --explain HEAD_FILE|- [--peer "
+		"ADDR]\n"
+		"       sluice --version | -- --help\n"
+		"\n"
+		"  --config FILE      the rules and settings (YAML)\n"
+		"  --check-config     validate FILE and exit (no EAL, no "
+		"port)\n"
+		"  --log-level LEVEL  the sl.* log level (1-8, DPDK's)\n"
+		"  --explain HEAD     how one request head would be decided, "
+		"then exit\n"
+		"  --peer ADDR        the client address for --explain\n"
+		"  --version          versions of sluice and DPDK, then exit\n"
+		"  --help             this, then exit\n"
+		"\n"
+		"example:\n"
+		"  sluice -l 0-2 -a 0000:03:00.0 -a 0000:03:00.1 -- --config "
+		"/etc/sluice/sluice.yaml\n");
+}
+
+static void
+version(void)
+{
+	printf("sluice %s (release %s), %s\n", SL_VERSION, SL_RELEASE,
+	       rte_version());
 }
 
 static int
@@ -50,6 +78,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"explain", required_argument, NULL, 'x'},
 		{"peer", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'v'},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
@@ -72,11 +101,24 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 'p':
 			o->peer = optarg;
 			break;
-		default:
+		case 'h':
+			o->help = 1;
+			break;
+		case 'v':
+			o->version = 1;
+			break;
+		default: /* getopt named the option */
 			return -1;
 		}
 	}
-	return o->config != NULL ? 0 : -1;
+	if (optind < argc) {
+		fprintf(stderr, "sluice: unexpected argument '%s'\n",
+			argv[optind]);
+		return -1;
+	}
+	if (o->config == NULL && !o->help && !o->version)
+		fprintf(stderr, "sluice: --config FILE is required\n");
+	return o->config != NULL || o->help || o->version ? 0 : -1;
 }
 
 /* Validates without EAL: --check-config must not touch any port. */
@@ -95,13 +137,27 @@ check_config(const char *path)
 	return 0;
 }
 
+/* Wrong credentials said at start, plainly (the store then runs degraded
+ * until they are fixed, as with a Redis that is down). */
+static void
+check_credentials(const struct sl_endpoint *e)
+{
+	redisContext *c = sl_redis_connect_sync(e->host, e->port, 1000, 1000);
+
+	if (c != NULL) {
+		SL_LOG(NOTICE, "store: authenticated to %s:%u", e->host,
+		       e->port);
+		redisFree(c);
+	}
+}
+
 static void
 on_signal(int sig)
 {
 	if (sig == SIGHUP)
 		reload_requested = 1;
 	else
-		sl_quit = 1;
+		quit_requested = 1;
 }
 
 /* SIGHUP: the same reload as the telemetry command and the file watch. */
@@ -178,12 +234,12 @@ start_workers(struct sl_app *app, unsigned int *n_out)
 }
 
 void
-sl_main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag)
+main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag)
 {
 	uint64_t hz = rte_get_tsc_hz(), next = rte_rdtsc(), idle = 0;
 	uint32_t ticks = 0;
 
-	while (!sl_quit) {
+	while (!quit_requested) {
 		uint64_t now = rte_rdtsc();
 
 		/* the coordinator answers within microseconds while busy */
@@ -216,11 +272,36 @@ main(int argc, char **argv)
 	unsigned int n_workers, i;
 	int ret, dd;
 
-	/* --check-config needs no EAL: find the app args after "--". */
+	/* --help, --version and --check-config need no EAL: the app's
+	 * args after "--" (or --version, --help alone) */
 	for (dd = 1; dd < argc && strcmp(argv[dd], "--") != 0; dd++)
-		;
-	if (dd < argc && parse_opts(argc - dd, argv + dd, &o) == 0 &&
-	    o.check_only)
+		if (strcmp(argv[dd], "--version") == 0) {
+			version();
+			return 0;
+		} else if (strcmp(argv[dd], "--help") == 0 ||
+			   strcmp(argv[dd], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+	if (dd < argc) {
+		char *sep = argv[dd];
+		int bad;
+
+		argv[dd] = (char *)"sluice"; /* getopt's name in its errors */
+		bad = parse_opts(argc - dd, argv + dd, &o);
+		argv[dd] = sep; /* EAL still needs it */
+		if (bad) {
+			usage(stderr);
+			return 1;
+		}
+		if (o.help)
+			usage(stdout);
+		else if (o.version)
+			version();
+		if (o.help || o.version)
+			return 0;
+	}
+	if (dd < argc && o.check_only)
 		return check_config(o.config);
 	if (dd < argc && o.explain != NULL)
 		return sl_explain(o.config, o.explain,
@@ -233,7 +314,7 @@ main(int argc, char **argv)
 	argv[0] = (char *)"sluice";
 	memset(&o, 0, sizeof(o));
 	if (parse_opts(argc, argv, &o) != 0) {
-		usage("sluice");
+		usage(stderr);
 		rte_exit(EXIT_FAILURE, "bad arguments\n");
 	}
 	sl_logtype =
@@ -241,12 +322,19 @@ main(int argc, char **argv)
 	if (o.log_level != NULL &&
 	    rte_log_set_level_pattern("sl.*", atoi(o.log_level)) != 0)
 		SL_LOG(WARNING, "bad --log-level %s", o.log_level);
+	/* dpdk-dumpcap and dpdk-pdump attach as secondary processes and
+	 * ask for copies of what the ports receive and send: "what exactly
+	 * did the client send?" answered on a running appliance */
+	if (rte_pdump_init() != 0)
+		SL_LOG(WARNING, "packet capture not available: %s",
+		       rte_strerror(rte_errno));
 	cfg = sl_config_load(o.config, err, sizeof(err));
 	if (cfg == NULL) {
 		fputs(err, stderr);
 		rte_exit(EXIT_FAILURE, "invalid configuration\n");
 	}
 	sl_app_setup(&app, cfg);
+	app.quit = &quit_requested;
 	app.policy = sl_policy_build(cfg);
 	if (app.policy == NULL)
 		rte_exit(EXIT_FAILURE, "cannot compile the rules\n");
@@ -273,13 +361,24 @@ main(int argc, char **argv)
 				    cfg->dataplane.buckets_per_worker * 2);
 	if (app.coord == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create the coordinator\n");
+	app.coord->div_open = app.expected;
+	app.coord->div_strict = app.holders;
 	if (cfg->store.present) {
 		const struct sl_endpoint *e = &cfg->store.endpoints[0];
 
-		app.coord->store = sl_store_create(
-			e->host, e->port, cfg->store.cluster,
-			cfg->store.timeout_ms, cfg->store.probe_interval_ms);
-		if (app.coord->store == NULL)
+		sl_redis_set_auth(cfg->store.username, cfg->store.password);
+		if (cfg->store.password[0] != '\0')
+			check_credentials(e);
+
+		struct sl_store_conf sc = {.seeds = cfg->store.endpoints,
+					   .n_seeds = cfg->store.n_endpoints,
+					   .cluster = cfg->store.cluster,
+					   .timeout_ms = cfg->store.timeout_ms,
+					   .probe_ms =
+						   cfg->store.probe_interval_ms,
+					   .refresh_ms = cfg->store.refresh_ms};
+
+		if (sl_coord_attach_store(app.coord, &sc) != 0)
 			rte_exit(EXIT_FAILURE, "cannot create the store\n");
 		snprintf(app.coord->keys_hash, sizeof(app.coord->keys_hash),
 			 "%s", cfg->store.keys_hash);
@@ -294,16 +393,18 @@ main(int argc, char **argv)
 		SL_LOG(WARNING, "/sluice/store not registered");
 	SL_LOG(NOTICE, "running: %u worker(s), rules=%u version=%s", n_workers,
 	       cfg->n_rules, cfg->version);
-	sl_main_loop(&app, &reload_requested);
+	main_loop(&app, &reload_requested);
 	rte_eal_mp_wait_lcore();
 	sl_decisions_stop(app.decisions);
 	print_final();
 	sl_ports_close(&app);
+	sl_coord_free(app.coord);
 	for (i = 0; i < n_workers; i++)
 		sl_worker_free(&ws[i]);
 	sl_policy_free(app.policy);
 	rte_free(ws);
 	sl_config_free(cfg);
+	rte_pdump_uninit();
 	rte_eal_cleanup();
 	return 0;
 }

@@ -8,7 +8,6 @@
 #include "sluice.h"
 
 int sl_logtype;
-volatile sig_atomic_t sl_quit;
 
 /* The TSC of a frame's arrival, carried in the mbuf to its transmission. */
 static int

@@ -23,7 +23,7 @@
 #include "sl_telemetry.h"
 
 #include "decisions.h"
-#include "park.h"
+#include "parkq.h"
 
 struct sl_coord;
 struct sl_blockfib;
@@ -38,8 +38,6 @@ extern int sl_logtype;
 #define SL_LOG(level, fmt, ...)                                                \
 	rte_log(RTE_LOG_##level, sl_logtype, "sluice: " fmt "\n", ##__VA_ARGS__)
 
-#define SL_MAX_MATCH 32 /* limits checked per request */
-
 /* A compiled rule set plus what the limiter derives from it. Immutable. */
 struct sl_policy {
 	struct sl_ruleset *rs;
@@ -47,6 +45,7 @@ struct sl_policy {
 	uint32_t n_rules;
 	uint8_t headers; /* SL_RH_* */
 	uint8_t expose_rule;
+	uint8_t keep_alive; /* response.keep_alive */
 	uint32_t jitter_ppm;
 	uint32_t dec_ppm[2];     /* decisions sampled: [0] allowed, [1] not */
 	struct sl_norm_cfg norm; /* how the backend resolves a target */
@@ -59,9 +58,44 @@ struct sl_policy {
 	 * the numbers of an override */
 	struct sl_reply_tpl tpl429[SL_MAX_RULES];
 	struct sl_reply_tpl tpl429_any[SL_MAX_RULES];
+	/* keep_alive: each of those without "Connection: close" ([i] for
+	 * tpl429[i], [SL_MAX_RULES + i] for tpl429_any[i]); NULL when off */
+	struct sl_reply_tpl *tpl429_keep;
 	struct sl_reply_tpl tpl403, tpl408, tpl431;
 	struct sl_reply_tpl tpl400[SL_HTTP_E__COUNT];
 };
+
+/* The answer t (a 429) without "Connection: close", for a refusal that
+ * keeps the connection; NULL when t is no 429 or keep_alive is off. */
+static inline const struct sl_reply_tpl *
+sl_policy_keep_tpl(const struct sl_policy *p, const struct sl_reply_tpl *t)
+{
+	if (p->tpl429_keep == NULL || t == NULL)
+		return NULL;
+	if (t >= p->tpl429 && t < p->tpl429 + SL_MAX_RULES)
+		return &p->tpl429_keep[t - p->tpl429];
+	if (t >= p->tpl429_any && t < p->tpl429_any + SL_MAX_RULES)
+		return &p->tpl429_keep[SL_MAX_RULES + (t - p->tpl429_any)];
+	return NULL;
+}
+
+/* A rule's limit (or an override's) as the limiter's parameters; the
+ * loader already refused what cannot be represented. */
+static inline int
+sl_rule_params(const struct sl_rule *r, const struct sl_rate *rate,
+	       uint64_t burst, struct sl_limit_params *out)
+{
+	static const uint8_t algo_of[] = {
+		[SL_ALGO_TOKEN_BUCKET] = SL_LIM_TOKEN_BUCKET,
+		[SL_ALGO_GCRA] = SL_LIM_GCRA,
+		[SL_ALGO_FIXED_WINDOW] = SL_LIM_FIXED_WINDOW,
+		[SL_ALGO_SLIDING_WINDOW] = SL_LIM_SLIDING_WINDOW,
+		[SL_ALGO_SLIDING_LOG] = SL_LIM_SLIDING_LOG,
+	};
+
+	return sl_limit_params_init(out, algo_of[r->algo], rate->count,
+				    rate->period_ms * 1000000ULL, burst);
+}
 
 /* Read-only after start-up: shared by every worker. */
 struct sl_app {
@@ -92,6 +126,8 @@ struct sl_app {
 	const char *config_path;
 	int64_t wall0_s; /* Unix time at TSC 0, for override expiry */
 	int rx_tsc_off;  /* mbuf dynfield with the arrival TSC; <0: none */
+	/* set (by a signal) when every loop is to end; NULL: never */
+	const volatile sig_atomic_t *quit;
 	uint8_t service[65536 / 8]; /* bitmap of inspected destination ports */
 };
 
@@ -100,10 +136,18 @@ struct sl_txbuf {
 	struct rte_mbuf *m[SL_BURST];
 };
 
-/* The answer decided for the segment being inspected, if any. */
-struct sl_pending {
-	const struct sl_reply_tpl *tpl; /* NULL: none */
-	struct sl_reply_nums nums;
+/* A kept connection's shifts (dp/xlate.c), beside its flow entry. */
+struct sl_xlate {
+	uint32_t c_del; /* client bytes the server never got: heads answered */
+	uint32_t c_at;  /* client sequence of the last one */
+	uint32_t s_ins; /* bytes the client got that the server never sent */
+	uint32_t s_at;  /* the last reply's sequence, in the client's numbers */
+	uint32_t c_ack; /* the client's highest ack, in its numbers */
+	uint16_t c_len; /* the last head's length */
+	uint16_t s_len; /* the last reply's length */
+	/* the last reply, kept (a reference) until the client acknowledges
+	 * it, to be sent again if the client shows it lost; NULL: not kept */
+	struct rte_mbuf *reply;
 };
 
 /* Everything one worker writes; nothing here is shared. */
@@ -114,31 +158,22 @@ struct sl_worker {
 	struct sl_tier_ctr tiers_ctr[SL_MAX_TIERS + 1];
 	const struct sl_app *app;
 	struct sl_flow_table *flows;
+	struct sl_xlate *xl; /* per flow entry; NULL: keep_alive off at start */
+	uint32_t xl_held, xl_held_max; /* replies kept: a share of the mbufs */
 	struct sl_bucket_table *buckets;
 	struct sl_bucket_table *logs; /* sliding_log state */
 	uint64_t now_ns;
 	uint64_t rng;
 	uint64_t flow_seed;          /* keys this worker's flow hash */
 	const struct sl_policy *pol; /* this burst's rules */
-	struct sl_pending pending;
 	char *norm_buf; /* max_head_bytes: a target's normal form */
 	struct sl_top top;
 	struct sl_hist latency;
 	struct sl_hist park_latency; /* parked until decided */
-	/* leases and parked requests (park.c) */
+	/* leases and the requests that wait for them (leased.c) */
 	struct sl_bucket_table *leases;
 	struct sl_bucket_table *tiers; /* keys hash answers, with a TTL */
-	void *park;
-	uint16_t park_free[SL_PARK_MAX];
-	uint16_t n_park_free;
-	uint16_t park_head, park_tail, park_new;
-	uint8_t n_parked_timeouts_due;
-	uint8_t parkable;    /* the event being decided may wait */
-	uint8_t first;       /* ... and starts its segment's new bytes */
-	uint32_t head_off;   /* where its head begins in the segment */
-	uint8_t dec_flags;   /* SL_DF_* of the decision being made */
-	int16_t cur_tier;    /* tier of the request being decided, -1: none */
-	uint32_t rest_off;   /* where the bytes after its head start */
+	struct sl_parkq parkq;
 	uint32_t lat_tick;   /* one transmitted frame in 16 is timed */
 	uint32_t idle_polls; /* empty loops in a row (idle_sleep_us) */
 	unsigned int lcore;
@@ -151,36 +186,12 @@ struct sl_worker {
 	uint16_t n_rst;
 	struct sl_txbuf
 		tx[2]; /* [1] towards upstream, [0] towards downstream */
-	const struct sl_pkt *cur; /* the segment being inspected */
-	struct rte_mbuf *cur_m;   /* and its mbuf */
-	struct sl_flow *cur_flow; /* its flow, once an event named it */
 } __rte_cache_aligned;
 
-extern volatile sig_atomic_t sl_quit;
-
-/* The table a flow's bucket_hint names: the first limit each decision
- * looks up (leases with a coordinator, local buckets without). */
-static inline struct sl_bucket_table *
-sl_hint_table(const struct sl_worker *w)
-{
-	return w->app->coord != NULL ? w->leases : w->buckets;
-}
-
 /*
- * The first limit state of a decision, found through the current flow's
- * hint (a keep-alive connection sends the same identity), and the hint
- * renewed. A stale or foreign hint costs one compare.
+ * The data path's face to main and sluice-bench (dp/worker.c); what the
+ * worker uses inside is in dp/dp.h.
  */
-static inline struct sl_limit_state *
-sl_hinted_get(struct sl_worker *w, const struct sl_bucket_key *k)
-{
-	struct sl_bucket_table *t = sl_hint_table(w);
-
-	if (w->cur_flow == NULL)
-		return sl_bucket_get(t, k, w->now_ns);
-	return sl_bucket_get_hinted(t, k, w->now_ns, &w->cur_flow->bucket_hint);
-}
-
 int sl_ports_init(struct sl_app *app, uint16_t want_queues);
 void sl_ports_close(const struct sl_app *app);
 
@@ -196,120 +207,25 @@ int sl_worker_reset_flows(struct sl_worker *w);
 void sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		     int from);
 void sl_worker_flush(struct sl_worker *w);
-
-/* Live reload (reload.c): from the file; returns 0, or -1 with errors. */
-int sl_reload(struct sl_app *app, char *msg, size_t len);
-
-/*
- * What a thread other than a worker may read of the running policy,
- * copied under the reload lock: every swap holds it until the old policy
- * is freed, and RCU covers only the workers, so a telemetry or signal
- * handler must not dereference app->policy on its own.
- */
-struct sl_policy_peek {
-	char version[32];
-	uint32_t dec_ppm[2];
-};
-void sl_policy_peek(const struct sl_app *app, struct sl_policy_peek *out);
-/* Held by every policy swap (reload.c) and by sl_policy_peek (policy.c). */
-extern pthread_mutex_t sl_policy_lock;
-int sl_reload_init(struct sl_app *app);
-/* Applies a rule set published through the store (the file then yields). */
-int sl_reload_text(struct sl_app *app, const char *version, const char *text,
-		   size_t n, char *msg, size_t len);
-/* Rule sets published through the store (rulesync.c). */
-struct sl_rulesync;
-struct sl_rulesync *sl_rulesync_create(struct sl_app *app, const char *host,
-				       uint16_t port, const char *channel,
-				       uint32_t reconcile_ms);
-void sl_rulesync_poll(struct sl_rulesync *r, uint64_t now_ns);
-
-/* Reloads when the file changed on disk; call every second or so. */
-void sl_reload_poll(struct sl_app *app);
+/* Each loop with a coordinator: its answers, parked requests decided,
+ * expired leases given back; returns how many answers came. */
+unsigned int sl_worker_leases(struct sl_worker *w);
 
 /* Shared by sluice and sluice-bench. */
 void sl_app_setup(struct sl_app *app, struct sl_config *cfg);
-struct sl_policy *sl_policy_build(const struct sl_config *cfg);
-/* Recomputes rule_of_slot after slot[] changed. */
-void sl_policy_index_slots(struct sl_policy *p);
-void sl_policy_free(struct sl_policy *p);
 
-/* Tier of a key outside the static map: cached, else asked (default now). */
-int sl_tier_of(struct sl_worker *w, const char *key, uint32_t len);
-
-/* Decides one parsed request; fills w->pending when it is answered. */
-enum sl_req_action sl_decide(struct sl_worker *w, const struct sl_http_req *req,
-			     const struct sl_pkt *p);
-/* Sets w->pending for a head the parser refused (400) or too large (431). */
-void sl_decide_invalid(struct sl_worker *w, const struct sl_flow_event *ev);
-
-/* Turns the request segment m into the answer and resets the server. */
-void sl_reply_send(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
-		   const struct sl_pkt *p);
-/* Acknowledges an absorbed segment (m becomes the ACK). */
-void sl_reply_ack(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
-		  const struct sl_pkt *p);
-/*
- * The frame's first cut payload bytes go on to the backend alone (the
- * rest waits to be sent again): lengths and checksums rewritten.
- */
-void sl_reply_prefix(struct sl_worker *w, struct rte_mbuf *m, struct sl_pkt *p,
-		     uint32_t cut);
-void sl_worker_send(struct sl_worker *w, int dir, struct rte_mbuf *m);
-uint64_t sl_tsc_ns(const struct sl_app *app, uint64_t tsc);
-/* Runs the coordinator and the housekeeping on the main lcore until quit. */
-void sl_main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag);
-/* One frame from port index from, as if just received. */
-void sl_worker_handle(struct sl_worker *w, struct rte_mbuf *m, int from);
-/*
- * A request refused by the limit in counter slot (local or leased path):
- * counted per rule and tier, ranked among the most throttled, sampled.
- */
-void sl_count_rejected(struct sl_worker *w, uint16_t slot, uint64_t remaining,
-		       uint64_t retry_ns, const struct sl_identity *id);
-/* The 429 template of rule index r for these numbers. */
-const struct sl_reply_tpl *sl_tpl429(const struct sl_policy *pol, uint32_t r,
-				     const struct sl_reply_nums *v);
-/* Retry-After seconds: never earlier than true, spread by the jitter. */
-uint64_t sl_retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
-			  uint64_t period_ns);
+/* TSC to nanoseconds, exact, once per burst. */
+static inline uint64_t
+sl_tsc_ns(const struct sl_app *app, uint64_t tsc)
+{
+	return tsc / app->tsc_hz * 1000000000ULL +
+	       tsc % app->tsc_hz * 1000000000ULL / app->tsc_hz;
+}
 
 static inline int
 sl_is_service_port(const struct sl_app *app, uint16_t port)
 {
 	return (app->service[port >> 3] >> (port & 7)) & 1;
-}
-
-/* A request let through, in the totals and its tier's. */
-static inline void
-sl_count_allowed(struct sl_worker *w)
-{
-	w->ctr.allowed++;
-	w->tiers_ctr[w->cur_tier + 1].allowed++;
-}
-
-/* The worker's own xorshift: jitter and sampling, no shared state. */
-static inline uint64_t
-sl_rnd(struct sl_worker *w)
-{
-	w->rng ^= w->rng << 13;
-	w->rng ^= w->rng >> 7;
-	w->rng ^= w->rng << 17;
-	return w->rng;
-}
-
-/* Whether this decision goes to the decision stream (random, at the rate
- * of the running rules); one load and a branch when sampling is off. */
-static inline int
-sl_dec_pick(struct sl_worker *w, int rejected)
-{
-	uint32_t ppm = w->pol->dec_ppm[rejected != 0];
-
-	if (likely(ppm == 0 || w->dec_ring == NULL))
-		return 0;
-	if (ppm >= 1000000)
-		return 1;
-	return sl_rnd(w) % 1000000 < ppm;
 }
 
 /* The arrival TSC stamped on m at RX (0 when stamping is off). */

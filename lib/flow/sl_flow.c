@@ -9,6 +9,7 @@
 #define PARKED  (-3)
 #define CUT     (-4) /* refused behind requests let through: t->cut */
 #define DEFER   (-5) /* refused before earlier answers: decide again */
+#define KEPT    (-6) /* answered, the connection kept: the head taken out */
 
 struct seg_ctx {
 	struct sl_flow_table *t;
@@ -57,13 +58,14 @@ emit(struct seg_ctx *c, uint8_t kind, const struct sl_http_req *req,
 					    seg_end - head_len == c->first,
 				   .head_len = head_len,
 				   .seg_end = seg_end,
+				   .buffered = c->buffered,
 				   .req = req};
 	enum sl_req_action a =
 		c->fn != NULL ? c->fn(c->arg, c->f, &ev) : SL_REQ_CONTINUE;
 
-	if (a == SL_REQ_STOP) {
+	if (a == SL_REQ_STOP || a == SL_REQ_KEEP) {
 		sl_flow_release_head(c->t, c->f);
-		c->f->state = SL_FLOW_ABSORB;
+		c->f->state = a == SL_REQ_STOP ? SL_FLOW_ABSORB : SL_FLOW_HEAD;
 	}
 	return a;
 }
@@ -88,6 +90,8 @@ static void
 after_request(struct sl_flow *f, const struct sl_http_req *req)
 {
 	f->requests++;
+	sl_resp_expect(&f->resp, req->method.len == 4 &&
+					 memcmp(req->method.p, "HEAD", 4) == 0);
 	if (req->upgrade && !req->chunked &&
 	    !(req->has_cl && req->content_length > 0)) {
 		f->state = SL_FLOW_UPGRADE;
@@ -111,8 +115,9 @@ after_request(struct sl_flow *f, const struct sl_http_req *req)
  * A refusal is answered in the place of the request's response, so it
  * must not overtake responses still due: behind requests this segment
  * let through, only those are forwarded (the client sends the rest
- * again); behind requests the server has not yet acknowledged, nothing
- * is, and the refusal waits for the client's retransmission.
+ * again); behind responses still to come (or, where they cannot be
+ * framed, requests the server has not yet acknowledged), nothing is,
+ * and the refusal waits for the client's retransmission.
  */
 static int
 refusal_order(struct seg_ctx *c, uint32_t start)
@@ -123,6 +128,10 @@ refusal_order(struct seg_ctx *c, uint32_t start)
 		c->t->cut = start;
 		return CUT;
 	}
+	/* acknowledged is not answered: a refusal sent while a response
+	 * is still coming would land inside it */
+	if (sl_resp_due(&f->resp) > 0)
+		return DEFER;
 	if (f->requests > 0 && f->s_seen &&
 	    (int32_t)(f->s_ack - (c->seq0 + start)) < 0)
 		return DEFER;
@@ -135,13 +144,15 @@ complete(struct seg_ctx *c, const struct sl_http_req *req, uint32_t head_len,
 {
 	enum sl_req_action a = emit(c, SL_EV_REQUEST, req, head_len, seg_end);
 
-	if (a == SL_REQ_STOP) {
+	if (a == SL_REQ_STOP || a == SL_REQ_KEEP) {
 		int r = !c->buffered && seg_end >= head_len
 				? refusal_order(c, seg_end - head_len)
 				: STOP;
 
 		if (r != STOP)
 			c->f->state = SL_FLOW_HEAD; /* not answered after all */
+		else if (a == SL_REQ_KEEP)
+			r = KEPT; /* the stream goes on after the head */
 		return r;
 	}
 	c->allowed++;
@@ -310,6 +321,8 @@ process(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 			return SL_SEG_PREFIX;
 		if (r == DEFER)
 			return hold_back(c, SL_NR_ORDER, off);
+		if (r == KEPT)
+			return SL_SEG_KEPT;
 		if (r == STOP)
 			return f->state == SL_FLOW_ABSORB ? SL_SEG_STOPPED
 							  : SL_SEG_FORWARD;
@@ -349,6 +362,7 @@ on_syn(struct sl_flow_table *t, struct sl_flow *f, const struct sl_flow_key *k,
 		f->slot = -1;
 		f->rec_n = 0;
 		f->c_fin = f->s_fin = f->s_seen = 0;
+		sl_resp_init(&f->resp);
 		t->estab[f - t->flows] = 0;
 	}
 	f->state = t->p.track_only ? SL_FLOW_PASS : SL_FLOW_HEAD;
@@ -438,7 +452,9 @@ data(struct seg_ctx *c, const struct sl_seg *s)
 	default:
 		taken = n;
 	}
-	if (keep && v != SL_SEG_STOPPED)
+	/* answered heads are never the server's: nothing to compare later
+	 * copies with (a copy of a kept one is the caller's to answer) */
+	if (keep && v != SL_SEG_STOPPED && v != SL_SEG_KEPT)
 		sl_flow_rec_add(c->t, f, f->c_next, s->payload + old, taken);
 	f->c_next += taken;
 	return v;
@@ -512,6 +528,7 @@ pick_up(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
 
 	t->st.midstream++;
 	f->c_next = s->seq;
+	sl_resp_lost(&f->resp); /* where the server's responses are: unknown */
 	f->state = t->p.track_only ? SL_FLOW_PASS : SL_FLOW_RESYNC;
 	return f;
 }
@@ -587,8 +604,23 @@ sl_flow_client_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 		       uint64_t h, const struct sl_seg *s, uint64_t now,
 		       sl_flow_event_fn fn, void *arg)
 {
-	struct seg_ctx c = {
-		.t = t, .f = sl_flow_find(t, k, h), .fn = fn, .arg = arg};
+	return sl_flow_client_segment_of(t, sl_flow_find(t, k, h), k, h, s, now,
+					 fn, arg);
+}
+
+struct sl_flow *
+sl_flow_get(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h)
+{
+	return sl_flow_find(t, k, h);
+}
+
+enum sl_seg_verdict
+sl_flow_client_segment_of(struct sl_flow_table *t, struct sl_flow *f,
+			  const struct sl_flow_key *k, uint64_t h,
+			  const struct sl_seg *s, uint64_t now,
+			  sl_flow_event_fn fn, void *arg)
+{
+	struct seg_ctx c = {.t = t, .f = f, .fn = fn, .arg = arg};
 
 	t->last = NULL;
 	t->now = now;
@@ -659,6 +691,7 @@ sl_flow_cut_back(struct sl_flow_table *t, struct sl_flow *f, uint32_t seq,
 	f->rec_n = i;
 	f->c_next = end;
 	f->parked = 0;
+	sl_resp_unexpect(&f->resp); /* the refused one did not go */
 	f->state = SL_FLOW_HEAD;
 	f->body_remaining = 0;
 	f->c_fin = 0;
@@ -719,6 +752,30 @@ server_synack(struct sl_flow *f, const struct sl_seg *s)
 		f->nflags |= SL_NF_TS;
 }
 
+/*
+ * The server's new bytes, in order, framed into responses. Bytes before
+ * its stream start was seen, or after a gap, cannot be framed: the count
+ * is unknown for the rest of the connection.
+ */
+static void
+responses(struct sl_flow_table *t, struct sl_flow *f, const struct sl_seg *s)
+{
+	int32_t skip;
+
+	if (s->len == 0 || sl_resp_due(&f->resp) < 0)
+		return;
+	skip = f->s_seen ? (int32_t)(f->s_next - s->seq) : -1;
+	if (skip >= 0 && (uint32_t)skip >= s->len)
+		return; /* sent again */
+	if (skip < 0)
+		sl_resp_lost(&f->resp);
+	else
+		t->st.responses += sl_resp_consume(&f->resp, s->payload + skip,
+						   s->len - (uint32_t)skip);
+	if (sl_resp_due(&f->resp) < 0)
+		t->st.resp_unframed++;
+}
+
 void
 sl_flow_server_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 		       const struct sl_seg *s, uint64_t now)
@@ -736,6 +793,7 @@ sl_flow_server_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 	sl_flow_touch(t, f, now);
 	if ((s->flags & (SL_FL_SYN | SL_FL_ACK)) == (SL_FL_SYN | SL_FL_ACK))
 		server_synack(f, s);
+	responses(t, f, s);
 	end = s->seq + s->len + ((s->flags & (SL_FL_SYN | SL_FL_FIN)) ? 1 : 0);
 	if (!f->s_seen || (int32_t)(end - f->s_next) > 0)
 		f->s_next = end;
@@ -751,4 +809,13 @@ sl_flow_server_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 		upgrade_answer(t, f, s->payload, s->len);
 	if (s->flags & SL_FL_FIN)
 		f->s_fin = 1;
+}
+
+void
+sl_flow_answered_to(struct sl_flow *f, uint32_t ack)
+{
+	if (f->s_seen && (int32_t)(ack - f->s_ack) <= 0)
+		return;
+	f->s_ack = ack;
+	sl_flow_rec_release(f, ack);
 }

@@ -51,6 +51,7 @@ enum sl_flow_state {
 #define SL_NF_TS       0x10 /* timestamps negotiated: PAWS applies */
 #define SL_NF_CONNECT  0x20 /* the pending upgrade is a CONNECT */
 #define SL_NF_TIMEDOUT 0x40 /* its incomplete head lost its buffer */
+#define SL_NF_XLATE    0x80 /* the caller translates its sequence numbers */
 
 struct sl_flow {
 	struct sl_flow_key key;
@@ -91,6 +92,9 @@ struct sl_flow {
 	uint64_t rec_sum[SL_REC_MAX]; /* keyed digest of each range */
 	uint32_t rec_seq[SL_REC_MAX]; /* decided, unacknowledged ranges */
 	uint16_t rec_len[SL_REC_MAX];
+	/* the server's responses, framed as the client reads them: a
+	 * refusal answered in a response's place waits for those due */
+	struct sl_resp resp;
 } __attribute__((aligned(64)));
 
 struct sl_flow_params {
@@ -130,6 +134,7 @@ struct sl_flow_event {
 	uint8_t first;     /* the head starts its segment's new bytes */
 	uint32_t head_len; /* bytes of the head (SL_EV_REQUEST) */
 	uint32_t seg_end;  /* payload offset in this segment just after it */
+	uint8_t buffered; /* the head spanned segments (copied from a buffer) */
 	const struct sl_http_req *req;
 };
 
@@ -137,6 +142,10 @@ enum sl_req_action {
 	SL_REQ_CONTINUE = 0,
 	SL_REQ_STOP, /* the caller answered: absorb the rest of the flow */
 	SL_REQ_PARK, /* undecided yet: stop here, resume with sl_flow_resume */
+	/* the caller answers in the request's place and the connection goes
+	 * on: the head is taken out of the stream (the caller translates
+	 * sequence numbers from then on); STOP where order forbids it */
+	SL_REQ_KEEP,
 };
 
 typedef enum sl_req_action (*sl_flow_event_fn)(void *arg, struct sl_flow *f,
@@ -156,6 +165,9 @@ enum sl_seg_verdict {
 	/* picked up mid-stream: drop it, and send the server an empty
 	 * segment at seq - 1 so that its ACK says where its stream is */
 	SL_SEG_PROBE,
+	/* a callback returned SL_REQ_KEEP: the segment was that head alone;
+	 * answer it, forward nothing, the connection goes on */
+	SL_SEG_KEPT,
 };
 
 /*
@@ -216,6 +228,11 @@ struct sl_flow_stats {
 	uint64_t head_evictions; /* oldest incomplete head, pool full */
 	uint64_t upgrades;       /* upgrades the server accepted */
 	uint64_t upgrades_refused; /* answered otherwise: inspection goes on */
+	uint64_t responses;        /* server responses framed to their end */
+	/* connections whose responses could not be framed from some point
+	 * on (close-delimited, a gap, ...): refusals fall back to waiting
+	 * for the server's ACK of the requests before */
+	uint64_t resp_unframed;
 	uint64_t norm[SL_NR__COUNT]; /* client segments kept out, per reason */
 };
 
@@ -237,6 +254,18 @@ enum sl_seg_verdict sl_flow_client_segment(struct sl_flow_table *t,
 					   uint64_t h, const struct sl_seg *s,
 					   uint64_t now, sl_flow_event_fn fn,
 					   void *arg);
+
+/*
+ * The same in two steps, for a caller that reads the flow first: its
+ * entry (NULL: none), then the segment with it.
+ */
+struct sl_flow *sl_flow_get(struct sl_flow_table *t,
+			    const struct sl_flow_key *k, uint64_t h);
+enum sl_seg_verdict
+sl_flow_client_segment_of(struct sl_flow_table *t, struct sl_flow *f,
+			  const struct sl_flow_key *k, uint64_t h,
+			  const struct sl_seg *s, uint64_t now,
+			  sl_flow_event_fn fn, void *arg);
 
 /* Payload bytes to forward after SL_SEG_PREFIX. */
 uint32_t sl_flow_cut(const struct sl_flow_table *t);
@@ -288,6 +317,15 @@ uint32_t sl_flow_peek_hint(const struct sl_flow_table *t, uint64_t h);
 
 struct sl_flow *sl_flow_lookup(struct sl_flow_table *t,
 			       const struct sl_flow_key *k);
+/*
+ * The caller answered the client's bytes up to ack in the server's place
+ * (a head taken out of the stream): they count as the server's ACK of
+ * them would, for the order of answers and the decided ranges.
+ */
+void sl_flow_answered_to(struct sl_flow *f, uint32_t ack);
+
+/* An entry's place in its table: 0 .. capacity - 1, for side tables. */
+uint32_t sl_flow_index(const struct sl_flow_table *t, const struct sl_flow *f);
 /* The flow of the last client segment (NULL if it had none). */
 struct sl_flow *sl_flow_last(const struct sl_flow_table *t);
 

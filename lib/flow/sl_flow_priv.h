@@ -3,8 +3,7 @@
 #define SL_FLOW_PRIV_H
 
 #include "sl_flow.h"
-
-#define BUCKET_SLOTS 8
+#include "sl_table.h"
 
 #define SL_FL_FIN 0x01
 #define SL_FL_SYN 0x02
@@ -12,25 +11,15 @@
 #define SL_FL_ACK 0x10
 #define SL_FL_URG 0x20
 
-/* One cache line: signatures first so a miss touches nothing else. */
-struct bucket {
-	uint32_t sig[BUCKET_SLOTS];
-	uint32_t idx[BUCKET_SLOTS]; /* entry index + 1; 0 = empty */
-} __attribute__((aligned(64)));
-
 struct sl_flow_table {
 	struct sl_flow_params p;
-	uint64_t hkey[6]; /* the flow hash's key, from p.hash_seed */
-	struct bucket *buckets;
-	uint32_t bucket_mask;
+	uint64_t hkey[6];    /* the flow hash's key, from p.hash_seed */
+	struct sl_table tab; /* the index (lib/table) */
 	struct sl_flow *flows;
 	/* when each entry was last seen, + 1; 0 when free. Kept apart from
 	 * the entries so the eviction and expiry scans read 8 bytes an entry
 	 * instead of an entry's cache lines */
 	uint64_t *seen;
-	uint32_t *free_flows; /* stack of free entry indexes */
-	uint32_t n_free;
-	uint32_t clock; /* eviction hand when the table is full */
 	uint32_t sweep; /* expiry hand */
 	/* 1 for entries the normaliser calls established (placed, server
 	 * seen): a full table evicts the others first */

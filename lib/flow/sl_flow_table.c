@@ -18,13 +18,7 @@ pow2_at_least(uint32_t v)
 	return r;
 }
 
-/* The three big arrays, sized once for create, prefault, free and bytes. */
-static size_t
-buckets_bytes(const struct sl_flow_table *t)
-{
-	return ((size_t)t->bucket_mask + 1) * sizeof(struct bucket);
-}
-
+/* The big arrays, sized once for create, prefault, free and bytes. */
 static size_t
 flows_bytes(const struct sl_flow_table *t)
 {
@@ -105,7 +99,7 @@ struct sl_flow_table *
 sl_flow_table_create(const struct sl_flow_params *p)
 {
 	struct sl_flow_table *t;
-	uint32_t nb, i;
+	uint32_t i;
 
 	if (p->capacity == 0 || p->max_head_bytes == 0 ||
 	    p->max_head_bytes > UINT16_MAX)
@@ -115,12 +109,11 @@ sl_flow_table_create(const struct sl_flow_params *p)
 		return NULL;
 	t->p = *p;
 	set_hash_key(t);
-	/* Twice as many slots as flows keeps buckets from filling up. */
-	nb = pow2_at_least((p->capacity * 2 + BUCKET_SLOTS - 1) / BUCKET_SLOTS);
-	t->bucket_mask = nb - 1;
-	t->buckets = sl_mem_table(buckets_bytes(t));
+	if (sl_table_init(&t->tab, p->capacity) != 0) {
+		free(t);
+		return NULL;
+	}
 	t->flows = sl_mem_table(flows_bytes(t));
-	t->free_flows = malloc((size_t)p->capacity * sizeof(uint32_t));
 	t->seen = sl_mem_table(seen_bytes(t));
 	t->estab = calloc(p->capacity, 1);
 	t->young_mask = pow2_at_least(p->capacity) - 1;
@@ -132,17 +125,13 @@ sl_flow_table_create(const struct sl_flow_params *p)
 	t->slot_since = calloc((size_t)p->head_slots + 1, sizeof(uint64_t));
 	t->src_mask = (uint32_t)src_cells(p) - 1;
 	t->src_heads = calloc(src_cells(p), sizeof(uint16_t));
-	if (t->buckets == NULL || t->flows == NULL || t->free_flows == NULL ||
-	    t->heads == NULL || t->free_heads == NULL || t->seen == NULL ||
-	    t->estab == NULL || t->young == NULL || t->gen == NULL ||
-	    t->slot_owner == NULL || t->slot_since == NULL ||
+	if (t->flows == NULL || t->heads == NULL || t->free_heads == NULL ||
+	    t->seen == NULL || t->estab == NULL || t->young == NULL ||
+	    t->gen == NULL || t->slot_owner == NULL || t->slot_since == NULL ||
 	    t->src_heads == NULL) {
 		sl_flow_table_free(t);
 		return NULL;
 	}
-	for (i = 0; i < p->capacity; i++)
-		t->free_flows[i] = p->capacity - 1 - i;
-	t->n_free = p->capacity;
 	for (i = 0; i < p->head_slots; i++)
 		t->free_heads[i] = p->head_slots - 1 - i;
 	t->n_free_heads = p->head_slots;
@@ -154,9 +143,9 @@ sl_flow_table_free(struct sl_flow_table *t)
 {
 	if (t == NULL)
 		return;
-	sl_mem_table_free(t->buckets, buckets_bytes(t));
-	sl_mem_table_free(t->flows, flows_bytes(t));
-	free(t->free_flows);
+	sl_table_fini(&t->tab);
+	if (t->flows != NULL)
+		sl_mem_table_free(t->flows, flows_bytes(t));
 	sl_mem_table_free(t->seen, seen_bytes(t));
 	free(t->estab);
 	free(t->young);
@@ -172,23 +161,23 @@ sl_flow_table_free(struct sl_flow_table *t)
 static inline uint32_t
 sig_of(uint64_t h)
 {
-	return (uint32_t)(h >> 32) | 1u;
+	return sl_table_sig(h);
 }
 
 static inline uint32_t
 alt_bucket(const struct sl_flow_table *t, uint64_t h)
 {
-	return (uint32_t)((h >> 20) ^ (h >> 44)) & t->bucket_mask;
+	return (uint32_t)((h >> 20) ^ (h >> 44)) & t->tab.mask;
 }
 
 static struct sl_flow *
 find_in(struct sl_flow_table *t, uint32_t b, uint32_t sig,
 	const struct sl_flow_key *k)
 {
-	struct bucket *bk = &t->buckets[b];
+	struct sl_table_bkt *bk = &t->tab.bkts[b];
 	int i;
 
-	for (i = 0; i < BUCKET_SLOTS; i++) {
+	for (i = 0; i < SL_TABLE_SLOTS; i++) {
 		struct sl_flow *f;
 
 		if (bk->sig[i] != sig)
@@ -204,7 +193,7 @@ struct sl_flow *
 sl_flow_find(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h)
 {
 	uint32_t sig = sig_of(h);
-	struct sl_flow *f = find_in(t, (uint32_t)h & t->bucket_mask, sig, k);
+	struct sl_flow *f = find_in(t, (uint32_t)h & t->tab.mask, sig, k);
 
 	return f != NULL ? f : find_in(t, alt_bucket(t, h), sig, k);
 }
@@ -214,7 +203,7 @@ sl_flow_table_prefault(struct sl_flow_table *t)
 {
 	size_t hb = (size_t)t->p.head_slots * t->p.max_head_bytes, o;
 
-	sl_mem_prefault(t->buckets, buckets_bytes(t));
+	sl_table_prefault(&t->tab);
 	sl_mem_prefault(t->flows, flows_bytes(t));
 	sl_mem_prefault(t->seen, seen_bytes(t));
 	/* the rest is malloc'ed: a flood must not be what first touches
@@ -238,17 +227,17 @@ sl_flow_hash(const struct sl_flow_table *t, const struct sl_flow_key *k)
 void
 sl_flow_prefetch_buckets(const struct sl_flow_table *t, uint64_t h)
 {
-	__builtin_prefetch(&t->buckets[(uint32_t)h & t->bucket_mask]);
-	__builtin_prefetch(&t->buckets[alt_bucket(t, h)]);
+	__builtin_prefetch(&t->tab.bkts[(uint32_t)h & t->tab.mask]);
+	__builtin_prefetch(&t->tab.bkts[alt_bucket(t, h)]);
 }
 
 static void
 prefetch_sig(const struct sl_flow_table *t, uint32_t b, uint32_t sig)
 {
-	const struct bucket *bk = &t->buckets[b];
+	const struct sl_table_bkt *bk = &t->tab.bkts[b];
 	int i;
 
-	for (i = 0; i < BUCKET_SLOTS; i++)
+	for (i = 0; i < SL_TABLE_SLOTS; i++)
 		if (bk->sig[i] == sig) {
 			const struct sl_flow *f = &t->flows[bk->idx[i] - 1];
 
@@ -262,17 +251,17 @@ prefetch_sig(const struct sl_flow_table *t, uint32_t b, uint32_t sig)
 void
 sl_flow_prefetch_entry(const struct sl_flow_table *t, uint64_t h)
 {
-	prefetch_sig(t, (uint32_t)h & t->bucket_mask, sig_of(h));
+	prefetch_sig(t, (uint32_t)h & t->tab.mask, sig_of(h));
 }
 
 uint32_t
 sl_flow_peek_hint(const struct sl_flow_table *t, uint64_t h)
 {
-	const struct bucket *bk = &t->buckets[(uint32_t)h & t->bucket_mask];
+	const struct sl_table_bkt *bk = &t->tab.bkts[(uint32_t)h & t->tab.mask];
 	uint32_t sig = sig_of(h);
 	int i;
 
-	for (i = 0; i < BUCKET_SLOTS; i++)
+	for (i = 0; i < SL_TABLE_SLOTS; i++)
 		if (bk->sig[i] == sig && bk->idx[i] != 0)
 			return t->flows[bk->idx[i] - 1].bucket_hint;
 	return 0;
@@ -380,17 +369,13 @@ sl_flow_set_estab(struct sl_flow_table *t, const struct sl_flow *f)
 void
 sl_flow_remove(struct sl_flow_table *t, struct sl_flow *f)
 {
-	struct bucket *bk = &t->buckets[f->bucket];
-
 	sl_flow_release_head(t, f);
 	if (t->last == f)
 		t->last = NULL;
-	bk->sig[f->bslot] = 0;
-	bk->idx[f->bslot] = 0;
+	sl_table_unlink(&t->tab, f->bucket, f->bslot);
 	f->in_use = 0;
 	t->seen[f - t->flows] = 0;
 	t->estab[f - t->flows] = 0;
-	t->free_flows[t->n_free++] = (uint32_t)(f - t->flows);
 	t->st.active--;
 }
 
@@ -414,24 +399,25 @@ evicts_before(const struct sl_flow_table *t, uint32_t a, uint32_t b,
 	return t->seen[a] < t->seen[b];
 }
 
-/* The entry of a bucket to evict first, or NULL if it is empty. */
-static struct sl_flow *
-oldest_in(struct sl_flow_table *t, uint32_t b, struct sl_flow *best,
-	  uint64_t now)
+/* The victim policy, for the index's hands (b: none yet). */
+static int
+before(void *arg, uint32_t a, uint32_t b)
 {
-	struct bucket *bk = &t->buckets[b];
-	int i;
+	struct sl_flow_table *t = arg;
 
-	for (i = 0; i < BUCKET_SLOTS; i++) {
-		uint32_t e = bk->idx[i] - 1;
+	if (t->seen[a] == 0)
+		return 0;
+	return b == SL_TABLE_NONE || evicts_before(t, a, b, t->now);
+}
 
-		if (bk->idx[i] == 0)
-			continue;
-		if (best == NULL ||
-		    evicts_before(t, e, (uint32_t)(best - t->flows), now))
-			best = &t->flows[e];
-	}
-	return best;
+/* The least recently seen of the clock's window. */
+static int
+older(void *arg, uint32_t a, uint32_t b)
+{
+	const struct sl_flow_table *t = arg;
+
+	return t->seen[a] != 0 &&
+	       (b == SL_TABLE_NONE || t->seen[a] < t->seen[b]);
 }
 
 /*
@@ -482,9 +468,8 @@ queue_young(struct sl_flow_table *t, uint32_t e)
 static void
 evict_one(struct sl_flow_table *t, uint64_t now)
 {
-	uint64_t oldest = UINT64_MAX;
-	uint32_t i, best = 0;
 	int32_t y = oldest_young(t, now);
+	uint32_t best;
 
 	if (y >= 0) {
 		sl_flow_remove(t, &t->flows[y]);
@@ -492,59 +477,42 @@ evict_one(struct sl_flow_table *t, uint64_t now)
 		return;
 	}
 	/* a full table has no free (0) entry to skip for long */
-	for (i = 0; i < CLOCK_SCAN || oldest == UINT64_MAX; i++) {
-		uint32_t c = t->clock;
-
-		t->clock = c + 1 == t->p.capacity ? 0 : c + 1;
-		if (t->seen[c] != 0 && t->seen[c] < oldest) {
-			oldest = t->seen[c];
-			best = c;
-		}
-	}
+	best = sl_table_clock(&t->tab, CLOCK_SCAN, older, t);
+	if (best == SL_TABLE_NONE)
+		return;
 	sl_flow_remove(t, &t->flows[best]);
 	t->st.evicted++;
-}
-
-static int
-free_slot(const struct bucket *bk)
-{
-	int i;
-
-	for (i = 0; i < BUCKET_SLOTS; i++)
-		if (bk->idx[i] == 0)
-			return i;
-	return -1;
 }
 
 struct sl_flow *
 sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
 	       uint64_t now)
 {
-	uint32_t b = (uint32_t)h & t->bucket_mask;
+	uint32_t b = (uint32_t)h & t->tab.mask;
 	int s;
 	uint32_t idx;
 	struct sl_flow *f;
 
-	if (t->n_free == 0)
+	if (t->tab.n_free == 0)
 		evict_one(t, now);
-	s = free_slot(&t->buckets[b]);
+	s = sl_table_free_slot(&t->tab, b);
 	if (s < 0) {
 		b = alt_bucket(t, h);
-		s = free_slot(&t->buckets[b]);
+		s = sl_table_free_slot(&t->tab, b);
 	}
 	if (s < 0) {
-		/* Both buckets full: the older of their sixteen entries goes.
-		 */
-		struct sl_flow *victim = oldest_in(t, b, NULL, now);
+		/* Both buckets full: the first to go of their sixteen goes. */
+		struct sl_flow *victim;
 
-		victim =
-			oldest_in(t, (uint32_t)h & t->bucket_mask, victim, now);
+		t->now = now;
+		victim = &t->flows[sl_table_pair(
+			&t->tab, b, (uint32_t)h & t->tab.mask, before, t)];
 		b = victim->bucket;
 		s = victim->bslot;
 		sl_flow_remove(t, victim);
 		t->st.evicted++;
 	}
-	idx = t->free_flows[--t->n_free];
+	idx = sl_table_link(&t->tab, b, s, sig_of(h));
 	f = &t->flows[idx];
 	memset(f, 0, sizeof(*f));
 	f->key = *k;
@@ -554,8 +522,6 @@ sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
 	f->bslot = (uint8_t)s;
 	f->in_use = 1;
 	queue_young(t, idx);
-	t->buckets[b].sig[s] = sig_of(h);
-	t->buckets[b].idx[s] = idx + 1;
 	t->st.active++;
 	t->st.created++;
 	return f;
@@ -618,9 +584,16 @@ sl_flow_stats(const struct sl_flow_table *t)
 uint64_t
 sl_flow_table_bytes(const struct sl_flow_table *t)
 {
-	return sizeof(*t) + buckets_bytes(t) + flows_bytes(t) + seen_bytes(t) +
-	       (uint64_t)t->p.capacity * (sizeof(uint32_t) * 2 + 1) +
+	return sizeof(*t) + sl_table_bytes(&t->tab) + flows_bytes(t) +
+	       seen_bytes(t) +
+	       (uint64_t)t->p.capacity * (sizeof(uint32_t) + 1) +
 	       ((uint64_t)t->young_mask + 1) * sizeof(uint64_t) +
 	       (uint64_t)t->p.head_slots * (t->p.max_head_bytes + 4 + 4 + 8) +
 	       src_cells(&t->p) * sizeof(uint16_t);
+}
+
+uint32_t
+sl_flow_index(const struct sl_flow_table *t, const struct sl_flow *f)
+{
+	return (uint32_t)(f - t->flows);
 }

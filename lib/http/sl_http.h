@@ -127,6 +127,40 @@ long sl_chunked_consume(struct sl_chunked *c, const char *buf, size_t len,
  */
 uint64_t sl_chunked_opaque(const struct sl_chunked *c);
 
+/*
+ * Where a connection's responses end, read as its client reads them:
+ * fed the server's bytes in order, it counts the responses still due
+ * to requests forwarded. Framing it cannot follow for certain (a body
+ * delimited by the close, a coding other than chunked alone, two
+ * lengths, a body over 4 GiB, a gap in the bytes) makes the count
+ * unknown for the rest of the connection. 16 bytes, held in the flow.
+ */
+struct sl_resp {
+	uint32_t left;  /* body bytes (or chunk bytes) still to come */
+	uint32_t heads; /* bit i: the i-th response due answers a HEAD */
+	uint16_t status;
+	uint8_t state;
+	uint8_t sub; /* the chunked decoder's state */
+	uint8_t idx;
+	uint8_t flags;
+	uint8_t due;     /* responses due */
+	uint8_t ndigits; /* the chunked decoder's */
+	uint8_t done;    /* responses the last call completed */
+};
+
+void sl_resp_init(struct sl_resp *r);
+/* A request went to the server: a response is due (none has a body if
+ * head, a HEAD request). */
+void sl_resp_expect(struct sl_resp *r, int head);
+/* The last request expected did not go after all. */
+void sl_resp_unexpect(struct sl_resp *r);
+/* The server's next bytes, in order; returns responses completed. */
+unsigned int sl_resp_consume(struct sl_resp *r, const uint8_t *p, uint32_t n);
+/* The bytes can no longer be followed (a gap, a pickup mid-stream). */
+void sl_resp_lost(struct sl_resp *r);
+/* Responses still due; -1 when unknown (lost, or the stream left HTTP). */
+int sl_resp_due(const struct sl_resp *r);
+
 const char *sl_http_err_name(enum sl_http_err e);
 
 /*

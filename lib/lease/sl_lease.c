@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <string.h>
+
 #include "sl_lease.h"
 
 #define NS 1000000000ULL
@@ -31,7 +33,7 @@ sl_lease_seen(struct sl_lease *l, uint32_t cost, uint64_t now)
 enum sl_lease_take
 sl_lease_take(struct sl_lease *l, uint32_t cost, uint64_t now)
 {
-	if (now < l->refused_until)
+	if (sl_lease_until(l, cost, now) > now)
 		return SL_LEASE_REFUSED;
 	if (l->units >= cost && now < l->expires_ns) {
 		l->units -= cost;
@@ -51,13 +53,42 @@ uint64_t
 sl_lease_want(const struct sl_lease *l, const struct sl_lease_sizing *z,
 	      uint32_t cost)
 {
-	uint64_t budget = z->count * z->accuracy_ppm / 1000000ULL /
-			  (z->holders ? z->holders : 1);
+	uint64_t holders = z->holders ? z->holders : 1;
+	uint64_t budget = z->count * z->accuracy_ppm / 1000000ULL / holders;
 	uint64_t want = l->rate * SL_LEASE_LIFETIME_NS / NS / 256;
 
+	if (sl_lease_saturated(l, z) && z->period_ns > 0) {
+		/* the holder's fair share: reserved in the store (a wait,
+		 * not a refusal, when it is not there yet) and good at the
+		 * rate, so its size costs store calls, not accuracy */
+		uint64_t fair = (uint64_t)((unsigned __int128)z->count *
+					   SL_LEASE_SATURATED_MS * 1000000ULL /
+					   z->period_ns / holders);
+
+		if (fair > budget)
+			budget = fair;
+		/* demand above the share spends it whatever the rate seen */
+		if (want < fair)
+			want = fair;
+	}
 	if (want > budget)
 		want = budget;
+	if (z->burst > 0 && want > z->burst)
+		want = z->burst;
 	return want > cost ? want : cost;
+}
+
+int
+sl_lease_saturated(const struct sl_lease *l, const struct sl_lease_sizing *z)
+{
+	uint64_t holders = z->holders ? z->holders : 1;
+
+	if (l->refused_n < 2 || z->now_ns - l->refused_at >= SL_LEASE_HOT_NS ||
+	    z->period_ns == 0)
+		return 0;
+	/* rate is units per second x 256; the share's is count / period */
+	return (unsigned __int128)l->rate * holders * z->period_ns >
+	       (unsigned __int128)z->count * 256 * NS;
 }
 
 int
@@ -77,7 +108,18 @@ sl_lease_granted(struct sl_lease *l, uint64_t units, uint64_t expires_ns,
 		 uint64_t retry_ns, uint64_t reset_ns, uint64_t remaining,
 		 uint64_t now)
 {
+	if (l->asks_out > 0)
+		l->asks_out--;
 	l->asked_ns = 0;
+	/* refused, reserved (units good only from retry_ns on), or granted
+	 * the last units there were: either way the key is at its limit */
+	if (units == 0 || retry_ns > 0 || remaining == 0) {
+		int again = sl_refused_lately(l->refused_at, now);
+
+		l->refused_n =
+			again && l->refused_n < 255 ? l->refused_n + 1 : 1;
+		l->refused_at = now;
+	}
 	l->remaining = remaining; /* the authority's count, after this grant */
 	if (units == 0) {
 		l->refused_until = now + retry_ns;
@@ -85,10 +127,31 @@ sl_lease_granted(struct sl_lease *l, uint64_t units, uint64_t expires_ns,
 		l->reset_ns = reset_ns;
 		return;
 	}
+	/* a reservation: each unit good when the bucket would have had it
+	 * (spent as it comes, not all at the last one's time: a holder that
+	 * waited for the whole block would leave the rate unspent meanwhile) */
 	l->refused_until = 0;
+	if (retry_ns > 0)
+		l->paced_ns = now + retry_ns;
+	l->retry_ns = retry_ns;
+	l->reset_ns = reset_ns;
 	l->units += units;
 	if (expires_ns > l->expires_ns)
 		l->expires_ns = expires_ns;
+	/* a reservation's units not spent within twice the time its holder
+	 * takes at the rate it is seen at go back sooner than the store's
+	 * lifetime says: a client that moved to another worker (a new
+	 * connection) left them stranded here, the key's other holders
+	 * waiting meanwhile */
+	if (retry_ns > 0 && l->rate > 0) {
+		uint64_t spend = l->units * 2 * NS * 256 / l->rate;
+		uint64_t end = l->paced_ns + (spend > SL_LEASE_LIFETIME_NS
+						      ? spend
+						      : SL_LEASE_LIFETIME_NS);
+
+		if (end < l->expires_ns)
+			l->expires_ns = end;
+	}
 }
 
 uint64_t
@@ -101,4 +164,228 @@ sl_lease_expire(struct sl_lease *l, uint64_t now)
 	u = l->units;
 	l->units = 0;
 	return u;
+}
+
+/* Units granted now stay good until the lease or the window ends. */
+static uint64_t
+lease_end(const struct sl_limit_params *p, uint64_t now, uint64_t lease_ns)
+{
+	uint64_t end = now + lease_ns;
+
+	if (p->algo == SL_LIM_FIXED_WINDOW ||
+	    p->algo == SL_LIM_SLIDING_WINDOW) {
+		uint64_t w = (now / p->period_ns + 1) * p->period_ns;
+
+		if (w < end)
+			end = w;
+	}
+	return end;
+}
+
+/* The most units in [lo, hi) allowed now, lo being allowed and hi not
+ * (allowing is monotonic in the cost). */
+static uint64_t
+most_allowed(const struct sl_limit_params *p, struct sl_limit_state *s,
+	     uint64_t lo, uint64_t hi, uint64_t now)
+{
+	struct sl_limit_result r;
+
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		sl_limit_check(p, s, (uint32_t)mid, now, &r);
+		if (r.allow)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void
+sl_lease_grant(const struct sl_limit_params *p, struct sl_limit_state *s,
+	       uint64_t want, uint64_t need, uint64_t now, uint64_t lease_ns,
+	       struct sl_lease_grant *g)
+{
+	struct sl_limit_result r, after;
+	uint64_t n = 0;
+
+	memset(g, 0, sizeof(*g));
+	sl_limit_check(p, s, want, now, &r);
+	if (r.allow) {
+		n = want;
+	} else if (need < want) {
+		sl_limit_check(p, s, need, now, &r);
+		n = r.allow ? need : 0;
+		/* the most there is between need and want, as the store's
+		 * script grants (the log grants the need alone there too) */
+		if (n && p->algo != SL_LIM_SLIDING_LOG)
+			n = most_allowed(p, s, need, want, now);
+	}
+	if (n == 0) {
+		g->retry_ns = r.retry_after_ns;
+		g->reset_ns = r.reset_ns;
+		g->remaining = r.remaining;
+		return;
+	}
+	sl_limit_commit(p, s, n, now);
+	sl_limit_check(p, s, 0, now, &after);
+	g->granted = n;
+	g->expires_ns = lease_end(p, now, lease_ns);
+	g->remaining = after.remaining;
+	g->reset_ns = after.reset_ns;
+}
+
+void
+sl_lease_give_back(const struct sl_limit_params *p, struct sl_limit_state *s,
+		   uint64_t units, uint64_t now)
+{
+	sl_limit_refund(p, s, units, now);
+}
+
+/* ---- ledgers ---- */
+
+void
+sl_share_of(struct sl_share *s, uint64_t count, uint64_t burst,
+	    uint64_t period_ns, uint32_t div)
+{
+	if (div < 1)
+		div = 1;
+	s->count = count / div > 0 ? count / div : 1;
+	s->burst = burst / div > 0 ? burst / div : 1;
+	s->period_ns = period_ns > 0 ? period_ns : 1;
+}
+
+static __int128
+cap_of(const struct sl_share *s)
+{
+	return (__int128)s->burst * s->period_ns;
+}
+
+void
+sl_ledger_open(struct sl_ledger *g, const struct sl_share *s, int full,
+	       uint64_t now)
+{
+	if (g->used)
+		return;
+	g->credit = full ? cap_of(s) : 0;
+	g->last_ns = now;
+	g->used = 1;
+}
+
+/* Refilled to now: count units per period, never above full. */
+static void
+refill(struct sl_ledger *g, const struct sl_share *s, uint64_t now)
+{
+	__int128 cap = cap_of(s);
+
+	if (!g->used) {
+		g->credit = cap;
+		g->last_ns = now;
+		g->used = 1;
+		return;
+	}
+	if (now > g->last_ns) {
+		g->credit += (__int128)(now - g->last_ns) * s->count;
+		g->last_ns = now;
+	}
+	if (g->credit > cap)
+		g->credit = cap;
+}
+
+int
+sl_ledger_room(struct sl_ledger *g, const struct sl_share *s, uint64_t units,
+	       uint64_t now)
+{
+	refill(g, s, now);
+	return g->credit >= (__int128)units * s->period_ns;
+}
+
+void
+sl_ledger_drain(struct sl_ledger *g, const struct sl_share *s, uint64_t now)
+{
+	refill(g, s, now);
+	if (g->credit > 0)
+		g->credit = 0;
+}
+
+unsigned int
+sl_lease_asks_out(const struct sl_lease *l, uint64_t now_ns, uint64_t stale_ns)
+{
+	uint32_t age = (uint32_t)(now_ns / 1000000) - l->last_ask_ms;
+
+	return (uint64_t)age * 1000000 < stale_ns ? l->asks_out : 0;
+}
+
+void
+sl_lease_asked(struct sl_lease *l, uint64_t now_ns, uint64_t stale_ns)
+{
+	unsigned int out = sl_lease_asks_out(l, now_ns, stale_ns);
+
+	l->asks_out = (uint8_t)(out < UINT8_MAX ? out + 1 : out);
+	l->last_ask_ms = (uint32_t)(now_ns / 1000000);
+	l->asked_ns = now_ns;
+}
+
+void
+sl_ledger_renumber(struct sl_ledger *g, const struct sl_share *old,
+		   const struct sl_share *s, uint64_t now)
+{
+	__int128 units, floor = -(__int128)SL_LEDGER_DEBT * cap_of(s);
+
+	if (!g->used)
+		return;
+	refill(g, old, now);
+	/* whole units, rounded towards fewer */
+	units = g->credit >= 0
+			? g->credit / old->period_ns
+			: -((-g->credit + old->period_ns - 1) / old->period_ns);
+	g->credit = units * s->period_ns;
+	if (g->credit > cap_of(s))
+		g->credit = cap_of(s);
+	if (g->credit < floor)
+		g->credit = floor;
+}
+
+void
+sl_ledger_charge(struct sl_ledger *g, const struct sl_share *s, uint64_t units,
+		 uint64_t now)
+{
+	__int128 floor = -(__int128)SL_LEDGER_DEBT * cap_of(s);
+
+	refill(g, s, now);
+	g->credit -= (__int128)units * s->period_ns;
+	if (g->credit < floor)
+		g->credit = floor;
+}
+
+void
+sl_ledger_credit(struct sl_ledger *g, const struct sl_share *s, uint64_t units,
+		 uint64_t now)
+{
+	refill(g, s, now);
+	g->credit += (__int128)units * s->period_ns;
+	if (g->credit > cap_of(s))
+		g->credit = cap_of(s);
+}
+
+uint64_t
+sl_ledger_left(struct sl_ledger *g, const struct sl_share *s, uint64_t now)
+{
+	refill(g, s, now);
+	return g->credit > 0 ? (uint64_t)(g->credit / s->period_ns) : 0;
+}
+
+uint64_t
+sl_ledger_wait_ns(struct sl_ledger *g, const struct sl_share *s, uint64_t units,
+		  uint64_t now)
+{
+	__int128 need = (__int128)units * s->period_ns;
+
+	refill(g, s, now);
+	if (g->credit >= need)
+		return 0;
+	if (units > s->burst)
+		return SL_NEVER;
+	return (uint64_t)((need - g->credit + s->count - 1) / s->count);
 }

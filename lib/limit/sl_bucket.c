@@ -5,16 +5,9 @@
 
 #include "sl_limit.h"
 #include "sl_mem.h"
+#include "sl_table.h"
 
-#define SLOTS      8
 #define CLOCK_SCAN 64
-
-struct bkt {
-	uint32_t sig[SLOTS];
-	uint32_t idx[SLOTS]; /* entry + 1; 0 = empty */
-} __attribute__((aligned(64)));
-
-#define MAX_BKTS (1u << 28)
 
 /* 32 bytes, so that no entry straddles two lines (at 40, half did, and
  * in_use was on the line not prefetched). */
@@ -30,15 +23,10 @@ struct entry {
 _Static_assert(sizeof(struct entry) == 32, "an entry is half a line");
 
 struct sl_bucket_table {
-	uint32_t capacity;
-	uint32_t mask;
+	struct sl_table tab; /* the index (lib/table) */
 	size_t stride;
-	struct bkt *bkts;
 	struct entry *ents;
 	uint8_t *states;
-	uint32_t *free_ents;
-	uint32_t n_free;
-	uint32_t clock;
 	uint32_t sweep;
 	uint32_t gen;
 	struct sl_bucket_stats st;
@@ -53,52 +41,36 @@ sl_bucket_table_create(uint32_t capacity, int log_capable)
 			(log_capable ? SL_LOG_MAX * sizeof(uint32_t) : 0));
 }
 
-/* The three big arrays, sized once for create, prefault, free and bytes. */
-static size_t
-bkts_bytes(const struct sl_bucket_table *t)
-{
-	return ((size_t)t->mask + 1) * sizeof(struct bkt);
-}
-
 static size_t
 ents_bytes(const struct sl_bucket_table *t)
 {
-	return (size_t)t->capacity * sizeof(struct entry);
+	return (size_t)t->tab.capacity * sizeof(struct entry);
 }
 
 static size_t
 states_bytes(const struct sl_bucket_table *t)
 {
-	return (size_t)t->capacity * t->stride;
+	return (size_t)t->tab.capacity * t->stride;
 }
 
 struct sl_bucket_table *
 sl_bucket_table_create_sized(uint32_t capacity, size_t value_size)
 {
 	struct sl_bucket_table *t = calloc(1, sizeof(*t));
-	uint32_t nb = 1, i;
 
-	if (t == NULL || capacity == 0 || capacity > MAX_BKTS * (SLOTS / 2)) {
+	if (t == NULL)
+		return NULL;
+	if (sl_table_init(&t->tab, capacity) != 0) {
 		free(t);
 		return NULL;
 	}
-	while (nb * SLOTS < capacity * 2)
-		nb <<= 1;
-	t->capacity = capacity;
-	t->mask = nb - 1;
 	t->stride = (value_size + 7) & ~(size_t)7;
-	t->bkts = sl_mem_table(bkts_bytes(t));
 	t->ents = sl_mem_table(ents_bytes(t));
 	t->states = sl_mem_table(states_bytes(t));
-	t->free_ents = malloc((size_t)capacity * sizeof(uint32_t));
-	if (t->bkts == NULL || t->ents == NULL || t->states == NULL ||
-	    t->free_ents == NULL) {
+	if (t->ents == NULL || t->states == NULL) {
 		sl_bucket_table_free(t);
 		return NULL;
 	}
-	for (i = 0; i < capacity; i++)
-		t->free_ents[i] = capacity - 1 - i;
-	t->n_free = capacity;
 	return t;
 }
 
@@ -107,7 +79,7 @@ sl_bucket_table_prefault(struct sl_bucket_table *t)
 {
 	if (t == NULL)
 		return;
-	sl_mem_prefault(t->bkts, bkts_bytes(t));
+	sl_table_prefault(&t->tab);
 	sl_mem_prefault(t->ents, ents_bytes(t));
 	sl_mem_prefault(t->states, states_bytes(t));
 }
@@ -117,10 +89,11 @@ sl_bucket_table_free(struct sl_bucket_table *t)
 {
 	if (t == NULL)
 		return;
-	sl_mem_table_free(t->bkts, bkts_bytes(t));
-	sl_mem_table_free(t->ents, ents_bytes(t));
-	sl_mem_table_free(t->states, states_bytes(t));
-	free(t->free_ents);
+	if (t->ents != NULL)
+		sl_mem_table_free(t->ents, ents_bytes(t));
+	if (t->states != NULL)
+		sl_mem_table_free(t->states, states_bytes(t));
+	sl_table_fini(&t->tab);
 	free(t);
 }
 
@@ -135,10 +108,8 @@ remove_entry(struct sl_bucket_table *t, uint32_t i)
 {
 	struct entry *e = &t->ents[i];
 
-	t->bkts[e->bucket].sig[e->bslot] = 0;
-	t->bkts[e->bucket].idx[e->bslot] = 0;
+	sl_table_unlink(&t->tab, e->bucket, (int)e->bslot);
 	e->in_use = 0;
-	t->free_ents[t->n_free++] = i;
 	t->st.active--;
 }
 
@@ -153,46 +124,41 @@ drop(struct sl_bucket_table *t, uint32_t i, uint64_t now)
 	remove_entry(t, i);
 }
 
-/* Prefer the entry closest to full: dropping it gives away the least. */
+/* The victim policy: an entry no request of this generation uses, the
+ * closest to full first (dropping it gives away the least). */
 static int
-better_victim(const struct entry *e, const struct entry *best, uint32_t gen)
+before(void *arg, uint32_t a, uint32_t b)
 {
-	return e->in_use && e->pin != gen &&
-	       (best == NULL || e->full_at < best->full_at);
+	const struct sl_bucket_table *t = arg;
+	const struct entry *e = &t->ents[a];
+
+	return e->in_use && e->pin != t->gen &&
+	       (b == SL_TABLE_NONE || e->full_at < t->ents[b].full_at);
 }
 
 static void
 evict_one(struct sl_bucket_table *t, uint64_t now)
 {
-	struct entry *best = NULL;
-	uint32_t i;
+	uint32_t v = sl_table_clock(&t->tab, CLOCK_SCAN, before, t);
 
-	for (i = 0; i < CLOCK_SCAN || (best == NULL && i < 2 * t->capacity);
-	     i++) {
-		struct entry *e = &t->ents[t->clock];
-
-		t->clock = t->clock + 1 == t->capacity ? 0 : t->clock + 1;
-		if (better_victim(e, best, t->gen))
-			best = e;
-	}
-	if (best != NULL)
-		drop(t, (uint32_t)(best - t->ents), now);
+	if (v != SL_TABLE_NONE)
+		drop(t, v, now);
 }
 
 static uint32_t
 alt_of(const struct sl_bucket_table *t, const struct sl_bucket_key *k)
 {
-	return (uint32_t)(k->k2 ^ (k->k2 >> 29)) & t->mask;
+	return (uint32_t)(k->k2 ^ (k->k2 >> 29)) & t->tab.mask;
 }
 
 static int32_t
 find(struct sl_bucket_table *t, uint32_t b, uint32_t sig,
      const struct sl_bucket_key *k)
 {
-	struct bkt *bk = &t->bkts[b];
+	const struct sl_table_bkt *bk = &t->tab.bkts[b];
 	int s;
 
-	for (s = 0; s < SLOTS; s++) {
+	for (s = 0; s < SL_TABLE_SLOTS; s++) {
 		struct entry *e;
 
 		if (bk->sig[s] != sig)
@@ -207,34 +173,14 @@ find(struct sl_bucket_table *t, uint32_t b, uint32_t sig,
 	return -1;
 }
 
-static int
-slot_free(const struct bkt *bk)
-{
-	int s;
-
-	for (s = 0; s < SLOTS; s++)
-		if (bk->idx[s] == 0)
-			return s;
-	return -1;
-}
-
 /* Both candidate buckets are full: free a slot in one of them. */
 static void
 make_room(struct sl_bucket_table *t, uint32_t b1, uint32_t b2, uint64_t now)
 {
-	struct entry *best = NULL;
-	uint32_t bs[2] = {b1, b2};
-	int i, s;
+	uint32_t v = sl_table_pair(&t->tab, b1, b2, before, t);
 
-	for (i = 0; i < 2; i++)
-		for (s = 0; s < SLOTS; s++) {
-			struct entry *e = &t->ents[t->bkts[bs[i]].idx[s] - 1];
-
-			if (better_victim(e, best, t->gen))
-				best = e;
-		}
-	if (best != NULL)
-		drop(t, (uint32_t)(best - t->ents), now);
+	if (v != SL_TABLE_NONE)
+		drop(t, v, now);
 }
 
 void
@@ -260,7 +206,7 @@ get_index(struct sl_bucket_table *t, const struct sl_bucket_key *k,
 	  uint64_t now)
 {
 	uint32_t sig = (uint32_t)(k->k1 >> 32) | 1u;
-	uint32_t b1 = (uint32_t)k->k1 & t->mask, b2 = alt_of(t, k), b, i;
+	uint32_t b1 = (uint32_t)k->k1 & t->tab.mask, b2 = alt_of(t, k), b, i;
 	int32_t found = find(t, b1, sig, k);
 	int s;
 
@@ -270,26 +216,26 @@ get_index(struct sl_bucket_table *t, const struct sl_bucket_key *k,
 		t->ents[found].pin = t->gen;
 		return (uint32_t)found;
 	}
-	if (t->n_free == 0)
+	if (t->tab.n_free == 0)
 		evict_one(t, now);
 	b = b1;
-	s = slot_free(&t->bkts[b1]);
+	s = sl_table_free_slot(&t->tab, b1);
 	if (s < 0) {
 		b = b2;
-		s = slot_free(&t->bkts[b2]);
+		s = sl_table_free_slot(&t->tab, b2);
 	}
 	if (s < 0) {
 		make_room(t, b1, b2, now);
 		b = b1;
-		s = slot_free(&t->bkts[b1]);
+		s = sl_table_free_slot(&t->tab, b1);
 		if (s < 0) {
 			b = b2;
-			s = slot_free(&t->bkts[b2]);
+			s = sl_table_free_slot(&t->tab, b2);
 		}
 	}
-	if (s < 0 || t->n_free == 0)
+	if (s < 0 || t->tab.n_free == 0)
 		return NO_ENTRY;
-	i = t->free_ents[--t->n_free];
+	i = sl_table_link(&t->tab, b, s, sig);
 	t->ents[i] = (struct entry){.k1 = k->k1,
 				    .k2 = k->k2,
 				    .full_at = now,
@@ -298,8 +244,6 @@ get_index(struct sl_bucket_table *t, const struct sl_bucket_key *k,
 				    .bslot = (uint32_t)s,
 				    .in_use = 1};
 	memset(state_of(t, i), 0, t->stride);
-	t->bkts[b].sig[s] = sig;
-	t->bkts[b].idx[s] = i + 1;
 	t->st.active++;
 	t->st.created++;
 	return i;
@@ -308,7 +252,7 @@ get_index(struct sl_bucket_table *t, const struct sl_bucket_key *k,
 void
 sl_bucket_prefetch_hint(const struct sl_bucket_table *t, uint32_t hint)
 {
-	if (hint == 0 || hint > t->capacity)
+	if (hint == 0 || hint > t->tab.capacity)
 		return;
 	__builtin_prefetch(&t->ents[hint - 1]);
 	__builtin_prefetch(t->states + (size_t)(hint - 1) * t->stride);
@@ -320,7 +264,7 @@ sl_bucket_get_hinted(struct sl_bucket_table *t, const struct sl_bucket_key *k,
 {
 	uint32_t i;
 
-	if (*hint != 0 && *hint <= t->capacity) {
+	if (*hint != 0 && *hint <= t->tab.capacity) {
 		struct entry *e = &t->ents[*hint - 1];
 
 		if (e->in_use && e->k1 == k->k1 && e->k2 == k->k2) {
@@ -372,7 +316,7 @@ sl_bucket_sweep(struct sl_bucket_table *t, uint64_t now, uint32_t budget,
 	while (budget--) {
 		uint32_t i = t->sweep;
 
-		t->sweep = t->sweep + 1 == t->capacity ? 0 : t->sweep + 1;
+		t->sweep = t->sweep + 1 == t->tab.capacity ? 0 : t->sweep + 1;
 		if (t->ents[i].in_use && t->ents[i].pin != t->gen &&
 		    t->ents[i].full_at <= now) {
 			struct sl_bucket_key k = {t->ents[i].k1, t->ents[i].k2};
@@ -395,6 +339,6 @@ sl_bucket_stats(const struct sl_bucket_table *t)
 uint64_t
 sl_bucket_table_bytes(const struct sl_bucket_table *t)
 {
-	return sizeof(*t) + bkts_bytes(t) + ents_bytes(t) + states_bytes(t) +
-	       (uint64_t)t->capacity * sizeof(uint32_t);
+	return sizeof(*t) + sl_table_bytes(&t->tab) + ents_bytes(t) +
+	       states_bytes(t);
 }

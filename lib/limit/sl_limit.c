@@ -270,13 +270,17 @@ sw_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
 	 uint32_t cost, uint64_t now, struct sl_limit_result *r)
 {
 	struct sw_view v;
-	uint64_t w, est, cap = p->count * PPM;
+	unsigned __int128 est, cap;
 
 	sw_view(p, s, now, &v);
-	w = (p->period_ns - v.e) * PPM / p->period_ns;
-	est = v.prev * w + (v.cur + cost) * PPM;
+	/* exact, in units x ns: the store's script weighs the previous
+	 * window the same way (a rounded weight disagreed with it at the
+	 * edges) */
+	est = (unsigned __int128)v.prev * (p->period_ns - v.e) +
+	      (unsigned __int128)(v.cur + cost) * p->period_ns;
+	cap = (unsigned __int128)p->count * p->period_ns;
 	r->allow = est <= cap;
-	r->remaining = r->allow ? (cap - est) / PPM : 0;
+	r->remaining = r->allow ? (uint64_t)((cap - est) / p->period_ns) : 0;
 	r->reset_ns = (p->period_ns - v.e) +
 		      ((v.cur + (r->allow ? cost : 0)) ? p->period_ns : 0);
 	if (r->allow)
@@ -572,8 +576,11 @@ sl_limit_refund(const struct sl_limit_params *p, struct sl_limit_state *s,
 		break;
 	case SL_LIM_SLIDING_WINDOW:
 		wid = now / p->period_ns;
-		if (s->a == wid + 1 && (s->b & 0xffffffffu) >= units)
-			s->b -= units;
+		/* as far as this window's count goes, as the store does */
+		if (s->a == wid + 1)
+			s->b -= (s->b & 0xffffffffu) < units
+					? (s->b & 0xffffffffu)
+					: units;
 		break;
 	}
 }

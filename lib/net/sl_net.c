@@ -459,3 +459,81 @@ sl_tcp_trim(uint8_t *frame, struct sl_pkt *p, uint32_t keep)
 	sl_tcp_cksum_set(frame, p);
 	return p->payload_off + keep;
 }
+
+/*
+ * The TCP checksum at ck adjusted for the 16-bit-aligned span that was
+ * old and is now new (n even; RFC 1624, eqn. 3).
+ */
+static void
+cksum_adjust(uint8_t *ck, const uint8_t *old, const uint8_t *new, uint32_t n)
+{
+	uint32_t s = (uint16_t)~rd16(ck), i;
+
+	for (i = 0; i < n; i += 2) {
+		s += (uint16_t)~rd16(old + i);
+		s += rd16(new + i);
+	}
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	s = (uint16_t)~s;
+	ck[0] = (uint8_t)(s >> 8);
+	ck[1] = (uint8_t)s;
+}
+
+static void
+wr32(uint8_t *b, uint32_t v)
+{
+	b[0] = (uint8_t)(v >> 24);
+	b[1] = (uint8_t)(v >> 16);
+	b[2] = (uint8_t)(v >> 8);
+	b[3] = (uint8_t)v;
+}
+
+void
+sl_tcp_set_seq_ack(uint8_t *frame, struct sl_pkt *p, uint32_t seq, uint32_t ack)
+{
+	uint8_t *th = frame + p->l4_off, old[8];
+
+	if (seq == p->seq && ack == p->ack)
+		return;
+	memcpy(old, th + 4, 8);
+	wr32(th + 4, seq);
+	wr32(th + 8, ack);
+	cksum_adjust(th + 16, old, th + 4, 8);
+	p->seq = seq;
+	p->ack = ack;
+}
+
+uint32_t
+sl_tcp_strip_sack(uint8_t *frame, const struct sl_pkt *p)
+{
+	uint8_t *th = frame + p->l4_off, *b = th + 20;
+	uint32_t n = p->tcp_hlen - 20u, i = 0, blocks = 0;
+
+	while (i < n) {
+		uint8_t kind = b[i], l, old[44];
+		uint32_t from, to;
+
+		if (kind == 0)
+			break;
+		if (kind == 1) {
+			i++;
+			continue;
+		}
+		if (i + 1 >= n || b[i + 1] < 2 || i + b[i + 1] > n)
+			break;
+		l = b[i + 1];
+		if (kind == 5) {
+			/* the words the option touches, from the header's
+			 * start (20 + i is even when i is) */
+			from = (20 + i) & ~1u;
+			to = (20 + i + l + 1) & ~1u;
+			memcpy(old, th + from, to - from);
+			memset(b + i, 1, l);
+			cksum_adjust(th + 16, old, th + from, to - from);
+			blocks += (l - 2u) / 8u;
+		}
+		i += l;
+	}
+	return blocks;
+}

@@ -106,6 +106,19 @@ int sl_frag_may_carry_tcp(const struct sl_pkt *p);
  */
 uint32_t sl_tcp_trim(uint8_t *frame, struct sl_pkt *p, uint32_t keep);
 
+/*
+ * A classified TCP segment's sequence and acknowledgment numbers
+ * rewritten in place (the checksum adjusted, RFC 1624), and p with them.
+ */
+void sl_tcp_set_seq_ack(uint8_t *frame, struct sl_pkt *p, uint32_t seq,
+			uint32_t ack);
+/*
+ * Its SACK blocks overwritten with NOPs (checksum adjusted): blocks in a
+ * sequence space the peer does not share would mislead its recovery;
+ * without them it recovers from cumulative ACKs. Returns blocks removed.
+ */
+uint32_t sl_tcp_strip_sack(uint8_t *frame, const struct sl_pkt *p);
+
 /* Internet checksum helpers (RFC 1071), host-order partial sums. */
 uint32_t sl_cksum_partial(const void *buf, size_t len, uint32_t sum);
 uint16_t sl_cksum_fold(uint32_t sum);
@@ -134,7 +147,9 @@ struct sl_reply_info {
 	uint16_t status; /* 429, 403, 400, 408 or 431 */
 	uint8_t headers; /* SL_RH_* (429 only) */
 	uint8_t expose_rule;
-	const char *rule; /* the deciding rule (429, 403) */
+	uint8_t keep_alive; /* 429: no "Connection: close" (the stream goes on)
+			     */
+	const char *rule;   /* the deciding rule (429, 403) */
 	uint32_t rule_len;
 	const char *reason; /* 400: what the parser refused */
 	uint64_t retry_after_s;

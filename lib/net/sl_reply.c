@@ -207,7 +207,9 @@ emit(struct w *w, const struct sl_reply_info *ri, uint32_t body_len)
 			PUTS(w, "\r\n");
 		}
 	}
-	PUTS(w, "Connection: close\r\nContent-Length: ");
+	if (!(ri->status == 429 && ri->keep_alive))
+		PUTS(w, "Connection: close\r\n");
+	PUTS(w, "Content-Length: ");
 	put_num(w, SL_SLOT_CLEN, body_len);
 	PUTS(w, "\r\n\r\n");
 }

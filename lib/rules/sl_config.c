@@ -7,259 +7,150 @@
 #include <time.h>
 #include <yaml.h>
 
-#include "sl_rules.h"
+#include "sl_config_priv.h"
 
-/*
- * The loader walks libyaml's document tree. Every check reports and goes
- * on, so one run shows the operator every mistake in the file; the result
- * is used only when there were none.
- */
-struct loader {
-	const char *file;
-	yaml_document_t *doc;
-	struct sl_config *cfg;
-	char *err;
-	size_t errlen;
-	size_t errpos;
-	int nerr;
-	int truncated;
+/* ---- root ---- */
+
+static void
+f_version(struct loader *L, yaml_node_t *v, void *o)
+{
+	uint64_t ver;
+
+	(void)o;
+	if (sl_cfg_get_u64(L, v, "version", 0, UINT32_MAX, &ver) == 0 &&
+	    ver != 1)
+		sl_cfg_error_at(
+			L, v,
+			"version: this sluice reads version 1 files, not %llu",
+			(unsigned long long)ver);
+}
+
+static void
+f_rules_version(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)o;
+	sl_cfg_get_str(L, v, "rules_version", L->cfg->version,
+		       sizeof(L->cfg->version));
+}
+
+static void
+f_skip(struct loader *L, yaml_node_t *v, void *o)
+{
+	(void)L;
+	(void)v;
+	(void)o;
+}
+
+/* Tiers and rules come first: other sections refer to them by name. */
+static const struct field first_fields[] = {
+	F_FN("tiers", sl_cfg_tiers),
+	F_FN("request",
+	     sl_cfg_request), /* rule paths are checked in its terms */
+	F_END,
 };
 
-typedef void (*field_fn)(struct loader *L, yaml_node_t *v, void *obj);
-
-struct field {
-	const char *name;
-	field_fn fn;
+static const struct field second_fields[] = {
+	F_FN("rules", sl_cfg_rules),
+	F_END,
 };
 
-/* Appends to the error buffer; a full buffer marks the report truncated. */
+static const struct field root_fields[] = {
+	F_FN("version", f_version),
+	F_FN("rules_version", f_rules_version),
+	F_FN("dataplane", sl_cfg_dataplane),
+	F_FN("identity", sl_cfg_identity),
+	F_FN("tiers", f_skip),
+	F_FN("default_tier", sl_cfg_default_tier),
+	F_FN("keys", sl_cfg_keys),
+	F_FN("rules", f_skip),
+	F_FN("overrides", sl_cfg_overrides),
+	F_FN("blocklist", sl_cfg_blocklist),
+	F_FN("store", sl_cfg_store),
+	F_FN("response", sl_cfg_response),
+	F_FN("decisions", sl_cfg_decisions),
+	F_FN("regions", sl_cfg_regions),
+	F_FN("request", f_skip),
+	F_END,
+};
+
+/* Runs the handlers of table for the keys it names, ignoring others. */
 static void
-err_append(struct loader *L, const char *fmt, va_list ap)
-{
-	int w;
-
-	if (L->truncated)
-		return;
-	w = vsnprintf(L->err + L->errpos, L->errlen - L->errpos, fmt, ap);
-	if (w < 0 || (size_t)w >= L->errlen - L->errpos) {
-		L->truncated = 1;
-		L->errpos = L->errlen - 1;
-		L->err[L->errpos] = '\0';
-		return;
-	}
-	L->errpos += (size_t)w;
-}
-
-static void
-err_printf(struct loader *L, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	err_append(L, fmt, ap);
-	va_end(ap);
-}
-
-static void __attribute__((format(printf, 3, 4)))
-error_at(struct loader *L, const yaml_node_t *n, const char *fmt, ...)
-{
-	va_list ap;
-
-	L->nerr++;
-	if (L->err == NULL || L->errlen < 2)
-		return;
-	err_printf(L, "%s:%zu:%zu: ", L->file, n ? n->start_mark.line + 1 : 1,
-		   n ? n->start_mark.column + 1 : 1);
-	va_start(ap, fmt);
-	err_append(L, fmt, ap);
-	va_end(ap);
-	err_printf(L, "\n");
-}
-
-static yaml_node_t *
-node(struct loader *L, int id)
-{
-	return yaml_document_get_node(L->doc, id);
-}
-
-/* The scalar's text, or NULL (with an error) for a mapping or sequence. */
-static const char *
-scalar(struct loader *L, yaml_node_t *n, const char *what)
-{
-	if (n->type != YAML_SCALAR_NODE) {
-		error_at(L, n, "%s: expected a single value", what);
-		return NULL;
-	}
-	return (const char *)n->data.scalar.value;
-}
-
-static int
-get_u64(struct loader *L, yaml_node_t *n, const char *what, uint64_t min,
-	uint64_t max, uint64_t *out)
-{
-	const char *s = scalar(L, n, what);
-	char *end;
-	unsigned long long v;
-
-	if (s == NULL)
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s == '\0' || *s == '-' || *end != '\0' || errno != 0 || v < min ||
-	    v > max) {
-		error_at(L, n,
-			 "%s: expected an integer from %llu to %llu, got '%s'",
-			 what, (unsigned long long)min, (unsigned long long)max,
-			 s);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-#define GET_UINT(L, n, what, min, max, dst)                                    \
-	do {                                                                   \
-		uint64_t v_;                                                   \
-		if (get_u64(L, n, what, min, max, &v_) == 0)                   \
-			(dst) = (__typeof__(dst))v_;                           \
-	} while (0)
-
-static int
-get_bool(struct loader *L, yaml_node_t *n, const char *what, uint8_t *out)
-{
-	const char *s = scalar(L, n, what);
-
-	if (s == NULL)
-		return -1;
-	if (strcmp(s, "true") == 0 || strcmp(s, "yes") == 0) {
-		*out = 1;
-	} else if (strcmp(s, "false") == 0 || strcmp(s, "no") == 0) {
-		*out = 0;
-	} else {
-		error_at(L, n, "%s: expected true or false, got '%s'", what, s);
-		return -1;
-	}
-	return 0;
-}
-
-static int
-get_str(struct loader *L, yaml_node_t *n, const char *what, char *dst,
-	size_t size)
-{
-	const char *s = scalar(L, n, what);
-
-	if (s == NULL)
-		return -1;
-	if (strlen(s) >= size) {
-		error_at(L, n, "%s: longer than %zu bytes", what, size - 1);
-		return -1;
-	}
-	strcpy(dst, s);
-	return 0;
-}
-
-static int
-get_enum(struct loader *L, yaml_node_t *n, const char *what,
-	 const char *const *names, uint8_t *out)
-{
-	const char *s = scalar(L, n, what);
-	uint8_t i;
-
-	if (s == NULL)
-		return -1;
-	for (i = 0; names[i] != NULL; i++) {
-		if (strcmp(s, names[i]) == 0) {
-			*out = i;
-			return 0;
-		}
-	}
-	error_at(L, n, "%s: unknown value '%s'", what, s);
-	return -1;
-}
-
-static int
-get_rate(struct loader *L, yaml_node_t *n, const char *what,
-	 struct sl_rate *out)
-{
-	const char *s = scalar(L, n, what);
-
-	if (s == NULL)
-		return -1;
-	if (sl_rate_parse(s, out) != 0) {
-		error_at(L, n,
-			 "%s: expected a rate like 100/s, 100/min or 100/h, "
-			 "got '%s'",
-			 what, s);
-		return -1;
-	}
-	return 0;
-}
-
-static int
-is_seq(struct loader *L, yaml_node_t *n, const char *what)
-{
-	if (n->type == YAML_SEQUENCE_NODE)
-		return 1;
-	error_at(L, n, "%s: expected a list", what);
-	return 0;
-}
-
-#define SEQ_FOREACH(L, seqnode, item)                                          \
-	for (yaml_node_item_t *it_ = (seqnode)->data.sequence.items.start;     \
-	     it_ < (seqnode)->data.sequence.items.top &&                       \
-	     ((item) = node(L, *it_)) != NULL;                                 \
-	     it_++)
-
-static uint32_t
-seq_len(yaml_node_t *n)
-{
-	return (uint32_t)(n->data.sequence.items.top -
-			  n->data.sequence.items.start);
-}
-
-/* Walks a mapping, dispatching known keys and reporting unknown ones. */
-static void
-walk_map(struct loader *L, yaml_node_t *n, const char *section,
-	 const struct field *fields, void *obj)
+pick(struct loader *L, yaml_node_t *root, const struct field *table)
 {
 	yaml_node_pair_t *p;
 
-	if (n->type != YAML_MAPPING_NODE) {
-		error_at(L, n, "%s: expected a mapping", section);
-		return;
-	}
-	for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
-	     p++) {
-		yaml_node_t *k = node(L, p->key), *v = node(L, p->value);
+	for (p = root->data.mapping.pairs.start;
+	     p < root->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = sl_cfg_node(L, p->key);
 		const struct field *f;
-		const yaml_node_pair_t *q;
-		const char *ks;
 
-		if (k->type != YAML_SCALAR_NODE) {
-			error_at(L, k, "%s: keys must be plain names", section);
+		if (k->type != YAML_SCALAR_NODE)
 			continue;
-		}
-		ks = (const char *)k->data.scalar.value;
-		for (q = n->data.mapping.pairs.start; q < p; q++) {
-			yaml_node_t *k2 = node(L, q->key);
-
-			if (k2->type == YAML_SCALAR_NODE &&
-			    strcmp((const char *)k2->data.scalar.value, ks) ==
-				    0)
-				error_at(L, k, "%s: duplicate key '%s'",
-					 section, ks);
-		}
-		for (f = fields; f->name != NULL; f++)
-			if (strcmp(f->name, ks) == 0)
-				break;
-		if (f->name == NULL)
-			error_at(L, k, "%s: unknown key '%s'", section, ks);
-		else
-			f->fn(L, v, obj);
+		for (f = table; f->name != NULL; f++)
+			if (strcmp(f->name,
+				   (const char *)k->data.scalar.value) == 0)
+				f->fn(L, sl_cfg_node(L, p->value), NULL);
 	}
 }
 
-#include "sl_config_sections.h"
+static void
+load_root(struct loader *L, yaml_node_t *root)
+{
+	if (root->type != YAML_MAPPING_NODE) {
+		sl_cfg_error_at(L, root,
+				"the file must be a mapping of sections");
+		return;
+	}
+	pick(L, root, first_fields);
+	pick(L, root, second_fields);
+	sl_cfg_walk_map(L, root, "config", root_fields, NULL);
+}
+
+/* Where sampled decisions go, once every section is known. */
+static void
+check_decisions(struct loader *L, yaml_node_t *root)
+{
+	struct sl_config *c = L->cfg;
+	yaml_node_t *d = sl_cfg_value_of(L, root, "decisions");
+
+	if (c->decisions.rejected_ppm == UINT32_MAX)
+		c->decisions.rejected_ppm = c->decisions.sample_ppm;
+	if (d == NULL)
+		return;
+	if (c->decisions.stream[0] && !c->store.present)
+		sl_cfg_error_at(
+			L, d, "decisions: 'stream' needs a store; give a file");
+	if ((c->decisions.sample_ppm || c->decisions.rejected_ppm) &&
+	    !c->decisions.file[0] && !c->decisions.stream[0])
+		sl_cfg_error_at(
+			L, d,
+			"decisions: sampling needs a 'file' (JSON lines) or, "
+			"with a store, a 'stream'");
+}
+
+/* Checks that relate sections to each other. */
+static void
+check_whole(struct loader *L, yaml_node_t *root)
+{
+	struct sl_config *c = L->cfg;
+
+	check_decisions(L, root);
+	sl_cfg_apply_regions(L, root);
+
+	if (c->dataplane.downstream_port == c->dataplane.upstream_port)
+		sl_cfg_error_at(
+			L, root,
+			"dataplane: downstream_port and upstream_port must "
+			"differ");
+	if (c->identity.use_xff && c->identity.trusted_hops == 0)
+		sl_cfg_error_at(L, root,
+				"identity: client_ip x-forwarded-for needs "
+				"trusted_hops >= 1");
+	if (c->dataplane.head_buffers_per_worker >
+	    c->dataplane.flows_per_worker)
+		c->dataplane.head_buffers_per_worker =
+			c->dataplane.flows_per_worker;
+}
 
 void
 sl_config_defaults(struct sl_config *c)
@@ -289,6 +180,7 @@ sl_config_defaults(struct sl_config *c)
 	c->n_tiers = 1;
 	c->store.timeout_ms = 5;
 	c->store.probe_interval_ms = 5000;
+	c->store.refresh_ms = 10000;
 	c->store.expected_appliances = 1;
 	c->store.reconcile_ms = 30000;
 	strcpy(c->store.rules_channel, "sluice:rules");
@@ -394,15 +286,15 @@ load_doc(struct loader *L, const char *text, size_t len)
 	if (!ok) {
 		yaml_node_t at = {.start_mark = parser.problem_mark};
 
-		error_at(L, &at, "YAML syntax: %s",
-			 parser.problem ? parser.problem : "unreadable");
+		sl_cfg_error_at(L, &at, "YAML syntax: %s",
+				parser.problem ? parser.problem : "unreadable");
 		yaml_parser_delete(&parser);
 		return -1;
 	}
 	yaml_parser_delete(&parser);
 	root = yaml_document_get_root_node(L->doc);
 	if (root == NULL) {
-		error_at(L, NULL, "empty configuration");
+		sl_cfg_error_at(L, NULL, "empty configuration");
 		return -1;
 	}
 	load_root(L, root);

@@ -19,8 +19,10 @@
 #define SL_MAX_SERVICE_PORTS 16
 #define SL_MAX_TIERS         16
 #define SL_MAX_ENDPOINTS     8
+#define SL_MAX_REGIONS       16
 #define SL_NAME_MAX          64
 #define SL_PATH_MAX          256
+#define SL_SECRET_MAX        256
 #define SL_TEXT_MAX          256
 #define SL_KEY_MAX           96
 
@@ -77,6 +79,17 @@ struct sl_rule {
 	uint64_t burst;
 	uint32_t cost;
 	uint32_t accuracy_ppm;
+	/* the key's state spread over this many store keys (distinct
+	 * Cluster slots), each holding limit / sub_buckets: a key one shard
+	 * cannot carry */
+	uint8_t sub_buckets;
+	/* global: the limit (and burst) as written hold across every region;
+	 * this region enforces its slice of them, slice_num / slice_den of
+	 * the regions' weights, in limit and burst (rounded down: the
+	 * regions together never exceed what was written) */
+	uint8_t global;
+	uint64_t global_count, global_burst;
+	uint32_t slice_num, slice_den;
 	uint32_t line; /* where it was defined, for messages */
 };
 
@@ -95,6 +108,9 @@ struct sl_override {
 	uint64_t burst;
 	int64_t expires; /* Unix seconds */
 	char reason[SL_TEXT_MAX];
+	/* its rule global: the limit and burst as written (those above
+	 * are this region's slice of them) */
+	uint64_t global_count, global_burst;
 };
 
 struct sl_cidr {
@@ -155,15 +171,32 @@ struct sl_config {
 		uint32_t n_endpoints;
 		uint32_t timeout_ms;
 		uint32_t probe_interval_ms;
+		uint32_t refresh_ms; /* cluster: the slot map read again */
+		/* AUTH on every new connection: an ACL user (or none, the
+		 * default user) and its password, given in the file or read
+		 * from password_file (its first line) */
+		char username[SL_NAME_MAX];
+		char password[SL_SECRET_MAX];
 		uint32_t expected_appliances;
 		uint32_t reconcile_ms;
 		char rules_channel[SL_NAME_MAX];
 		char keys_hash[SL_NAME_MAX]; /* key -> tier, beside the map */
+		char region[SL_NAME_MAX];    /* this appliance's region */
 	} store;
+	/* the regions and their static weights: a global rule's slice here
+	 * is this region's weight over their sum */
+	struct {
+		char name[SL_MAX_REGIONS][SL_NAME_MAX];
+		uint32_t weight[SL_MAX_REGIONS];
+		uint32_t n;
+	} regions;
 	struct {
 		uint32_t retry_jitter_ppm;
 		uint8_t headers; /* enum sl_hdr_style */
 		uint8_t expose_rule;
+		/* a 429 keeps the client's connection where its stream can
+		 * be translated (README "Keeping the connection") */
+		uint8_t keep_alive;
 	} response;
 	/* the sampled decision stream: off while both rates are 0 */
 	struct {
@@ -187,6 +220,14 @@ struct sl_config *sl_config_parse(const char *name, const char *text,
 				  size_t len, char *err, size_t errlen);
 
 void sl_config_free(struct sl_config *c);
+
+/*
+ * Cuts every global rule (and its overrides) to region's slice, from the
+ * limits as written: a rule set published by an appliance of another
+ * region is enforced here at this region's slice. Returns 0, or -1 when
+ * region is not one of the config's regions (nothing changed).
+ */
+int sl_config_set_region(struct sl_config *c, const char *region);
 
 /* The config with every field at its documented default. */
 void sl_config_defaults(struct sl_config *c);

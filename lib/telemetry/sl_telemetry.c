@@ -110,10 +110,16 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "xff_fallback", c->xff_fallback);
 	U64(d, "replies", c->replies);
 	U64(d, "absorbed", c->absorbed);
+	U64(d, "keepalive_replies", c->keepalive_replies);
+	U64(d, "keepalive_fallback", c->keepalive_fallback);
+	U64(d, "keepalive_translated", c->keepalive_translated);
+	U64(d, "keepalive_resent", c->keepalive_resent);
+	U64(d, "keepalive_unkept", c->keepalive_unkept);
 	U64(d, "reply_alloc_failed", c->reply_alloc_failed);
 	U64(d, "coord_asks", c->coord_asks);
 	U64(d, "parked", c->parked);
 	U64(d, "park_dropped", c->park_dropped);
+	U64(d, "taken_unreported", c->taken_unreported);
 	U64(d, "decisions_sampled", c->decisions_sampled);
 	U64(d, "decisions_dropped", c->decisions_dropped);
 	U64(d, "idle_sleeps", c->idle_sleeps);
@@ -140,6 +146,8 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "midstream_probes", f->probes);
 	U64(d, "upgrades", f->upgrades);
 	U64(d, "upgrades_refused", f->upgrades_refused);
+	U64(d, "responses", f->responses);
+	U64(d, "resp_unframed", f->resp_unframed);
 }
 
 /* The normaliser's drops by reason, non-zero ones only. */
@@ -279,7 +287,7 @@ cmd_rules(const char *cmd, const char *params, struct rte_tel_data *d)
 		struct rte_tel_data *one = rte_tel_data_alloc();
 		const struct sl_rule *rule = sl_ruleset_rule(rules, r);
 		char key[RTE_TEL_MAX_STRING_LEN];
-		uint64_t a = 0, j = 0, s = 0;
+		uint64_t a = 0, j = 0, s = 0, g = 0;
 		unsigned int i;
 
 		if (one == NULL)
@@ -291,14 +299,26 @@ cmd_rules(const char *cmd, const char *params, struct rte_tel_data *d)
 			a += rc->allowed;
 			j += rc->rejected;
 			s += rc->shadow_rejected;
+			g += rc->degraded;
 		}
 		rte_tel_data_start_dict(one);
 		rte_tel_data_add_dict_string(one, "name", rule->name);
 		U64(one, "allowed", a);
 		U64(one, "rejected", j);
 		U64(one, "shadow_rejected", s);
+		U64(one, "degraded", g);
 		U64(one, "limit", rule->limit.count);
 		U64(one, "period_s", rule->limit.period_ms / 1000);
+		if (rule->global) {
+			/* enforced here: limit = global_limit x slice */
+			char sl[32];
+
+			snprintf(sl, sizeof(sl), "%u/%u", rule->slice_num,
+				 rule->slice_den);
+			U64(one, "global_limit", rule->global_count);
+			U64(one, "global_burst", rule->global_burst);
+			rte_tel_data_add_dict_string(one, "slice", sl);
+		}
 		rte_tel_data_add_dict_int(one, "shadow", rule->shadow);
 		tel_key(key, rule->name, sizeof(key));
 		rte_tel_data_add_dict_container(d, key, one, 0);

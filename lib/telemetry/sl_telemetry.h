@@ -46,10 +46,22 @@ struct sl_counters {
 	uint64_t xff_fallback;
 	uint64_t replies;  /* answers built: 429, 403, 400, 431 */
 	uint64_t absorbed; /* client segments acknowledged after one */
+	/* response.keep_alive: 429s that kept the connection, refusals that
+	 * closed it instead (not translatable), segments translated, and
+	 * answered heads sent again (the answer lost: the connection reset)
+	 */
+	uint64_t keepalive_replies;
+	uint64_t keepalive_fallback;
+	uint64_t keepalive_translated;
+	uint64_t keepalive_resent;
+	uint64_t keepalive_unkept;   /* answers not kept: the share was full */
 	uint64_t reply_alloc_failed; /* no mbuf for the RST to the backend */
-	uint64_t coord_asks;        /* lease requests sent to the coordinator */
-	uint64_t parked;            /* requests that waited for an answer */
-	uint64_t park_dropped;      /* later segments dropped while waiting */
+	uint64_t coord_asks;   /* lease requests sent to the coordinator */
+	uint64_t parked;       /* requests that waited for an answer */
+	uint64_t park_dropped; /* later segments dropped while waiting */
+	/* units admitted without a grant whose report to the coordinator
+	 * was lost (its ring full): the authority never counted them */
+	uint64_t taken_unreported;
 	uint64_t decisions_sampled; /* records queued for the stream */
 	uint64_t decisions_dropped; /* sampled, its ring full: lost */
 	uint64_t idle_sleeps;       /* naps taken while idle (idle_sleep_us) */
@@ -62,6 +74,7 @@ struct sl_rule_ctr {
 	uint64_t allowed;
 	uint64_t rejected;
 	uint64_t shadow_rejected;
+	uint64_t degraded; /* decided without the store's answer */
 };
 
 struct sl_tier_ctr {

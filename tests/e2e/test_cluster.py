@@ -3,6 +3,9 @@
 here with redis-server and redis-cli --cluster create): limits hold across
 both for keys that live on different masters; a slot moved to another
 master mid-run is followed through MOVED, and the limit still holds; a
+slot caught mid-migration is followed through ASK (ASKING to the
+importing master, the slot left to its source) with the key's count
+intact; a
 leased 200/min key under demand from both stays within its bound, with
 one worker per appliance and again with two. Both
 appliances write every decision to one Redis Stream whose slot lives on a
@@ -12,6 +15,7 @@ usage: test_cluster.py PATH/TO/sluice
 """
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -19,25 +23,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sltest  # noqa: E402
-import random  # noqa: E402
-import socket  # noqa: E402
 
-
-def free_port():
-    """A port whose cluster bus port (+10000) is free and valid too."""
-    while True:
-        p = random.randrange(20000, 40000)
-        ok = True
-        for q in (p, p + 10000):
-            s = socket.socket()
-            try:
-                s.bind(("127.0.0.1", q))
-            except OSError:
-                ok = False
-            finally:
-                s.close()
-        if ok:
-            return p
+cli = sltest.redis_cli
 
 S4 = "198.18.0.2"
 CONF = """version: 1
@@ -52,34 +39,14 @@ rules:
   - {name: shared, scope: key, match: {path_prefix: /v1/shared}, limit: 5/min, burst: 5}
   - {name: leased, scope: key, match: {path_prefix: /v1/bulk}, limit: 200/min, burst: 200,
      accuracy: 0.1}
+  - {name: split, scope: key, match: {path_prefix: /v1/split}, limit: 6000/min, burst: 300,
+     sub_buckets: 3}
 store:
   redis: {endpoints: ["127.0.0.1:%d"], cluster: true, timeout_ms: 50, probe_interval_ms: 300}
   expected_appliances: 2
 response: {retry_jitter: 0}
 decisions: {sample: 1, stream: "%s", maxlen: 10000}
 """
-
-
-def cli(port, *args):
-    return subprocess.run(["redis-cli", "-p", str(port)] + list(args),
-                          capture_output=True, text=True, timeout=30).stdout.strip()
-
-
-def start_cluster(tmp, n=3):
-    ports, procs = [free_port() for _ in range(n)], []
-    for p in ports:
-        d = os.path.join(tmp, str(p))
-        os.makedirs(d)
-        procs.append(sltest.start_redis(p, d, "--cluster-enabled", "yes",
-                                        "--cluster-config-file", "nodes.conf"))
-    subprocess.run(["redis-cli", "--cluster", "create"] + ["127.0.0.1:%d" % p for p in ports] +
-                   ["--cluster-replicas", "0", "--cluster-yes"],
-                   capture_output=True, text=True, timeout=60, check=True)
-    for _ in range(100):
-        if all("cluster_state:ok" in cli(p, "cluster", "info") for p in ports):
-            break
-        time.sleep(0.1)
-    return ports, procs
 
 
 def owner(ports, slot):
@@ -107,11 +74,104 @@ def move_slot(ports, slot, src, dst):
         cli(p, "cluster", "setslot", str(slot), "node", did)
 
 
+def asking_calls(port):
+    """ASKING commands a node has run."""
+    m = re.search(r"cmdstat_asking:calls=(\d+)", cli(port, "info", "commandstats"))
+    return int(m.group(1)) if m else 0
+
+
+def ask_redirect(res, ports, run, all_keys, a, b):
+    """A slot caught in the middle of a migration: importing on one master,
+    migrating on another, its keys already moved, never finished. The
+    source answers ASK for them; sluice must send ASKING and its script to
+    the importing master, once, without taking the slot into its map (the
+    slot is still the source's). The key's count moved with it: 2 admitted
+    before, 3 more after, 5 in all (a fresh count on either side would
+    admit more)."""
+    k = "k-ask"
+    before = all_keys()
+    res.eq(run(k, 1).count(200), 2, "k-ask: first two pass")
+    fresh = all_keys() - before
+    slots = {int(cli(ports[0], "cluster", "keyslot", x)) for x in fresh}
+    asking0 = {p: asking_calls(p) for p in ports}
+    red0 = sum(sltest.telemetry(t.sluice.prefix, "/sluice/store")["redirects"] for t in (a, b))
+    moves = []
+    for s in slots:
+        src = owner(ports, s)
+        dst = next(p for p in ports if p != src)
+        sid, did = cli(src, "cluster", "myid"), cli(dst, "cluster", "myid")
+        cli(dst, "cluster", "setslot", str(s), "importing", sid)
+        cli(src, "cluster", "setslot", str(s), "migrating", did)
+        keys = cli(src, "cluster", "getkeysinslot", str(s), "1000").split()
+        cli(src, "migrate", "127.0.0.1", str(dst), "", "0", "5000", "keys", *keys)
+        moves.append((s, src, dst, did))
+    codes = run(k, 3)
+    res.eq(codes.count(200), 3, "mid-migration (ASK): 3 more, 5 in all (%s)" % codes)
+    asked = {p: asking_calls(p) - asking0[p] for p in ports}
+    dsts = {m[2] for m in moves}
+    red = sum(sltest.telemetry(t.sluice.prefix, "/sluice/store")["redirects"]
+              for t in (a, b)) - red0
+    # a request refused from a cached refusal asks nothing; every ask that
+    # went found the source first (the slot never taken into the map)
+    res.check(moves and all(asked[d] >= 3 for d in dsts) and
+              not any(asked[p] for p in ports if p not in dsts) and red == sum(asked.values()),
+              "ASKING sent to the importing master only, once per ask, each ask to the "
+              "source first (ASKING %s, %d redirects, 6 requests)" % (asked, red))
+    for s, src, dst, did in moves:
+        for p in ports:
+            cli(p, "cluster", "setslot", str(s), "node", did)
+    codes = run(k, 1)
+    res.eq(codes.count(200), 0, "migration finished (MOVED): still 5 in all (%s)" % codes)
+
+
+def script_calls(port):
+    """Script calls a node has run (FCALL, EVALSHA, EVAL)."""
+    out = cli(port, "info", "commandstats")
+    return sum(int(m) for m in re.findall(r"cmdstat_(?:fcall|evalsha|eval):calls=(\d+)", out))
+
+
+def split_key(res, ports, c, d):
+    """A hot key with sub_buckets: 3 from both appliances under wrk: its
+    state in three keys, one per master; the script calls shared by the
+    masters; admissions within the limit."""
+    calls0 = {p: script_calls(p) for p in ports}
+    n0 = sum(1 for t in (c, d) for r in t.backend_log() if r["path"].startswith("/v1/split"))
+    procs = [subprocess.Popen(
+        ["ip", "netns", "exec", t.cns, "timeout", "40", "wrk", "-t1", "-c8", "-d8s",
+         "-H", "X-API-Key: k-split", "http://%s/v1/split" % S4],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for t in (c, d)]
+    outs = [p.communicate(timeout=60)[0] for p in procs]
+    secs = max([float(x) for o in outs for x in re.findall(r"requests in ([\d.]+)s", o)] or [8])
+    offered = sum(int(x) for o in outs for x in re.findall(r"(\d+) requests in", o))
+    time.sleep(1.2)  # the backend's log is written in batches
+    n = sum(1 for t in (c, d) for r in t.backend_log()
+            if r["path"].startswith("/v1/split")) - n0
+    allowed = 300 + 100 * secs
+    res.check(0.9 * min(allowed, offered) <= n <= 1.05 * allowed,
+              "sub_buckets 3: %d admitted of %d offered in %.1f s, %.3f x (burst + rate x t "
+              "= %.0f)" % (n, offered, secs, n / allowed, allowed))
+    where = {}
+    for p in ports:
+        for k in subprocess.run(["redis-cli", "-p", str(p), "--scan", "--pattern", "sl:{*.*.*}:*"],
+                                capture_output=True, text=True).stdout.split():
+            where[k] = p
+    res.eq(sorted(set(where.values())), sorted(ports),
+           "sub_buckets 3: the key's state in %d keys, one on each master (%s)" % (
+               len(where), sorted(where.items())))
+    calls = {p: script_calls(p) - calls0[p] for p in ports}
+    total = sum(calls.values())
+    res.check(total > 0 and min(calls.values()) >= 0.15 * total,
+              "sub_buckets 3: script calls shared by the masters (%s; %.1f per 1000 admitted)" %
+              (calls, 1000.0 * total / max(n, 1)))
+    st = [sltest.telemetry(t.sluice.prefix, "/sluice/store") for t in (c, d)]
+    print("  sub-bucket retries: %d" % sum(x["sub_bucket_retries"] for x in st))
+
+
 def main():
     binary = sys.argv[1]
     res = sltest.Results("cluster")
     with tempfile.TemporaryDirectory() as tmp:
-        ports, procs = start_cluster(tmp)
+        ports, procs = sltest.start_cluster(tmp, 3)
         try:
             conf = os.path.join(tmp, "sluice.yaml")
             stream = next(k for k in ("sl:dec:%d" % i for i in range(100))
@@ -172,6 +232,8 @@ def main():
                 res.eq(da["written"] + db["written"], 356, "both wrote theirs")
                 res.check(da["stream_redirects"] >= 1 and db["stream_redirects"] >= 1,
                           "each followed MOVED to the stream's master")
+                # after the stream's count: its requests are not in it
+                ask_redirect(res, ports, run, all_keys, a, b)
                 res.eq(a.sluice.stop(), 0, "A stops cleanly")
                 res.eq(b.sluice.stop(), 0, "B stops cleanly")
             # the accuracy run with two workers each
@@ -180,11 +242,10 @@ def main():
                     sltest.Topology(binary, conf, tmp, workers=2,
                                     prefix="cd%d" % (os.getpid() % 1000)) as d:
                 sltest.check_two_by_two(res, c, d, "k-bulk2", "cluster, 2 appliances x 2 workers")
+                split_key(res, ports, c, d)
                 res.eq(c.sluice.stop() + d.sluice.stop(), 0, "both stop cleanly")
         finally:
-            for p in procs:
-                p.kill()
-                p.wait()
+            sltest.stop_all(procs)
     return res.finish()
 
 

@@ -11,6 +11,7 @@ usage: test_ops.py PATH/TO/sluice
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -22,8 +23,8 @@ import sltest  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 S4 = "198.18.0.2"
-CTL = os.path.join(sltest.ROOT, "scripts", "sluicectl")
-EXPORTER = os.path.join(sltest.ROOT, "scripts", "sluice-exporter")
+CTL = os.path.join(sltest.ROOT, "scripts", "ops", "sluicectl")
+EXPORTER = os.path.join(sltest.ROOT, "scripts", "ops", "sluice-exporter")
 CONF = """version: 1
 # operators' comments survive sluicectl's edits
 dataplane: {service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64, mbufs: 4095}
@@ -105,10 +106,52 @@ def main():
             res.eq(r.returncode, 0, "prune")
             res.check("short window" not in open(conf).read(), "expired overrides pruned")
 
+            # each read-out says what the telemetry says, not just exit 0
+            st = t.sluice.stats()
+            version = sltest.telemetry(t.sluice.prefix, "/sluice/rules")["version"]
+            rule_names = [v["name"] for k, v in sltest.telemetry(
+                t.sluice.prefix, "/sluice/rules").items() if k != "version"]
+            top = sltest.telemetry(t.sluice.prefix, "/sluice/top,5")
             for cmd in (["status"], ["rules"], ["top", "5"], ["reload"]):
                 r = ctl(*cmd)
-                res.eq(r.returncode, 0, "sluicectl %s" % cmd[0])
+                out = r.stdout
+                if cmd[0] == "status":
+                    ok = ("rules version   %s" % version in out and
+                          re.search(r"^requests\s+%d$" % st["requests"], out, re.M) is not None)
+                elif cmd[0] == "rules":
+                    ok = ("version %s" % version in out and
+                          all(re.search(r"^%s\s" % re.escape(n), out, re.M) for n in rule_names))
+                elif cmd[0] == "top":
+                    ok = len(out.splitlines()) == 1 + len(top) and all(
+                        r2["identity"] in out for r2 in top.values())
+                else:
+                    ok = re.search(r"^rules version \S+", out, re.M) is not None
+                res.check(r.returncode == 0 and ok, "sluicectl %s: exit 0 and the telemetry's "
+                          "numbers (%s)" % (cmd[0], out.strip().splitlines()[:2]))
             res.check("key:k-1" in ctl("top").stdout, "sluicectl top names the throttled key")
+            # the live view: two refreshes 2 s apart, three refusals sent
+            # once the first is printed (a fixed wait lost the race with
+            # sluicectl's start on a loaded machine: up by 2)
+            w = subprocess.Popen([CTL, "-f", t.sluice.prefix, "top", "--watch", "2",
+                                  "--iterations", "2"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+            out = ""
+            while True:
+                line = w.stdout.readline()
+                out += line
+                if not line or line.startswith("key:k-1 "):
+                    break
+            between = [get() for _ in range(3)]
+            out += w.communicate(timeout=60)[0]
+            views = [v for v in out.split("identity ")[1:]]
+            rows = [[ln.split() for ln in v.splitlines() if ln.startswith("key:k-1 ")]
+                    for v in views]
+            res.check(w.returncode == 0 and len(views) == 2 and all(rows) and
+                      between == [429] * 3 and
+                      int(rows[1][0][2]) - int(rows[0][0][2]) == 3 and
+                      float(rows[1][0][3]) > 0,
+                      "sluicectl top --watch: two views, the key's refusals up by the 3 "
+                      "sent between, at a rate (%s)" % [r[0][2:] if r else None for r in rows])
 
             r = subprocess.run([EXPORTER, "-f", t.sluice.prefix, "--once"],
                                capture_output=True, text=True, timeout=30)

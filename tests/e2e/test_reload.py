@@ -34,6 +34,23 @@ def write(path, text):
     os.replace(tmp, path)  # an editor's atomic save
 
 
+def write_unseen(path, text):
+    """Rewrites the file in place, same size, inode and mtime: the file
+    watch cannot tell, so only a SIGHUP can apply it."""
+    st = os.stat(path)
+    old = open(path).read()
+    assert len(text) <= len(old)
+    text = text.rstrip("\n") + "\n" + "#" * (len(old) - len(text) - 1) + "\n" \
+        if len(text) < len(old) else text
+    text = text[:len(old)]
+    with open(path, "r+") as f:
+        f.write(text)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == \
+        (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def main():
     res = sltest.Results("reload")
     with tempfile.TemporaryDirectory() as tmp:
@@ -73,16 +90,21 @@ def main():
 
             # lowering it, noticed from the file alone
             v2 = version()
-            write(conf, BASE % ("3/min", 1))
+            write(conf, BASE % ("3/min", 1) + "# room for the next edit, in place\n")
             deadline = time.time() + 10
             while version() == v2 and time.time() < deadline:
                 time.sleep(0.2)
             res.check(version() != v2, "a changed file is picked up by itself")
             res.eq(get(), 429, "lowering the limit takes effect at once")
 
-            # SIGHUP applies a valid file too
+            # SIGHUP applies a valid file too: one the file watch cannot
+            # see change (same inode, size and mtime), so only the signal
+            # can have applied it
             v3 = version()
-            write(conf, BASE % ("600/min", 50))
+            time.sleep(1.5)  # the watch has seen the last file
+            write_unseen(conf, BASE % ("600/min", 50))
+            time.sleep(1.5)
+            res.eq(version(), v3, "the watch did not see the unseen edit")
             t.sluice.proc.send_signal(signal.SIGHUP)
             deadline = time.time() + 10
             while version() == v3 and time.time() < deadline:
@@ -96,6 +118,9 @@ def main():
             res.eq(st["requests"], st["allowed"] + st["rejected"] + st["blocked"] + st["invalid"],
                    "requests add up")
             res.eq(t.sluice.stop(), 0, "clean shutdown")
+            res.check("reload (SIGHUP) refused" in t.sluice.out and
+                      "reload (SIGHUP): rules version" in t.sluice.out,
+                      "SIGHUP both refused the bad file and applied the good one (log)")
     return res.finish()
 
 

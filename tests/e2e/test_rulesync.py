@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import sltest  # noqa: E402
 
 S4 = "198.18.0.2"
-CTL = os.path.join(sltest.ROOT, "scripts", "sluicectl")
+CTL = os.path.join(sltest.ROOT, "scripts", "ops", "sluicectl")
 BASE = """version: 1
 dataplane: {service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64, mbufs: 4095}
 identity: {api_key_header: X-API-Key}
@@ -98,10 +98,22 @@ def main():
                 r = publish(write("bad.yaml", "50/fortnight", 5), "typo")
                 res.check(r.returncode != 0 and "bad.yaml:6:" in r.stderr,
                           "sluicectl refuses a broken rule set with its position")
+                refused0 = [sltest.telemetry(t.sluice.prefix, "/sluice/rulesync")["refused"]
+                            for t in (a, b)]
                 subprocess.run(rc + ["set", chan + ":v99", "rules: [not a rule"], capture_output=True)
                 subprocess.run(rc + ["set", chan + ":current", "99"], capture_output=True)
                 subprocess.run(rc + ["publish", chan, "99"], capture_output=True)
-                time.sleep(1.5)
+                deadline = time.time() + 5
+                while time.time() < deadline:
+                    refused = [sltest.telemetry(t.sluice.prefix, "/sluice/rulesync")["refused"]
+                               for t in (a, b)]
+                    if all(x > y for x, y in zip(refused, refused0)):
+                        break
+                    time.sleep(0.1)
+                # fetched and refused (counted), not merely never fetched
+                res.check(all(x > y for x, y in zip(refused, refused0)),
+                          "both fetched the broken set and refused it (refused %s -> %s)" % (
+                              refused0, refused))
                 res.eq((version(a), version(b)), ("v2", "v2"), "a broken set forced into Redis is refused")
                 res.eq(get(a), 200, "and traffic goes on under v2")
                 # an override through sluicectl reaches both appliances

@@ -1,6 +1,6 @@
 """Field-by-field checks of the frames sluice builds (replies, RSTs, ACKs)."""
 
-from scapy.all import IP, TCP, Dot1Q, Ether, IPv6, Raw
+from scapy.all import IP, TCP, Dot1Q, Ether, IPv6
 
 
 def l3(p):

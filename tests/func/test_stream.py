@@ -222,6 +222,20 @@ def order(res):
     dropped(res, f.c(BAD), "resent before the server answered")
     W.server_ack(f, res, 20, "the response to /a")
     answered(res, f.data(BAD), 403, f.cseq - len(BAD), "resent after it: answered")
+    # acknowledged is not answered: while the response to /b is still
+    # coming, a refusal behind it waits (sent then, it would land inside
+    # that response); after the response's last byte it is answered
+    k = Conn(40163)
+    W.handshake(k, res)
+    fwd(res, "c", k.data(req("/b")), "/b on its own")
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123"
+    fwd(res, "s", k.s(head, flags="PA"), "its response's head and 4 of 10 bytes, acknowledging /b")
+    k.sseq += len(head)
+    dropped(res, k.data(BAD), "refused while that response is still coming")
+    k.cseq -= len(BAD)
+    fwd(res, "s", k.s(b"456789", flags="PA"), "the response's last 6 bytes")
+    k.sseq += 6
+    answered(res, k.data(BAD), 403, k.cseq - len(BAD), "sent again after it: answered")
     # a request that waits for its limit's lease behind one that went on
     # in its segment: allowed, both go on together; refused, the one
     # before it goes on alone and it is answered when sent again
@@ -297,7 +311,7 @@ def main():
     for k, n in (("no_ack", 1), ("ack_unsent", 1), ("urgent", 1), ("paws", 1),
                  ("no_timestamp", 1), ("tcp_signature", 1), ("l2_group_address", 1),
                  ("ip_options", 1), ("resent_differs", 1), ("resent_partial", 1),
-                 ("answer_order", 1), ("upgrade_pending", 2)):
+                 ("answer_order", 2), ("upgrade_pending", 2)):
         res.eq(nd.get(k), n, "normalizer_drops.%s" % k)
     res.check(nd.get("midstream_unplaced", 0) >= 2, "normalizer_drops.midstream_unplaced")
     res.eq(st["malformed_reasons"].get("vlan_depth"), 1, "malformed_reasons.vlan_depth")
@@ -308,6 +322,11 @@ def main():
     res.eq(st["midstream_probes"], 3, "midstream_probes")
     res.eq(st["upgrades"], 1, "upgrades")
     res.eq(st["upgrades_refused"], 1, "upgrades_refused")
+    # framed: the refused upgrade's 200 and /b's; not framed: the
+    # connections whose server sends bytes that are no response (the
+    # scripts' "rrr...") and those picked up mid-stream
+    res.eq(st["responses"], 2, "responses")
+    res.eq(st["resp_unframed"], 7, "resp_unframed")
     res.eq(st["head_timeout"], 1, "head_timeout (408 sent)")
     res.eq(st["bad_checksum"], 1, "bad_checksum")
     res.eq(st["ooo_dropped"], 1, "ooo_dropped")

@@ -109,16 +109,19 @@ seg(struct sl_flow_table *t, const struct sl_flow_key *k, uint32_t seq,
 	return seg_at(t, k, seq, SACK, fl, data, len, 1, s);
 }
 
-/* A server segment: seq, ack, flags and payload length. */
+/* A server segment: seq, ack, flags and payload (NULL: len bytes that
+ * are no response the tracker can frame). */
 static void
 srv(struct sl_flow_table *t, const struct sl_flow_key *k, uint32_t seq,
     uint32_t ack, uint8_t fl, const char *data, uint32_t len)
 {
-	struct sl_seg sg = {.seq = seq,
-			    .ack = ack,
-			    .flags = fl,
-			    .payload = (const uint8_t *)data,
-			    .len = len};
+	static char filler[2048];
+	struct sl_seg sg = {.seq = seq, .ack = ack, .flags = fl, .len = len};
+
+	assert_true(data != NULL || len <= sizeof(filler));
+	if (data == NULL)
+		memset(filler, 'x', sizeof(filler));
+	sg.payload = (const uint8_t *)(data != NULL ? data : filler);
 
 	sl_flow_server_segment(t, k, &sg, 1);
 }
@@ -724,6 +727,10 @@ upgrade_waits_for_server(void **state)
  * request let through in the same segment, only that one is forwarded;
  * before the server acknowledged the earlier requests, it waits.
  */
+/* 49 bytes: a head of 39, a body of 10 */
+static const char RESP10[] = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"
+			     "0123456789";
+
 static void
 refusal_keeps_answer_order(void **state)
 {
@@ -745,9 +752,17 @@ refusal_keeps_answer_order(void **state)
 	s.stop_at = 3;
 	assert_int_equal(seg(t, &k, 1000 + l1, ACK, R4, l4, &s), SL_SEG_DROP);
 	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_ORDER], 1);
-	/* after: answered */
-	srv(t, &k, SACK, 1000 + l1, ACK, NULL, 200);
+	/* acknowledged, and its response begun: it still waits, or the
+	 * refusal would land inside that response (it was answered at the
+	 * ACK alone once) */
+	srv(t, &k, SACK, 1000 + l1, ACK, RESP10, 43);
 	s.stop_at = 4;
+	assert_int_equal(seg(t, &k, 1000 + l1, ACK, R4, l4, &s), SL_SEG_DROP);
+	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_ORDER], 2);
+	/* the response's last bytes: answered now */
+	srv(t, &k, SACK + 43, 1000 + l1, ACK, RESP10 + 43, 6);
+	assert_int_equal(sl_flow_stats(t)->responses, 1);
+	s.stop_at = 5;
 	assert_int_equal(seg(t, &k, 1000 + l1, ACK, R4, l4, &s),
 			 SL_SEG_STOPPED);
 	sl_flow_table_free(t);

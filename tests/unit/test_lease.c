@@ -16,8 +16,8 @@ static void
 sizing(void **state)
 {
 	struct sl_lease l;
-	struct sl_lease_sizing login = {5, 60 * S, 20000, 2};
-	struct sl_lease_sizing bulk = {10000, S, 20000, 2};
+	struct sl_lease_sizing login = {5, 60 * S, 20000, 2, 5, 0};
+	struct sl_lease_sizing bulk = {10000, S, 20000, 2, 10000, 0};
 	uint64_t t = 100 * S;
 	int i;
 
@@ -126,13 +126,408 @@ refunds(void **state)
 	assert_false(r.allow);
 }
 
+/* The authority's grant: want, else need, else a refusal with its wait. */
+static void
+grants(void **state)
+{
+	struct sl_limit_params p;
+	struct sl_limit_state s;
+	struct sl_lease_grant g;
+	uint64_t t = 1000 * S;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	sl_limit_params_init(&p, SL_LIM_TOKEN_BUCKET, 10, 60 * S, 10);
+	sl_lease_grant(&p, &s, 4, 1, t, S, &g);
+	assert_int_equal(g.granted, 4);
+	assert_int_equal(g.remaining, 6);
+	assert_int_equal(g.expires_ns, t + S);
+	/* not 8: the most there is at or above the need, as the store's
+	 * script grants (test_lua checks the two agree) */
+	sl_lease_grant(&p, &s, 8, 1, t, S, &g);
+	assert_int_equal(g.granted, 6);
+	assert_int_equal(g.remaining, 0);
+	sl_lease_give_back(&p, &s, 5, t);
+	/* a need that does not fit: refused, told when it would */
+	sl_lease_grant(&p, &s, 10, 6, t, S, &g);
+	assert_int_equal(g.granted, 0);
+	assert_int_equal(g.expires_ns, 0);
+	assert_int_equal(g.remaining, 5);
+	assert_int_equal(g.retry_ns, 6 * S); /* one unit per 6 s */
+	/* given back, the units are there again */
+	sl_lease_give_back(&p, &s, 3, t);
+	sl_lease_grant(&p, &s, 8, 1, t, S, &g);
+	assert_int_equal(g.granted, 8);
+	/* a window's units do not outlive it: the lease ends with it */
+	memset(&s, 0, sizeof(s));
+	sl_limit_params_init(&p, SL_LIM_FIXED_WINDOW, 100, S, 0);
+	sl_lease_grant(&p, &s, 10, 1, t + 900 * MS, S, &g);
+	assert_int_equal(g.granted, 10);
+	assert_int_equal(g.expires_ns, t + S);
+}
+
+/*
+ * Whatever holders ask for, whenever, and whatever they give back, the
+ * units out of a token bucket over a span stay within burst + rate x
+ * span: the shared limit holds with any number of leases.
+ */
+static void
+grants_bounded(void **state)
+{
+	struct sl_limit_params p;
+	struct sl_limit_state s;
+	struct sl_lease_grant g;
+	uint64_t t0 = 1000 * S, t = t0, out = 0, rnd = 88172645463325252ULL;
+	int i;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	sl_limit_params_init(&p, SL_LIM_TOKEN_BUCKET, 100, S, 100);
+	for (i = 0; i < 20000; i++) {
+		uint64_t want, need, back;
+
+		rnd ^= rnd << 13;
+		rnd ^= rnd >> 7;
+		rnd ^= rnd << 17;
+		t += rnd % (2 * MS);
+		want = 1 + rnd % 50;
+		need = 1 + (rnd >> 8) % want;
+		sl_lease_grant(&p, &s, want, need, t, S, &g);
+		assert_true(g.granted == 0 ||
+			    (g.granted >= need && g.granted <= want));
+		/* a third of the time, a holder returns part of a lease */
+		back = (rnd >> 16) % 3 == 0 ? g.granted / 2 : 0;
+		sl_lease_give_back(&p, &s, back, t);
+		out += g.granted - back;
+		assert_true(out <= 100 + 100 * (t - t0) / S + 1);
+	}
+	/* and it was exercised: the bucket ran dry along the way */
+	assert_true(out > 100 * (t - t0) / S * 9 / 10);
+}
+
+/* A share: divided, at least one unit; full at first; debt and refill. */
+static void
+ledger_basics(void **state)
+{
+	struct sl_share sh;
+	struct sl_ledger g;
+	uint64_t t = 1000 * S;
+
+	(void)state;
+	sl_share_of(&sh, 600, 20, 60 * S, 4); /* 150/min, burst 5 */
+	assert_int_equal(sh.count, 150);
+	assert_int_equal(sh.burst, 5);
+	sl_share_of(&sh, 5, 5, 60 * S, 8); /* never below one unit */
+	assert_int_equal(sh.count, 1);
+	assert_int_equal(sh.burst, 1);
+	sl_share_of(&sh, 600, 20, 60 * S, 4);
+	memset(&g, 0, sizeof(g));
+	assert_true(sl_ledger_room(&g, &sh, 5, t));
+	assert_false(sl_ledger_room(&g, &sh, 6, t));
+	/* a grant of 25 from the store: 20 units of debt */
+	sl_ledger_charge(&g, &sh, 25, t);
+	assert_int_equal(sl_ledger_left(&g, &sh, t), 0);
+	assert_false(sl_ledger_room(&g, &sh, 1, t));
+	/* at 150/min (one per 400 ms), 21 units are back in 8.4 s */
+	assert_int_equal(sl_ledger_wait_ns(&g, &sh, 1, t), 8400 * MS);
+	assert_false(sl_ledger_room(&g, &sh, 1, t + 8399 * MS));
+	assert_true(sl_ledger_room(&g, &sh, 1, t + 8400 * MS));
+	/* never fuller than the share's burst */
+	assert_int_equal(sl_ledger_left(&g, &sh, t + 3600 * S), 5);
+	/* units given back (not admitted after all) count again */
+	sl_ledger_charge(&g, &sh, 5, t + 3600 * S);
+	sl_ledger_credit(&g, &sh, 2, t + 3600 * S);
+	assert_int_equal(sl_ledger_left(&g, &sh, t + 3600 * S), 2);
+	sl_ledger_credit(&g, &sh, 100, t + 3600 * S);
+	assert_int_equal(sl_ledger_left(&g, &sh, t + 3600 * S), 5);
+	/* more than the burst never fits */
+	assert_int_equal(sl_ledger_wait_ns(&g, &sh, 6, t + 3600 * S), SL_NEVER);
+}
+
+/*
+ * A holder that admits what the store grants it and, when an answer is
+ * late, decides from its share. Whatever the mix, what it admits is at
+ * most the share up to its last degraded decision plus what the store
+ * granted after it: when the store grants more than the share, degraded
+ * answers stop adding (the grants are charged), and when it grants less
+ * they fill only up to the share — never the sum of the two.
+ */
+static void
+ledger_bounds_mix(void **state)
+{
+	struct sl_share sh;
+	struct sl_ledger g;
+	uint64_t t0 = 1000 * S, t, rnd = 0x2545f4914f6cdd1dULL;
+	int i, mode;
+
+	(void)state;
+	for (mode = 0; mode < 4; mode++) {
+		/* an answer in time one event in 4/4, 3/4, 1/4, 1/16 */
+		uint32_t in_time = mode == 0   ? 16
+				   : mode == 1 ? 12
+				   : mode == 2 ? 4
+					       : 1;
+		uint64_t granted = 0, degraded = 0, g_at_last = 0, t_last = 0;
+		uint64_t bound;
+
+		sl_share_of(&sh, 6000, 100, 60 * S, 2); /* 50/s, burst 50 */
+		memset(&g, 0, sizeof(g));
+		t = t0;
+		for (i = 0; i < 20000; i++) {
+			rnd ^= rnd << 13;
+			rnd ^= rnd >> 7;
+			rnd ^= rnd << 17;
+			t += 5 * MS + rnd % (30 * MS); /* ~50 events/s */
+			if (rnd % 16 < in_time) {
+				granted++;
+				sl_ledger_charge(&g, &sh, 1, t);
+			} else if (sl_ledger_room(&g, &sh, 1, t)) {
+				degraded++;
+				sl_ledger_charge(&g, &sh, 1, t);
+				g_at_last = granted;
+				t_last = t;
+			}
+		}
+		bound = sh.burst + sh.count * (t_last - t0) / sh.period_ns +
+			(granted - g_at_last);
+		assert_true(granted + degraded <= bound + 1);
+		/* and none of it was lost: with no grant at all the share is
+		 * served whole (every event is within it here) */
+		if (mode == 3)
+			assert_true(degraded > 0);
+		if (mode == 0)
+			assert_int_equal(degraded, 0);
+	}
+}
+
+/*
+ * A key refused again soon spends every unit it gets: its lease grows
+ * from the accuracy budget to the holder's fair share of
+ * SL_LEASE_SATURATED_MS (never past the burst), and shrinks back once
+ * refusals stop.
+ */
+static void
+saturated_sizing(void **state)
+{
+	struct sl_lease l;
+	/* 6000/min over 4 holders: budget 2 % = 30 each, fair 25/s each */
+	struct sl_lease_sizing z = {6000, 60 * S, 20000, 4, 100, 0};
+	uint64_t t = 100 * S;
+	int i;
+
+	(void)state;
+	memset(&l, 0, sizeof(l));
+	for (i = 0; i < 4000; i++) { /* 1000/s of demand */
+		l.units = 1;
+		l.expires_ns = UINT64_MAX;
+		sl_lease_seen(&l, 1, t + (uint64_t)i * MS);
+	}
+	t += 4 * S;
+	z.now_ns = t;
+	assert_false(sl_lease_saturated(&l, &z));
+	assert_int_equal(sl_lease_want(&l, &z, 1), 30);
+	sl_lease_granted(&l, 0, 0, 10 * MS, S, 0, t); /* refused */
+	z.now_ns = t + 10 * MS;
+	assert_false(sl_lease_saturated(&l, &z)); /* once: not yet */
+	sl_lease_granted(&l, 0, 0, 10 * MS, S, 0, t + 10 * MS);
+	assert_true(sl_lease_saturated(&l, &z));
+	/* fair share of SL_LEASE_SATURATED_MS: 6000/min / 4 = 100 in four
+	 * seconds, above the budget: reserved in the store and good at the
+	 * rate, it costs no accuracy */
+	assert_int_equal(sl_lease_want(&l, &z, 1), 100);
+	/* a tighter budget: the fair share still, capped by the burst */
+	z.accuracy_ppm = 1000; /* 6 units, 1.5 each */
+	z.burst = 90;
+	assert_int_equal(sl_lease_want(&l, &z, 1), 90);
+	z.burst = 10;
+	assert_int_equal(sl_lease_want(&l, &z, 1), 10);
+	/* two saturated leases' time without a refusal: back to the budget */
+	z.now_ns = t + 10 * MS + 2 * SL_LEASE_SATURATED_MS * MS;
+	z.burst = 100;
+	assert_false(sl_lease_saturated(&l, &z));
+	assert_int_equal(sl_lease_want(&l, &z, 1), 1);
+	/* refused once, but seen below its share of the rate: not
+	 * saturated (a key briefly at a limit it is otherwise under) */
+	memset(&l, 0, sizeof(l));
+	for (i = 0; i < 40; i++) /* 10/s, under the share's 25/s */
+		sl_lease_seen(&l, 1, t + (uint64_t)i * 100 * MS);
+	sl_lease_granted(&l, 0, 0, 10 * MS, S, 0, t + 4 * S);
+	sl_lease_granted(&l, 0, 0, 10 * MS, S, 0, t + 4 * S);
+	z.now_ns = t + 4 * S + MS;
+	assert_false(sl_lease_saturated(&l, &z));
+}
+
+/*
+ * A reservation: its units come good at the rate, the last at the store's
+ * retry, as the bucket would have had them (not all at once at the end:
+ * the rate would go unspent meanwhile); until a unit is good the key is
+ * answered as refused, and it counts towards saturation.
+ */
+static void
+reservation(void **state)
+{
+	struct sl_lease l;
+	uint64_t t = 50 * S;
+	int i;
+
+	(void)state;
+	memset(&l, 0, sizeof(l));
+	l.count = 6000; /* one unit per 10 ms */
+	l.period_ms = 60000;
+	/* 25 units, the last good in 300 ms: the first in 60 */
+	sl_lease_granted(&l, 25, t + 300 * MS + S, 300 * MS, 2 * S, 0, t);
+	assert_int_equal(l.units, 25);
+	assert_int_equal(sl_lease_until(&l, 1, t), t + 60 * MS);
+	assert_int_equal(sl_lease_take(&l, 1, t), SL_LEASE_REFUSED);
+	assert_int_equal(sl_lease_take(&l, 1, t + 59 * MS), SL_LEASE_REFUSED);
+	assert_int_equal(sl_lease_take(&l, 1, t + 60 * MS), SL_LEASE_SPENT);
+	assert_int_equal(sl_lease_take(&l, 1, t + 65 * MS), SL_LEASE_REFUSED);
+	assert_int_equal(sl_lease_take(&l, 1, t + 70 * MS), SL_LEASE_SPENT);
+	/* a request of 3 units waits for the third of them */
+	assert_int_equal(sl_lease_until(&l, 3, t + 70 * MS), t + 100 * MS);
+	assert_int_equal(l.units, 23);
+	assert_int_equal(l.refused_n, 1);
+	/* a second one within a lifetime: the key is at its limit; its
+	 * units queue behind the first's (good from 410 to 650 ms) */
+	sl_lease_granted(&l, 25, t + 650 * MS + S, 550 * MS, 2 * S, 0,
+			 t + 100 * MS);
+	assert_int_equal(l.refused_n, 2);
+	assert_int_equal(l.units, 48);
+	/* what was not spent of the first stays no earlier than it was */
+	assert_true(sl_lease_until(&l, 1, t + 100 * MS) >= t + 80 * MS);
+	assert_int_equal(sl_lease_until(&l, 24, t + 100 * MS), t + 410 * MS);
+	/* units good and unspent are spent at once (a burst the bucket
+	 * would have allowed too), then the rest at the rate */
+	for (i = 0; i < 24; i++)
+		assert_int_equal(sl_lease_take(&l, 1, t + 410 * MS),
+				 SL_LEASE_SPENT);
+	assert_int_equal(sl_lease_take(&l, 1, t + 415 * MS), SL_LEASE_REFUSED);
+	assert_int_equal(sl_lease_take(&l, 1, t + 420 * MS), SL_LEASE_SPENT);
+	/* all good after the last one's time */
+	assert_int_equal(sl_lease_until(&l, 23, t + 650 * MS), 0);
+	/* good for a lifetime from when the last is good, then back */
+	assert_int_equal(sl_lease_expire(&l, t + 650 * MS + S - 1), 0);
+	assert_int_equal(sl_lease_expire(&l, t + 650 * MS + S), 23);
+	/* an ordinary grant after it: good at once */
+	sl_lease_granted(&l, 5, t + 3 * S, 0, 0, 10, t + 2 * S);
+	assert_int_equal(sl_lease_take(&l, 1, t + 2 * S), SL_LEASE_SPENT);
+	/* from one of 2 sub-buckets, each refilling at half the rate: a
+	 * unit per 20 ms */
+	memset(&l, 0, sizeof(l));
+	l.count = 6000;
+	l.period_ms = 60000;
+	l.subs = 2;
+	sl_lease_granted(&l, 10, t + 5 * S, 200 * MS, 2 * S, 0, t + 4 * S);
+	assert_int_equal(sl_lease_until(&l, 1, t + 4 * S), t + 4 * S + 20 * MS);
+	assert_int_equal(sl_lease_until(&l, 5, t + 4 * S),
+			 t + 4 * S + 100 * MS);
+}
+
+/* A drained slice keeps its rate, not its burst: what it had is gone,
+ * debt stays debt, and it refills from there. */
+static void
+ledger_drain(void **state)
+{
+	struct sl_share sh;
+	struct sl_ledger g;
+	uint64_t t = 10 * S;
+
+	(void)state;
+	memset(&g, 0, sizeof(g));
+	sl_share_of(&sh, 600, 20, 60 * S, 4); /* 150/min, burst 5 */
+	sl_ledger_open(&g, &sh, 1, t);
+	assert_int_equal(sl_ledger_left(&g, &sh, t), 5);
+	sl_ledger_drain(&g, &sh, t);
+	assert_int_equal(sl_ledger_left(&g, &sh, t), 0);
+	assert_false(sl_ledger_room(&g, &sh, 1, t));
+	/* 2.5 units a second from now on */
+	assert_int_equal(sl_ledger_left(&g, &sh, t + 400 * MS), 1);
+	assert_int_equal(sl_ledger_left(&g, &sh, t + 2 * S), 5);
+	/* in debt: drained, still in debt */
+	sl_ledger_charge(&g, &sh, 8, t + 2 * S);
+	sl_ledger_drain(&g, &sh, t + 2 * S);
+	assert_false(sl_ledger_room(&g, &sh, 1, t + 2 * S));
+	assert_int_equal(sl_ledger_wait_ns(&g, &sh, 1, t + 2 * S), 1600 * MS);
+}
+
+/* An edit hands out nothing: what the slice had left carries over, at
+ * most the new burst; debt stays debt; a ledger never used stays so. */
+static void
+ledger_renumber(void **state)
+{
+	struct sl_share a, b, c;
+	struct sl_ledger g, fresh;
+	uint64_t t = 10 * S;
+
+	(void)state;
+	memset(&g, 0, sizeof(g));
+	memset(&fresh, 0, sizeof(fresh));
+	sl_share_of(&a, 600, 20, 60 * S, 4);  /* 150/min, burst 5 */
+	sl_share_of(&b, 1200, 40, 60 * S, 4); /* 300/min, burst 10 */
+	sl_share_of(&c, 120, 4, 60 * S, 4);   /* 30/min, burst 1 */
+	sl_ledger_open(&g, &a, 1, t);
+	sl_ledger_charge(&g, &a, 3, t);
+	assert_int_equal(sl_ledger_left(&g, &a, t), 2);
+	/* raised: 2 left, not a full new burst of 10 */
+	sl_ledger_renumber(&g, &a, &b, t);
+	assert_int_equal(sl_ledger_left(&g, &b, t), 2);
+	/* and it earns at the new rate from there: 5 a second */
+	assert_int_equal(sl_ledger_left(&g, &b, t + 1 * S), 7);
+	/* lowered: capped at the new burst at once */
+	sl_ledger_renumber(&g, &b, &c, t + 1 * S);
+	assert_int_equal(sl_ledger_left(&g, &c, t + 1 * S), 1);
+	/* in debt: still owing as many units under the new numbers */
+	sl_ledger_charge(&g, &c, 3, t + 1 * S);
+	sl_ledger_renumber(&g, &c, &a, t + 1 * S);
+	assert_false(sl_ledger_room(&g, &a, 1, t + 1 * S));
+	assert_int_equal(sl_ledger_wait_ns(&g, &a, 1, t + 1 * S), 1200 * MS);
+	sl_ledger_renumber(&fresh, &a, &b, t);
+	assert_int_equal(fresh.used, 0);
+}
+
+/* Asks count out until answered; one unanswered past the deadline is
+ * lost, not waited on for ever. */
+static void
+asks_out(void **state)
+{
+	struct sl_lease l;
+	uint64_t t = 100 * S, stale = 2 * S;
+
+	(void)state;
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(sl_lease_asks_out(&l, t, stale), 0);
+	sl_lease_asked(&l, t, stale);
+	sl_lease_asked(&l, t + 10 * MS, stale);
+	assert_int_equal(sl_lease_asks_out(&l, t + 20 * MS, stale), 2);
+	sl_lease_granted(&l, 1, t + 2 * S, 0, 0, 5, t + 30 * MS);
+	assert_int_equal(sl_lease_asks_out(&l, t + 30 * MS, stale), 1);
+	/* the other's reply never comes */
+	assert_int_equal(sl_lease_asks_out(&l, t + 3 * S, stale), 0);
+	sl_lease_asked(&l, t + 3 * S, stale);
+	assert_int_equal(sl_lease_asks_out(&l, t + 3 * S, stale), 1);
+	sl_lease_granted(&l, 1, t + 5 * S, 0, 0, 5, t + 3 * S + MS);
+	assert_int_equal(sl_lease_asks_out(&l, t + 3 * S + MS, stale), 0);
+	/* a stray answer (its ask lost) counts nothing below zero */
+	sl_lease_granted(&l, 1, t + 5 * S, 0, 0, 5, t + 3 * S + 2 * MS);
+	assert_int_equal(sl_lease_asks_out(&l, t + 3 * S + 2 * MS, stale), 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizing),
+		cmocka_unit_test(saturated_sizing),
 		cmocka_unit_test(take_grant_expire),
+		cmocka_unit_test(reservation),
 		cmocka_unit_test(refunds),
+		cmocka_unit_test(grants),
+		cmocka_unit_test(grants_bounded),
+		cmocka_unit_test(ledger_basics),
+		cmocka_unit_test(ledger_bounds_mix),
+		cmocka_unit_test(ledger_drain),
+		cmocka_unit_test(ledger_renumber),
+		cmocka_unit_test(asks_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

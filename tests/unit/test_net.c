@@ -343,6 +343,47 @@ reply_segment(void **state)
 		0);
 }
 
+/* Sequence numbers and SACK blocks rewritten in place: the checksum
+ * adjusted stays right, whatever the values and the option's place. */
+static void
+rewrite_seq_sack(void **state)
+{
+	uint8_t f[sizeof(FRAME_V4)];
+	struct sl_pkt p;
+	uint32_t i;
+	uint8_t *opt;
+
+	(void)state;
+	memcpy(f, FRAME_V4, sizeof(f));
+	assert_int_equal(sl_pkt_parse(f, sizeof(f), &p), SL_PKT_TCP);
+	for (i = 0; i < 64; i++) {
+		uint32_t seq = p.seq + i * 0x9e3779b9u, ack = p.ack - i * 7919u;
+
+		sl_tcp_set_seq_ack(f, &p, seq, ack);
+		assert_int_equal(p.seq, seq);
+		assert_int_equal(p.ack, ack);
+		assert_true(sl_tcp_cksum_ok(f, &p));
+	}
+	assert_int_equal(sl_pkt_parse(f, sizeof(f), &p), SL_PKT_TCP);
+	assert_true(sl_tcp_cksum_ok(f, &p));
+	/* its 12 option bytes made NOP, SACK (one block), at an even and
+	 * then at an odd offset */
+	opt = f + p.l4_off + 20;
+	for (i = 0; i < 2; i++) {
+		memset(opt, 1, 12);
+		opt[i] = 5;
+		opt[i + 1] = 10;
+		memcpy(opt + i + 2, "\x00\x00\x10\x00\x00\x00\x20\x00", 8);
+		sl_tcp_cksum_set(f, &p);
+		assert_int_equal(sl_tcp_strip_sack(f, &p), 1);
+		assert_true(sl_tcp_cksum_ok(f, &p));
+		assert_memory_equal(
+			opt, "\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01",
+			12);
+		assert_int_equal(sl_tcp_strip_sack(f, &p), 0);
+	}
+}
+
 int
 main(void)
 {
@@ -358,6 +399,7 @@ main(void)
 		cmocka_unit_test(reply_template),
 		cmocka_unit_test(utoa),
 		cmocka_unit_test(reply_segment),
+		cmocka_unit_test(rewrite_seq_sack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "sl_rules.h"
@@ -47,6 +49,7 @@ full_example(void **state)
 		"    on_store_failure: fail_closed\n"
 		"    accuracy: 0.05\n"
 		"    shadow: true\n"
+		"    sub_buckets: 4\n"
 		"  - {name: r2, scope: ip, limit: 5/s, algorithm: "
 		"sliding_log}\n"
 		"overrides:\n"
@@ -86,6 +89,8 @@ full_example(void **state)
 	assert_int_equal(c->rules[0].cost, 3);
 	assert_int_equal(c->rules[0].accuracy_ppm, 50000);
 	assert_true(c->rules[0].shadow);
+	assert_int_equal(c->rules[0].sub_buckets, 4);
+	assert_int_equal(c->rules[1].sub_buckets, 1);
 	assert_int_equal(c->rules[1].burst, 5);
 	assert_int_equal(c->rules[1].tier, -1);
 	assert_int_equal(c->n_overrides, 1);
@@ -106,31 +111,34 @@ full_example(void **state)
 static void
 all_errors_with_positions(void **state)
 {
-	static const char y[] = "version: 1\n"                   /* 1 */
-				"dataplane:\n"                   /* 2 */
-				"  service_ports: [80, 70000]\n" /* 3 */
-				"  colour: blue\n"               /* 4 */
-				"tiers: [free]\n"                /* 5 */
-				"rules:\n"                       /* 6 */
-				"  - name: a\n"                  /* 7 */
-				"    scope: key\n"               /* 8 */
-				"    limit: 10/fortnight\n"      /* 9 */
-				"  - name: b\n"                  /* 10 */
-				"    scope: key\n"               /* 11 */
-				"    limit: 1/s\n"               /* 12 */
-				"    tier: gold\n"               /* 13 */
-				"  - name: c\n"                  /* 14 */
-				"    scope: ip\n"                /* 15 */
-				"    limit: 1/s\n"               /* 16 */
-				"  - name: c\n"                  /* 17 */
-				"    scope: ip\n"                /* 18 */
-				"    limit: 2/s\n"               /* 19 */
-				"overrides:\n"                   /* 20 */
-				"  - rule: nope\n"               /* 21 */
-				"    key: x\n"                   /* 22 */
-				"    limit: 1/s\n"               /* 23 */
-				"blocklist:\n"                   /* 24 */
-				"  cidrs: [10.0.0.1/8]\n";       /* 25 */
+	static const char y[] =
+		"version: 1\n"                   /* 1 */
+		"dataplane:\n"                   /* 2 */
+		"  service_ports: [80, 70000]\n" /* 3 */
+		"  colour: blue\n"               /* 4 */
+		"tiers: [free]\n"                /* 5 */
+		"rules:\n"                       /* 6 */
+		"  - name: a\n"                  /* 7 */
+		"    scope: key\n"               /* 8 */
+		"    limit: 10/fortnight\n"      /* 9 */
+		"  - name: b\n"                  /* 10 */
+		"    scope: key\n"               /* 11 */
+		"    limit: 1/s\n"               /* 12 */
+		"    tier: gold\n"               /* 13 */
+		"  - name: c\n"                  /* 14 */
+		"    scope: ip\n"                /* 15 */
+		"    limit: 1/s\n"               /* 16 */
+		"  - name: c\n"                  /* 17 */
+		"    scope: ip\n"                /* 18 */
+		"    limit: 2/s\n"               /* 19 */
+		"  - {name: d, scope: ip, limit: 20/s, burst: 5, "
+		"sub_buckets: 8}\n"        /* 20 */
+		"overrides:\n"             /* 21 */
+		"  - rule: nope\n"         /* 22 */
+		"    key: x\n"             /* 23 */
+		"    limit: 1/s\n"         /* 24 */
+		"blocklist:\n"             /* 25 */
+		"  cidrs: [10.0.0.1/8]\n"; /* 26 */
 	char err[4096];
 
 	(void)state;
@@ -143,15 +151,17 @@ all_errors_with_positions(void **state)
 	assert_non_null(
 		strstr(err, "t.yaml:13:11: tier: unknown tier 'gold'\n"));
 	assert_non_null(strstr(err, "t.yaml:17:5: rule 'c': duplicate name\n"));
+	assert_non_null(strstr(err, "t.yaml:20:5: rule 'd': sub_buckets 8 "
+				    "leave each less than its cost 1"));
 	assert_non_null(
-		strstr(err, "t.yaml:21:5: override: 'expires' is required\n"));
+		strstr(err, "t.yaml:22:5: override: 'expires' is required\n"));
 	assert_non_null(
-		strstr(err, "t.yaml:21:11: rule: unknown rule 'nope'\n"));
+		strstr(err, "t.yaml:22:11: rule: unknown rule 'nope'\n"));
 	assert_non_null(strstr(
-		err, "t.yaml:25:11: cidrs: '10.0.0.1/8' is not a valid CIDR"));
+		err, "t.yaml:26:11: cidrs: '10.0.0.1/8' is not a valid CIDR"));
 	/* in file order */
 	assert_true(strstr(err, ":3:23:") < strstr(err, ":4:3:"));
-	assert_true(strstr(err, ":13:11:") < strstr(err, ":25:11:"));
+	assert_true(strstr(err, ":13:11:") < strstr(err, ":26:11:"));
 }
 
 static void
@@ -607,6 +617,133 @@ paths_in_normal_form(void **state)
 	sl_config_free(c);
 }
 
+/* Credentials: given inline, or the first line of a file kept out of the
+ * rules; a file that cannot be read is an error at its place. */
+static void
+redis_credentials(void **state)
+{
+	char err[1024], path[] = "/tmp/sl_pw_XXXXXX", text[512];
+	struct sl_config *c;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	c = load(
+		"version: 1\nstore:\n  redis: {endpoints: [\"127.0.0.1:6379\"],"
+		" username: sluice, password: s3cret}\n",
+		err, sizeof(err));
+	assert_non_null(c);
+	assert_string_equal(c->store.username, "sluice");
+	assert_string_equal(c->store.password, "s3cret");
+	sl_config_free(c);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	fputs("from-file\r\nsecond line\n", f);
+	fclose(f);
+	snprintf(
+		text, sizeof(text),
+		"version: 1\nstore:\n  redis: {endpoints: [\"127.0.0.1:6379\"],"
+		" password_file: %s}\n",
+		path);
+	c = load(text, err, sizeof(err));
+	assert_non_null(c);
+	assert_string_equal(c->store.password, "from-file");
+	assert_string_equal(c->store.username, "");
+	sl_config_free(c);
+	unlink(path);
+	c = load(text, err, sizeof(err));
+	assert_null(c);
+	assert_non_null(strstr(err, "t.yaml:3:"));
+	assert_non_null(strstr(err, "password_file: cannot read"));
+}
+
+/*
+ * Regions: a global rule is enforced here at this region's weight over
+ * the sum of the weights (rounded down, so that the regions together
+ * never exceed the limit as written), its overrides likewise; a rule set
+ * from another region is cut again to this one's slice; errors name the
+ * place.
+ */
+static void
+regions_slices(void **state)
+{
+	static const char y[] =
+		"version: 1\n"
+		"regions: {eu: 2, us: 1, ap: 1}\n"
+		"rules:\n"
+		"  - {name: g, scope: key, match: {path_prefix: /g}, limit: "
+		"1001/min, burst: 50, global: true}\n"
+		"  - {name: r, scope: key, match: {path_prefix: /r}, limit: "
+		"1001/min, burst: 50}\n"
+		"overrides:\n"
+		"  - {rule: g, key: vip, limit: 4000/min, expires: "
+		"'2099-01-01T00:00:00Z', reason: t}\n"
+		"store: {region: eu, redis: {endpoints: ['127.0.0.1:6379']}}\n";
+	char err[1024] = "";
+	struct sl_config *c = load(y, err, sizeof(err));
+	uint64_t sum = 0;
+	const char *r;
+
+	(void)state;
+	assert_non_null(c);
+	assert_true(c->rules[0].global);
+	assert_int_equal(c->rules[0].global_count, 1001);
+	assert_int_equal(c->rules[0].limit.count, 500); /* 1001 x 2/4 */
+	assert_int_equal(c->rules[0].burst, 25);
+	assert_int_equal(c->rules[0].slice_num, 2);
+	assert_int_equal(c->rules[0].slice_den, 4);
+	assert_int_equal(c->rules[1].limit.count, 1001); /* regional */
+	assert_int_equal(c->overrides[0].limit.count, 2000);
+	/* the slices of all regions never add up to more than the limit */
+	for (r = "eu\0us\0ap\0"; *r; r += strlen(r) + 1) {
+		assert_int_equal(sl_config_set_region(c, r), 0);
+		sum += c->rules[0].limit.count;
+	}
+	assert_int_equal(sum, 500 + 250 + 250);
+	assert_int_equal(c->rules[0].limit.count, 250); /* ap */
+	assert_int_equal(c->rules[0].burst, 12);
+	assert_int_equal(c->overrides[0].limit.count, 1000);
+	assert_int_equal(sl_config_set_region(c, "mars"), -1);
+	assert_int_equal(c->rules[0].limit.count, 250); /* unchanged */
+	sl_config_free(c);
+}
+
+static void
+regions_errors(void **state)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{"version: 1\nregions: {eu: 1}\nrules:\n"
+		 "  - {name: g, scope: key, limit: 10/min, global: true}\n",
+		 "t.yaml:4:5: rule 'g': global needs store.region"},
+		{"version: 1\nregions: {eu: 1}\nrules: []\n"
+		 "store: {region: mars}\n",
+		 "t.yaml:4:17: store: region 'mars' is not one of regions"},
+		{"version: 1\nregions: {eu: 0}\nrules: []\n",
+		 "t.yaml:2:15: regions: expected an integer from 1 to 1000000"},
+		{"version: 1\nregions: [eu]\nrules: []\n",
+		 "t.yaml:2:10: regions: expected a mapping"},
+		{"version: 1\nregions: {eu: 1, us: 9}\nrules:\n"
+		 "  - {name: g, scope: key, limit: 5/min, global: true}\n"
+		 "store: {region: eu}\n",
+		 "t.yaml:4:5: rule 'g': region eu's slice (1 of 10) leaves "
+		 "less than its cost 1"},
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[1024] = "";
+		struct sl_config *c = load(cases[i].text, err, sizeof(err));
+
+		if (c != NULL || strstr(err, cases[i].want) == NULL)
+			fail_msg("case %zu: want '%s', got '%s'", i,
+				 cases[i].want, err);
+	}
+}
+
 int
 main(void)
 {
@@ -624,6 +761,9 @@ main(void)
 		cmocka_unit_test(ruleset_overrides_expire),
 		cmocka_unit_test(rule_number_errors),
 		cmocka_unit_test(decisions_section),
+		cmocka_unit_test(redis_credentials),
+		cmocka_unit_test(regions_slices),
+		cmocka_unit_test(regions_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,32 +13,46 @@ heavy_hitters_survive_a_flood(void **state)
 {
 	static struct sl_top t;
 	struct sl_top_entry out[SL_TOP_K];
-	uint32_t n, i, k;
-	uint64_t heavy = 0;
+	uint64_t truth[3] = {0, 0, 0}, total = 0;
+	uint32_t n, i, k, seen = 0;
 
 	(void)state;
-	/* three heavy identities among 100 000 one-off ones */
+	/* three heavy identities, each its own rate, among 100 000 one-off
+	 * ones */
 	for (i = 0; i < 100000; i++) {
 		uint8_t id[8];
 
 		memcpy(id, &i, 4);
 		sl_top_add(&t, 1000 + i, 1, 1, 4, id, 4);
+		total++;
 		for (k = 0; k < 3; k++)
-			if (i % (k + 2) == 0)
-				sl_top_add(&t, k, 2, 1, 4,
-					   (const uint8_t *)"heavy", 5);
+			if (i % (k + 2) == 0) {
+				char hid[7] = {'h', 'e', 'a',
+					       'v', 'y', (char)('0' + k),
+					       0};
+
+				sl_top_add(&t, k, 2, 1, 4, (const uint8_t *)hid,
+					   6);
+				truth[k]++;
+				total++;
+			}
 	}
 	n = sl_top_snapshot(&t, out);
 	assert_int_equal(n, SL_TOP_K);
 	for (i = 0; i < n; i++) {
 		if (out[i].rule_slot != 2)
 			continue;
-		heavy++;
-		/* never under the truth, over it by at most err */
-		assert_true(out[i].count - out[i].err <= 100000 / 2);
-		assert_true(out[i].count >= 100000 / 4);
+		assert_int_equal(out[i].len, 6);
+		k = (uint32_t)(out[i].id[5] - '0');
+		assert_true(k < 3);
+		seen |= 1u << k;
+		/* each one's own truth: never under it, over it by at most
+		 * err, and err within the sketch's bound (N / K) */
+		assert_true(out[i].count >= truth[k]);
+		assert_true(out[i].count - out[i].err <= truth[k]);
+		assert_true(out[i].err <= total / SL_TOP_K);
 	}
-	assert_int_equal(heavy, 3);
+	assert_int_equal(seen, 7);
 }
 
 static void

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef SLUICE_BENCH_H
+#define SLUICE_BENCH_H
+
+/*
+ * sluice-bench's own parts: the corpus (corpus.c), the workers each pass
+ * times (workers.c), the passes and their table (passes.c), the report
+ * (report.c) and the runs besides the table: --coord (leases.c),
+ * --workers (scale.c), --flood (flood.c); --norm, --stream and
+ * --blocklist time one module alone (norm.c, stream.c, blocklist.c).
+ */
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_bus_vdev.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "coord.h"
+#include "cp.h"
+#include "rnd.h"
+#include "store.h"
+
+struct bopts {
+	int coord;
+	uint16_t redis_port; /* --coord against a live redis-server */
+	uint32_t rate;       /* --coord: requests/s offered; 0: flat out */
+	uint32_t workers;
+	uint32_t flood;
+	uint32_t packets;
+	uint32_t flows;
+	uint32_t keys;
+	uint32_t rounds;
+	double zipf;
+	int json;
+	int only; /* --only: the one pass to run (for profiles); -1: all */
+};
+
+struct corpus {
+	struct rte_mbuf **m;
+	uint8_t **pristine; /* each frame as built: rejects overwrite them */
+	uint32_t n;
+	uint32_t *flow_of;    /* flow index of each packet */
+	uint32_t *seq0;       /* sequence number in round 0 */
+	uint32_t *flow_bytes; /* payload bytes per flow per round */
+	uint64_t head_bytes;
+};
+
+/* What the flood measured. */
+struct flood_result {
+	uint64_t rss_kb_before, rss_kb_after, flows_evicted, buckets_evicted;
+	double bytes_per_flow, bytes_per_bucket;
+};
+
+/* The passes, in the order of the table and the report. */
+enum {
+	M_FWD,
+	M_PASS,
+	M_FLOW,
+	M_PARSE,
+	M_ALLOW,
+	M_REJECT,
+	M_REJECT_KEEP,
+	M_SAMPLE,
+	M_LEASED,
+	M_SCAN,
+	M__N
+};
+
+/* What every pass runs in: one corpus, the apps, a worker per pass. */
+struct bench_env {
+	const struct bopts *o;
+	struct sl_config *cfg;
+	struct sl_app *app;   /* limits that allow everything */
+	struct sl_app *tight; /* one that refuses everything after round 0 */
+	/* the same with response.keep_alive: a 429 keeps the connection */
+	struct sl_app *tight_keep;
+	struct sl_config *cfg_keep;
+	struct corpus c;
+	struct sl_worker *w[M__N];
+	uint64_t found; /* the scan's blank lines */
+};
+
+/*
+ * One row of the table: its --only name and report label, the worker it
+ * times (NULL: none), one round (returns the timed cycles), and what it
+ * must have decided over all rounds (NULL: no check; else an error).
+ */
+struct bench_pass {
+	const char *name;
+	const char *label;
+	struct sl_worker *(*setup)(struct bench_env *e);
+	uint64_t (*round)(struct bench_env *e, int m, uint32_t r);
+	const char *(*check)(const struct bench_env *e, int m, char *buf,
+			     size_t len);
+};
+
+extern const struct bench_pass sl_bench_passes[M__N];
+
+/* corpus.c */
+void sl_bench_seed(uint64_t seed);
+void sl_bench_set_round(struct corpus *c, uint32_t round);
+void sl_bench_write_frame(struct rte_mbuf *m, uint32_t flow, const char *head,
+			  int hlen);
+int sl_bench_build_corpus(struct corpus *c, const struct bopts *o,
+			  struct rte_mempool *mp);
+void sl_bench_prime(struct sl_worker *w, struct rte_mbuf **data, uint32_t n,
+		    int open);
+
+/* workers.c */
+struct sl_worker *sl_bench_worker(const struct sl_app *app, int track_only);
+struct sl_policy *sl_bench_policy(struct sl_config *cfg, uint64_t count,
+				  uint64_t period_ms);
+struct sl_worker *sl_bench_passthrough_worker(const struct sl_app *app);
+struct sl_worker *sl_bench_leased_worker(const struct sl_app *app,
+					 struct sl_config *cfg);
+uint32_t sl_bench_c_n_ring(const struct bopts *o);
+struct sl_worker *sl_bench_sampling_worker(const struct sl_app *app,
+					   struct sl_config *cfg,
+					   uint32_t ring);
+struct sl_app *sl_bench_app_copy(const struct sl_app *app);
+void sl_bench_answer_all(const struct sl_app *app, struct sl_worker *w);
+void sl_bench_drain_samples(struct sl_worker *w);
+void sl_bench_answer_once(const struct sl_app *app, struct sl_worker *w);
+void sl_bench_setup_ports(struct sl_app *app);
+void sl_bench_with_coordinator(struct sl_app *a, uint32_t capacity);
+
+/* passes.c */
+uint64_t sl_bench_pass_worker(struct sl_worker *w, struct corpus *c);
+uint64_t sl_bench_pass_leased(struct sl_worker *w, struct corpus *c);
+uint64_t sl_bench_pass_forward(const struct sl_app *app, struct corpus *c);
+double sl_bench_median_per(uint64_t *v, uint32_t n, uint32_t per);
+uint64_t sl_bench_pass_scan(struct corpus *c, uint64_t *found);
+
+/* leases.c */
+void sl_bench_coord_run(const struct bopts *o, struct sl_app *base,
+			uint32_t keys, const char *label);
+
+/* scale.c: --workers N, its report printed */
+void sl_bench_scale(const struct bopts *o, struct sl_app *app);
+
+/* flood.c */
+void sl_bench_flood(const struct bopts *o, struct sl_app *base,
+		    struct flood_result *fr);
+
+/* report.c */
+void sl_bench_report(const struct bopts *o, const struct corpus *c,
+		     const struct sl_app *app, double *v,
+		     const struct sl_hist *lat, const struct flood_result *fr,
+		     const struct sl_worker *leased);
+
+#endif /* SLUICE_BENCH_H */

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The corpus: request heads over a Zipf of keys, one IPv4/TCP frame per
+ * request in an mbuf, renumbered per round; and the handshakes and ACKs a
+ * real connection carries besides, played before a pass (untimed).
+ */
+#include "bench.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+void
+sl_bench_seed(uint64_t seed)
+{
+	rng = seed;
+}
+
+static uint64_t
+rnd(void)
+{
+	return bench_xorshift(&rng);
+}
+
+/* Zipf(s) over n ranks by inverse CDF: popular keys dominate, as in life. */
+static double *
+zipf_cdf(uint32_t n, double s)
+{
+	double *cdf = malloc(sizeof(double) * n), sum = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		sum += 1.0 / pow(i + 1, s);
+	for (i = 0; i < n; i++)
+		cdf[i] = (i ? cdf[i - 1] : 0) + 1.0 / pow(i + 1, s) / sum;
+	return cdf;
+}
+
+static uint32_t
+zipf_pick(const double *cdf, uint32_t n)
+{
+	double u = (double)(rnd() >> 11) / (double)(1ULL << 53);
+	uint32_t lo = 0, hi = n - 1;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (cdf[mid] < u)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A realistic API request head of 300 to 700 bytes. */
+static int
+make_head(char *b, size_t size, uint32_t key)
+{
+	static const char *const paths[] = {"/v1/orders", "/v1/users/me",
+					    "/v1/search", "/v2/items",
+					    "/v1/payments/intent"};
+	uint32_t target = 300 + (uint32_t)(rnd() % 401);
+	int n = snprintf(
+		b, size,
+		"GET %s/%u?limit=50&cursor=%016llx HTTP/1.1\r\n"
+		"Host: api.example.com\r\n"
+		"User-Agent: Mozilla/5.0 (X11; Linux x86_64) sdk/4.2.1\r\n"
+		"Accept: application/json\r\n"
+		"Accept-Encoding: gzip, deflate, br\r\n"
+		"X-API-Key: key-%08u\r\n"
+		"X-Request-Id: %016llx\r\n",
+		paths[rnd() % 5], (unsigned)(rnd() % 100000),
+		(unsigned long long)rnd(), key, (unsigned long long)rnd());
+	int pad = (int)target - n - 2 - 10;
+
+	if (pad > 0)
+		n += snprintf(
+			b + n, size - (size_t)n, "Cookie: s=%.*s\r\n", pad,
+			"0123456789abcdef0123456789abcdef0123456789abcdef"
+			"0123456789abcdef0123456789abcdef0123456789abcdef"
+			"0123456789abcdef0123456789abcdef0123456789abcdef"
+			"0123456789abcdef0123456789abcdef0123456789abcdef"
+			"0123456789abcdef0123456789abcdef0123456789abcdef"
+			"0123456789abcdef0123456789abcdef0123456789abcdef"
+			"0123456789abcdef0123456789abcdef0123456789abcdef");
+	n += snprintf(b + n, size - (size_t)n, "\r\n");
+	return n;
+}
+
+void
+sl_bench_write_frame(struct rte_mbuf *m, uint32_t flow, const char *head,
+		     int hlen)
+{
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	uint16_t iplen = (uint16_t)(20 + 20 + hlen);
+
+	memset(f, 0, 54);
+	memcpy(f, "\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00",
+	       14);
+	f[14] = 0x45;
+	f[16] = (uint8_t)(iplen >> 8);
+	f[17] = (uint8_t)iplen;
+	f[22] = 64;
+	f[23] = 6;
+	f[26] = 198;
+	f[27] = 18;
+	f[28] = (uint8_t)(flow >> 8);
+	f[29] = (uint8_t)flow;
+	f[30] = 198;
+	f[31] = 19;
+	f[33] = 1;
+	f[34] = (uint8_t)((1024 + flow % 60000) >> 8);
+	f[35] = (uint8_t)(1024 + flow % 60000);
+	f[37] = 80;
+	f[46] = 0x50;
+	f[47] = 0x18;
+	f[48] = 0xff;
+	memcpy(f + 54, head, (size_t)hlen);
+	m->data_len = m->pkt_len = (uint32_t)(54 + hlen);
+}
+
+/* Writes the round's sequence number and the checksums (not timed). */
+void
+sl_bench_set_round(struct corpus *c, uint32_t round)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->n; i++) {
+		uint8_t *f;
+		uint32_t seq =
+			c->seq0[i] + round * c->flow_bytes[c->flow_of[i]];
+		struct sl_pkt p;
+
+		rte_pktmbuf_reset(c->m[i]);
+		f = rte_pktmbuf_mtod(c->m[i], uint8_t *);
+		memcpy(f, c->pristine[i] + 2,
+		       (size_t)(c->pristine[i][0] << 8 | c->pristine[i][1]));
+		c->m[i]->data_len = c->m[i]->pkt_len =
+			(uint32_t)(c->pristine[i][0] << 8 | c->pristine[i][1]);
+		f[38] = (uint8_t)(seq >> 24);
+		f[39] = (uint8_t)(seq >> 16);
+		f[40] = (uint8_t)(seq >> 8);
+		f[41] = (uint8_t)seq;
+		sl_pkt_parse(f, c->m[i]->data_len, &p);
+		sl_ipv4_cksum_set(f, &p);
+		sl_pkt_parse(f, c->m[i]->data_len, &p);
+		sl_tcp_cksum_set(f, &p);
+		/* each pass frees every mbuf once: keep them for the next */
+		rte_mbuf_refcnt_set(c->m[i], 2);
+	}
+}
+
+int
+sl_bench_build_corpus(struct corpus *c, const struct bopts *o,
+		      struct rte_mempool *mp)
+{
+	double *cdf = zipf_cdf(o->keys, o->zipf);
+	uint32_t *next = calloc(o->flows, sizeof(uint32_t));
+	char head[1024];
+	uint32_t i;
+
+	c->n = o->packets;
+	c->m = calloc(c->n, sizeof(*c->m));
+	c->pristine = calloc(c->n, sizeof(*c->pristine));
+	c->flow_of = calloc(c->n, sizeof(uint32_t));
+	c->seq0 = calloc(c->n, sizeof(uint32_t));
+	c->flow_bytes = calloc(o->flows, sizeof(uint32_t));
+	if (rte_pktmbuf_alloc_bulk(mp, c->m, c->n) != 0)
+		return -1;
+	for (i = 0; i < c->n; i++) {
+		uint32_t f = i % o->flows; /* with flows == packets: one each */
+		int hl = make_head(head, sizeof(head), zipf_pick(cdf, o->keys));
+
+		sl_bench_write_frame(c->m[i], f, head, hl);
+		c->pristine[i] = malloc(2 + c->m[i]->data_len);
+		c->pristine[i][0] = (uint8_t)(c->m[i]->data_len >> 8);
+		c->pristine[i][1] = (uint8_t)c->m[i]->data_len;
+		memcpy(c->pristine[i] + 2, rte_pktmbuf_mtod(c->m[i], uint8_t *),
+		       c->m[i]->data_len);
+		c->flow_of[i] = f;
+		c->seq0[i] = 1000 + next[f];
+		next[f] += (uint32_t)hl;
+		c->head_bytes += (uint64_t)hl;
+	}
+	memcpy(c->flow_bytes, next, o->flows * sizeof(uint32_t));
+	free(next);
+	free(cdf);
+	return 0;
+}
+
+static void
+wr32(uint8_t *b, uint32_t v)
+{
+	b[0] = (uint8_t)(v >> 24);
+	b[1] = (uint8_t)(v >> 16);
+	b[2] = (uint8_t)(v >> 8);
+	b[3] = (uint8_t)v;
+}
+
+static void
+swap_bytes(uint8_t *a, uint8_t *b, size_t n)
+{
+	uint8_t t[6];
+
+	memcpy(t, a, n);
+	memcpy(a, b, n);
+	memcpy(b, t, n);
+}
+
+/*
+ * A corpus frame's connection, as the handshake or the server would
+ * speak for it: the client's SYN, or the server's SYN-ACK or ACK.
+ */
+static void
+ctl_frame(struct rte_mbuf *out, const uint8_t *data, uint8_t flags,
+	  int from_server, uint32_t seq, uint32_t ack)
+{
+	uint8_t *f = rte_pktmbuf_mtod(out, uint8_t *);
+	struct sl_pkt p;
+
+	memcpy(f, data, 54);
+	f[16] = 0;
+	f[17] = 40;
+	if (from_server) {
+		swap_bytes(f, f + 6, 6);
+		swap_bytes(f + 26, f + 30, 4);
+		swap_bytes(f + 34, f + 36, 2);
+	}
+	wr32(f + 38, seq);
+	wr32(f + 42, ack);
+	f[47] = flags;
+	out->data_len = out->pkt_len = 54;
+	sl_pkt_parse(f, 54, &p);
+	sl_ipv4_cksum_set(f, &p);
+	sl_pkt_parse(f, 54, &p);
+	sl_tcp_cksum_set(f, &p);
+}
+
+static void
+ctl_burst(struct sl_worker *w, struct rte_mbuf **data, uint32_t b, int open,
+	  int step)
+{
+	struct rte_mbuf *m[SL_BURST];
+	uint32_t k;
+
+	if (rte_pktmbuf_alloc_bulk(w->app->pool, m, b) != 0)
+		rte_exit(EXIT_FAILURE, "bench: out of mbufs for handshakes\n");
+	for (k = 0; k < b; k++) {
+		const uint8_t *f = rte_pktmbuf_mtod(data[k], const uint8_t *);
+		uint32_t seq = (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 |
+			       (uint32_t)f[40] << 8 | f[41];
+
+		if (open && step == 0)
+			ctl_frame(m[k], f, 0x02, 0, seq - 1, 0);
+		else if (open)
+			ctl_frame(m[k], f, 0x12, 1, UINT32_MAX, seq);
+		else
+			ctl_frame(m[k], f, 0x10, 1, 0, seq);
+	}
+	w->now = rte_rdtsc();
+	sl_worker_burst(w, m, (uint16_t)b, open && step == 0 ? 0 : 1);
+	sl_worker_flush(w);
+}
+
+/*
+ * Untimed, before a pass: what real connections carry besides requests.
+ * open: each frame's connection is new, so its handshake is seen first
+ * (SYN, then the server's SYN-ACK: the normaliser reads no stream before
+ * one); otherwise the server acknowledges all before the frame, which
+ * commits what the last round decided.
+ */
+void
+sl_bench_prime(struct sl_worker *w, struct rte_mbuf **data, uint32_t n,
+	       int open)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i += SL_BURST) {
+		uint32_t b = RTE_MIN((uint32_t)SL_BURST, n - i);
+
+		ctl_burst(w, data + i, b, open, 0);
+		if (open)
+			ctl_burst(w, data + i, b, open, 1);
+	}
+}

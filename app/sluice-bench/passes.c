@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The timed passes, and the table main() runs them from: one row per
+ * pass (its --only name, its report label, how a round runs, what it
+ * must have decided).
+ */
+#include "bench.h"
+
+uint64_t
+sl_bench_pass_forward(const struct sl_app *app, struct corpus *c)
+{
+	uint64_t t0 = rte_rdtsc_precise();
+	uint32_t i;
+
+	for (i = 0; i < c->n; i += SL_BURST) {
+		uint16_t n = (uint16_t)RTE_MIN((uint32_t)SL_BURST, c->n - i);
+		uint16_t s = rte_eth_tx_burst(app->port[1], 0, &c->m[i], n);
+
+		if (s < n)
+			rte_pktmbuf_free_bulk(&c->m[i + s], n - s);
+	}
+	return rte_rdtsc_precise() - t0;
+}
+
+uint64_t
+sl_bench_pass_worker(struct sl_worker *w, struct corpus *c)
+{
+	uint64_t t0 = rte_rdtsc_precise();
+	uint32_t i;
+
+	for (i = 0; i < c->n; i += SL_BURST) {
+		w->now = rte_rdtsc();
+		sl_worker_burst(w, &c->m[i],
+				(uint16_t)RTE_MIN((uint32_t)SL_BURST, c->n - i),
+				0);
+	}
+	sl_worker_flush(w);
+	return rte_rdtsc_precise() - t0;
+}
+
+/* The memory floor: touch every head byte looking for the blank line. */
+uint64_t
+sl_bench_pass_scan(struct corpus *c, uint64_t *found)
+{
+	uint64_t t0 = rte_rdtsc_precise();
+	uint32_t i;
+
+	for (i = 0; i < c->n; i++) {
+		const char *h =
+			rte_pktmbuf_mtod_offset(c->m[i], const char *, 54);
+		const char *end = h + c->m[i]->data_len - 54;
+		const char *p = h;
+
+		/* glibc's vectorised memchr: the fastest way to every LF */
+		while ((p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+			if (p - h >= 2 && p[-1] == '\r' && p[-2] == '\n') {
+				(*found)++;
+				break;
+			}
+			p++;
+		}
+	}
+	return rte_rdtsc_precise() - t0;
+}
+
+/*
+ * Timed: the bursts and the worker's own lease bookkeeping (sl_park_poll
+ * runs in every worker loop). Not timed: the coordinator's answers (the
+ * main lcore's work), and the end of the round, when whatever still
+ * waits for a first grant is answered.
+ */
+uint64_t
+sl_bench_pass_leased(struct sl_worker *w, struct corpus *c)
+{
+	const struct sl_app *app = w->app;
+	uint64_t spent = 0, t0;
+	uint32_t i;
+
+	for (i = 0; i < c->n; i += SL_BURST) {
+		t0 = rte_rdtsc_precise();
+		w->now = rte_rdtsc();
+		sl_worker_burst(w, &c->m[i],
+				(uint16_t)RTE_MIN((uint32_t)SL_BURST, c->n - i),
+				0);
+		w->now_ns = sl_tsc_ns(app, w->now);
+		sl_worker_leases(w);
+		spent += rte_rdtsc_precise() - t0;
+		sl_coord_poll(app->coord, sl_tsc_ns(app, rte_rdtsc()));
+	}
+	t0 = rte_rdtsc_precise();
+	sl_worker_flush(w);
+	spent += rte_rdtsc_precise() - t0;
+	sl_bench_answer_all(app, w);
+	return spent;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double
+sl_bench_median_per(uint64_t *v, uint32_t n, uint32_t per)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return (double)v[n / 2] / per;
+}
+
+/* ---- one round of each pass ---- */
+
+static uint64_t
+round_forward(struct bench_env *e, int m, uint32_t r)
+{
+	(void)m;
+	sl_bench_set_round(&e->c, r);
+	return sl_bench_pass_forward(e->app, &e->c);
+}
+
+/* Frames to a port nobody inspects: nothing to prime. */
+static uint64_t
+round_plain(struct bench_env *e, int m, uint32_t r)
+{
+	sl_bench_set_round(&e->c, r);
+	return sl_bench_pass_worker(e->w[m], &e->c);
+}
+
+/* Keep-alive: the connections opened in round 0 carry every round. */
+static uint64_t
+round_keepalive(struct bench_env *e, int m, uint32_t r)
+{
+	sl_bench_set_round(&e->c, r);
+	sl_bench_prime(e->w[m], e->c.m, e->c.n, r == 0);
+	return sl_bench_pass_worker(e->w[m], &e->c);
+}
+
+/* Every request on a new connection: the flows forgotten each round. */
+static uint64_t
+round_fresh(struct bench_env *e, int m, uint32_t r)
+{
+	if (sl_worker_reset_flows(e->w[m]) != 0)
+		rte_exit(EXIT_FAILURE, "out of memory\n");
+	sl_bench_set_round(&e->c, r);
+	sl_bench_prime(e->w[m], e->c.m, e->c.n, 1);
+	return sl_bench_pass_worker(e->w[m], &e->c);
+}
+
+/* Keep-alive, every decision sampled; the ring drained untimed. */
+static uint64_t
+round_sampled(struct bench_env *e, int m, uint32_t r)
+{
+	uint64_t d = round_keepalive(e, m, r);
+
+	sl_bench_drain_samples(e->w[m]);
+	return d;
+}
+
+static uint64_t
+round_leased(struct bench_env *e, int m, uint32_t r)
+{
+	sl_bench_set_round(&e->c, r);
+	sl_bench_prime(e->w[m], e->c.m, e->c.n, r == 0);
+	return sl_bench_pass_leased(e->w[m], &e->c);
+}
+
+static uint64_t
+round_scan(struct bench_env *e, int m, uint32_t r)
+{
+	(void)m;
+	(void)r;
+	return sl_bench_pass_scan(&e->c, &e->found);
+}
+
+/* ---- the workers ---- */
+
+static struct sl_worker *
+setup_pass(struct bench_env *e)
+{
+	return sl_bench_passthrough_worker(e->app);
+}
+
+static struct sl_worker *
+setup_flow(struct bench_env *e)
+{
+	return sl_bench_worker(e->app, 1);
+}
+
+static struct sl_worker *
+setup_local(struct bench_env *e)
+{
+	return sl_bench_worker(e->app, 0);
+}
+
+static struct sl_worker *
+setup_tight(struct bench_env *e)
+{
+	return sl_bench_worker(e->tight, 0);
+}
+
+/* keep_alive: the 429 without FIN and without the RST to the backend.
+ * No 429 is kept for retransmission: its mbuf is the corpus's, which
+ * every round writes again. */
+static struct sl_worker *
+setup_tight_keep(struct bench_env *e)
+{
+	struct sl_worker *w = sl_bench_worker(e->tight_keep, 0);
+
+	w->xl_held_max = 0;
+	return w;
+}
+
+static struct sl_worker *
+setup_sampled(struct bench_env *e)
+{
+	return sl_bench_sampling_worker(e->app, e->cfg,
+					sl_bench_c_n_ring(e->o));
+}
+
+static struct sl_worker *
+setup_leased(struct bench_env *e)
+{
+	return sl_bench_leased_worker(e->app, e->cfg);
+}
+
+/* ---- what each must have decided, over rounds 0..rounds ---- */
+
+static uint64_t
+all_requests(const struct bench_env *e)
+{
+	return (uint64_t)e->c.n * (e->o->rounds + 1);
+}
+
+static const char *
+check_all_allowed(const struct bench_env *e, int m, char *buf, size_t len)
+{
+	const struct sl_worker *w = e->w[m];
+
+	if (w->ctr.allowed == all_requests(e))
+		return NULL;
+	snprintf(buf, len,
+		 "corpus not decided as planned: %s allowed %lu of %lu "
+		 "(%lu invalid, %lu bad checksums, %lu ooo, rx %lu "
+		 "inspected %lu passthrough %lu malformed %lu)",
+		 sl_bench_passes[m].name, w->ctr.allowed, all_requests(e),
+		 w->ctr.invalid, w->ctr.bad_checksum,
+		 sl_flow_stats(w->flows)->ooo_dropped, w->ctr.rx,
+		 w->ctr.inspected, w->ctr.passthrough, w->ctr.malformed);
+	return buf;
+}
+
+/* Round 0 drains the tight bucket: every later request is refused. */
+static const char *
+check_rejected(const struct bench_env *e, int m, char *buf, size_t len)
+{
+	const struct sl_worker *w = e->w[m];
+
+	if (w->ctr.rejected >= (uint64_t)e->c.n * e->o->rounds)
+		return NULL;
+	snprintf(buf, len,
+		 "corpus not decided as planned: rejected %lu of %lu "
+		 "requests (%lu allowed, %lu invalid, %lu bad checksums, "
+		 "%lu ooo, rx %lu inspected %lu passthrough %lu malformed "
+		 "%lu)",
+		 w->ctr.rejected, w->ctr.requests, w->ctr.allowed,
+		 w->ctr.invalid, w->ctr.bad_checksum,
+		 sl_flow_stats(w->flows)->ooo_dropped, w->ctr.rx,
+		 w->ctr.inspected, w->ctr.passthrough, w->ctr.malformed);
+	return buf;
+}
+
+/* The same, every refusal answered with the connection kept. */
+static const char *
+check_kept(const struct bench_env *e, int m, char *buf, size_t len)
+{
+	const struct sl_worker *w = e->w[m];
+
+	if (check_rejected(e, m, buf, len) != NULL)
+		return buf;
+	if (w->ctr.keepalive_replies >= (uint64_t)e->c.n * e->o->rounds &&
+	    w->ctr.keepalive_fallback == 0)
+		return NULL;
+	snprintf(buf, len, "reject-keep: %lu kept, %lu closed instead",
+		 w->ctr.keepalive_replies, w->ctr.keepalive_fallback);
+	return buf;
+}
+
+static const char *
+check_sampled(const struct bench_env *e, int m, char *buf, size_t len)
+{
+	const struct sl_worker *w = e->w[m];
+
+	if (w->ctr.decisions_sampled == all_requests(e))
+		return NULL;
+	snprintf(buf, len, "sampled %lu decisions of %lu",
+		 w->ctr.decisions_sampled, all_requests(e));
+	return buf;
+}
+
+/* The leased pass decides the same requests, every one allowed. */
+static const char *
+check_leased(const struct bench_env *e, int m, char *buf, size_t len)
+{
+	const struct sl_worker *w = e->w[m];
+
+	if (w->ctr.allowed == all_requests(e) && w->ctr.degraded == 0)
+		return NULL;
+	snprintf(buf, len, "leased pass: allowed %lu of %lu, %lu degraded",
+		 w->ctr.allowed, all_requests(e), w->ctr.degraded);
+	return buf;
+}
+
+const struct bench_pass sl_bench_passes[M__N] = {
+	[M_FWD] = {"forward", "forward (tx_burst, untouched)", NULL,
+		   round_forward, NULL},
+	[M_PASS] = {"passthrough", "pass-through (not a service port)",
+		    setup_pass, round_plain, NULL},
+	[M_FLOW] = {"flow", "classify + checksum + flow", setup_flow,
+		    round_keepalive, NULL},
+	[M_PARSE] = {"keepalive", "decide, keep-alive flow, allowed",
+		     setup_local, round_keepalive, check_all_allowed},
+	[M_ALLOW] = {"allow", "decide, new flow, allowed", setup_local,
+		     round_fresh, NULL},
+	[M_REJECT] = {"reject", "decide, new flow, rejected (429+RST)",
+		      setup_tight, round_fresh, check_rejected},
+	[M_REJECT_KEEP] = {"reject-keep",
+			   "decide, new flow, rejected (429 kept)",
+			   setup_tight_keep, round_fresh, check_kept},
+	[M_SAMPLE] = {"sampled", "decide, keep-alive, every one sampled",
+		      setup_sampled, round_sampled, check_sampled},
+	[M_LEASED] = {"leased", "decide, keep-alive, leased (appliance)",
+		      setup_leased, round_leased, check_leased},
+	[M_SCAN] = {"scan", "scan floor (blank line)", NULL, round_scan, NULL},
+};

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Live reload: SIGHUP, the /sluice/reload telemetry command, or the file
+ * changing on disk. A new file is validated whole and compiled into a new
+ * policy, which replaces the running one under RCU: workers pick it up at
+ * their next burst, the old one is freed once every worker has passed a
+ * quiescent state. Buckets are keyed by rule name, so they carry over.
+ * An invalid file changes nothing.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <rte_malloc.h>
+#include <rte_telemetry.h>
+
+#include "cp.h"
+
+/* Counter slots by rule name, for the life of the process. */
+static char slot_names[SL_MAX_RULES][SL_NAME_MAX];
+static uint32_t n_slots;
+static struct sl_app *the_app;
+static struct stat last_stat;
+
+static int
+slot_of(const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < n_slots; i++)
+		if (strcmp(slot_names[i], name) == 0)
+			return (int)i;
+	if (n_slots == SL_MAX_RULES)
+		return -1;
+	strcpy(slot_names[n_slots], name);
+	return (int)n_slots++;
+}
+
+static int
+assign_slots(struct sl_policy *p, char *msg, size_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->n_rules; i++) {
+		int s = slot_of(sl_ruleset_rule(p->rs, i)->name);
+
+		if (s < 0) {
+			snprintf(
+				msg, len,
+				"more than %d distinct rule names since start: "
+				"restart to apply\n",
+				SL_MAX_RULES);
+			return -1;
+		}
+		p->slot[i] = (uint16_t)s;
+	}
+	sl_policy_index_slots(p);
+	return 0;
+}
+
+static void
+remember_stat(const char *path)
+{
+	/* no file (rules given as text, as the race test does): no poll */
+	if (path == NULL || stat(path, &last_stat) != 0)
+		memset(&last_stat, 0, sizeof(last_stat));
+}
+
+/* What only a restart can change: said, never silently ignored. */
+static void
+note_restart_only(const struct sl_config *old, const struct sl_config *c,
+		  char *msg, size_t len)
+{
+	if (memcmp(&old->dataplane, &c->dataplane, sizeof(c->dataplane)) != 0 ||
+	    memcmp(&old->identity, &c->identity, sizeof(c->identity)) != 0 ||
+	    strcmp(old->decisions.file, c->decisions.file) != 0 ||
+	    strcmp(old->decisions.stream, c->decisions.stream) != 0)
+		snprintf(msg, len,
+			 "note: dataplane, identity and decisions file/stream "
+			 "changes take effect at the next restart (sampling "
+			 "rates apply now)\n");
+}
+
+/* Compiles c and swaps it in; takes c. Called with the policy lock held. */
+static int
+apply_config(struct sl_app *app, struct sl_config *c, char *msg, size_t len)
+{
+	const char *region = app->cfg->store.region;
+	struct sl_policy *p, *old;
+
+	/* global rules at this appliance's slice, whoever wrote the set (a
+	 * rule set published from another region was cut to its own) */
+	if (region[0] && c->regions.n > 0 &&
+	    sl_config_set_region(c, region) != 0) {
+		snprintf(msg, len,
+			 "regions: this appliance's region '%s' is not one "
+			 "of the rule set's regions\n",
+			 region);
+		sl_config_free(c);
+		return -1;
+	}
+	p = sl_policy_build(c);
+	if (p == NULL || assign_slots(p, msg, len) != 0) {
+		if (p == NULL)
+			snprintf(msg, len,
+				 "out of memory compiling the rules\n");
+		sl_policy_free(p);
+		sl_config_free(c);
+		return -1;
+	}
+	note_restart_only(app->cfg, c, msg, len);
+	old = app->policy;
+	__atomic_store_n(&app->policy, p, __ATOMIC_RELEASE);
+	sl_telemetry_set_rules(p->rs, p->slot);
+	/* every worker has finished any burst that may still read old.
+	 * rte_rcu_qsbr_synchronize() without a reader on this thread, in
+	 * its inline halves: a ThreadSanitizer build sees the acquire that
+	 * orders the free after the workers' last reads (DPDK's own library
+	 * is not built with it) */
+	rte_rcu_qsbr_check(app->qs, rte_rcu_qsbr_start(app->qs), true);
+	sl_policy_free(old);
+	sl_config_free(c);
+	return 0;
+}
+
+/* Set once a rule set published through the store has been applied. */
+static char published[32];
+
+int
+sl_reload(struct sl_app *app, char *msg, size_t len)
+{
+	struct sl_config *c;
+	int rc;
+
+	msg[0] = '\0';
+	sl_policy_hold();
+	remember_stat(app->config_path);
+	if (published[0]) {
+		snprintf(msg, len,
+			 "rules are managed through the store (version %s): "
+			 "publish with sluicectl\n",
+			 published);
+		sl_policy_release();
+		return -1;
+	}
+	c = sl_config_load(app->config_path, msg, len);
+	rc = c != NULL ? apply_config(app, c, msg, len) : -1;
+	sl_policy_release();
+	return rc;
+}
+
+int
+sl_reload_text(struct sl_app *app, const char *version, const char *text,
+	       size_t n, char *msg, size_t len)
+{
+	char name[64];
+	struct sl_config *c;
+	int rc;
+
+	msg[0] = '\0';
+	snprintf(name, sizeof(name), "published:%s", version);
+	sl_policy_hold();
+	c = sl_config_parse(name, text, n, msg, len);
+	if (c != NULL)
+		snprintf(c->version, sizeof(c->version), "%s", version);
+	rc = c != NULL ? apply_config(app, c, msg, len) : -1;
+	if (rc == 0)
+		snprintf(published, sizeof(published), "%s", version);
+	sl_policy_release();
+	return rc;
+}
+
+static int
+cmd_reload(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	char msg[4096];
+	struct sl_policy_peek pk;
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	rte_tel_data_start_dict(d);
+	if (sl_reload(the_app, msg, sizeof(msg)) == 0) {
+		sl_policy_peek(the_app, &pk);
+		rte_tel_data_add_dict_string(d, "version", pk.version);
+		if (msg[0])
+			rte_tel_data_add_dict_string(d, "note", msg);
+		SL_LOG(NOTICE, "reload (telemetry): rules version %s",
+		       pk.version);
+	} else {
+		/* a telemetry string holds at most RTE_TEL_MAX_STRING_LEN */
+		msg[RTE_TEL_MAX_STRING_LEN - 1] = '\0';
+		rte_tel_data_add_dict_string(d, "error", msg);
+		SL_LOG(ERR, "reload (telemetry) refused, running rules kept");
+	}
+	return 0;
+}
+
+int
+sl_reload_init(struct sl_app *app)
+{
+	size_t sz = rte_rcu_qsbr_get_memsize(RTE_MAX_LCORE);
+	char msg[256];
+
+	the_app = app;
+	app->qs = rte_zmalloc("sl_rcu", sz, RTE_CACHE_LINE_SIZE);
+	if (app->qs == NULL || rte_rcu_qsbr_init(app->qs, RTE_MAX_LCORE) != 0)
+		return -1;
+	if (assign_slots(app->policy, msg, sizeof(msg)) != 0)
+		return -1;
+	sl_telemetry_set_rules(app->policy->rs, app->policy->slot);
+	remember_stat(app->config_path);
+	return rte_telemetry_register_cmd(
+		"/sluice/reload", cmd_reload,
+		"Reloads the config file; returns the version or the errors");
+}
+
+void
+sl_reload_poll(struct sl_app *app)
+{
+	struct stat st;
+	char msg[8192];
+	struct sl_policy_peek pk;
+
+	if (app->config_path == NULL || stat(app->config_path, &st) != 0 ||
+	    (st.st_mtim.tv_sec == last_stat.st_mtim.tv_sec &&
+	     st.st_mtim.tv_nsec == last_stat.st_mtim.tv_nsec &&
+	     st.st_size == last_stat.st_size && st.st_ino == last_stat.st_ino))
+		return;
+	if (sl_reload(app, msg, sizeof(msg)) == 0) {
+		sl_policy_peek(app, &pk);
+		SL_LOG(NOTICE, "reload (file changed): rules version %s%s%s",
+		       pk.version, msg[0] ? "; " : "", msg);
+	} else
+		SL_LOG(ERR,
+		       "reload (file changed) refused, running rules "
+		       "kept:\n%s",
+		       msg);
+}

@@ -1,0 +1,859 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "cp.h"
+#include "store.h"
+#include "owed.h"
+#include "sl_redis.h"
+#include "redis.h"
+#include "store_lua.h"
+#include "store_priv.h"
+
+/*
+ * Units covered for an ask whose reply can no longer come (its slot
+ * reused, its connection closed): the store may or may not have counted
+ * the ask; the node's units are charged, the safe side of a double count.
+ */
+static void
+owe_covered(struct sl_store *s, struct inflight *f)
+{
+	struct sl_coord_msg b;
+
+	f->timed_out = 0;
+	if (f->waiting || f->covered == 0)
+		return;
+	sl_msg_taken(&b, &f->q, f->covered);
+	if (sl_owed_add(&s->owed, &b, b.back.units, s->now) == 0)
+		s->st.owed_units += b.back.units;
+}
+
+void
+sl_store_free(struct sl_store *s)
+{
+	uint32_t i;
+
+	if (s == NULL)
+		return;
+	for (i = 0; i < s->n_nodes; i++)
+		sl_redis_close(&s->nodes[i].conn);
+	free(s);
+}
+
+struct sl_store *
+sl_store_create(const struct sl_store_conf *conf,
+		const struct sl_store_sink *sink)
+{
+	struct sl_store *s = calloc(1, sizeof(*s));
+	uint32_t i;
+	int mapped = -1;
+
+	if (s == NULL || conf->n_seeds == 0) {
+		free(s);
+		return NULL;
+	}
+	s->sink = *sink;
+	s->cluster = (uint8_t)conf->cluster;
+	/* appliances start on different sub-buckets */
+	s->next_sub = (uint32_t)getpid() ^ (uint32_t)time(NULL);
+	s->timeout_ns = conf->timeout_ms * 1000000ULL;
+	s->probe_ns = conf->probe_ms * 1000000ULL;
+	s->refresh_ns =
+		(conf->refresh_ms ? conf->refresh_ms : 10000) * 1000000ULL;
+	s->n_seeds = conf->n_seeds < SL_MAX_ENDPOINTS ? conf->n_seeds
+						      : SL_MAX_ENDPOINTS;
+	memcpy(s->seeds, conf->seeds, s->n_seeds * sizeof(s->seeds[0]));
+	/* the first seed that answers gives the map */
+	for (i = 0; s->cluster && i < s->n_seeds && mapped != 0; i++)
+		mapped = sl_nodes_load_slots(s, s->seeds[i].host,
+					     s->seeds[i].port);
+	if (s->cluster && mapped != 0)
+		SL_LOG(WARNING,
+		       "store: no slot map from any of %u seeds yet; asks "
+		       "are decided by on_store_failure until one answers",
+		       s->n_seeds);
+	if (!s->cluster)
+		sl_node_of(s, s->seeds[0].host, s->seeds[0].port);
+	s->next_refresh_ns = 0; /* at the first poll: clocks start there */
+	s->st.nodes = s->n_nodes;
+	return s;
+}
+
+int
+sl_store_node_info(const struct sl_store *s, uint32_t i,
+		   struct sl_store_node *out)
+{
+	const struct node *n = &s->nodes[i];
+
+	if (i >= s->n_nodes)
+		return -1;
+	snprintf(out->name, sizeof(out->name), "%s:%u", n->host, n->port);
+	out->up = n->conn.ac != NULL;
+	out->slots = s->cluster ? n->slots : SLOTS;
+	out->replies = n->replies;
+	out->errors = n->errors;
+	out->drops = n->drops;
+	out->state = n->br.state;
+	return 0;
+}
+
+/* ---- breakers, one per node ---- */
+
+static uint32_t
+node_index(const struct sl_store *s, const struct node *nd)
+{
+	return (uint32_t)(nd - s->nodes);
+}
+
+static void
+open_breaker(struct sl_store *s, struct node *nd, uint64_t now)
+{
+	struct breaker *b = &nd->br;
+
+	if (b->state != SL_BR_OPEN) {
+		s->st.opened++;
+		SL_LOG(WARNING,
+		       "store: circuit open to %s:%u, its keys decide by "
+		       "on_store_failure",
+		       nd->host, nd->port);
+	}
+	/* probes unanswered over an up connection, time after time: it
+	 * may be dead without a word (a partition); a fresh one, the
+	 * replies of the old asks given up (their units charged when it
+	 * answers) */
+	if (b->state == SL_BR_HALF_OPEN && ++b->probes_failed % 5 == 0) {
+		uint32_t i;
+
+		for (i = 0; i < INFLIGHT; i++)
+			if (s->fl[i].timed_out &&
+			    s->fl[i].judged == node_index(s, nd))
+				owe_covered(s, &s->fl[i]);
+		sl_node_reconnect(nd, 1);
+	}
+	b->state = SL_BR_OPEN;
+	b->fails = 0;
+	b->next_probe_ns = now + s->probe_ns;
+}
+
+/* A reply came from nd, in time or late: it answers again. */
+static void
+close_breaker(struct node *nd)
+{
+	struct breaker *b = &nd->br;
+
+	b->fails = 0;
+	b->probes_failed = 0;
+	if (b->state != SL_BR_CLOSED) {
+		b->state = SL_BR_CLOSED;
+		SL_LOG(NOTICE, "store: circuit closed to %s:%u", nd->host,
+		       nd->port);
+	}
+}
+
+/*
+ * Whether a new ask may go to nd now: closed, or open long enough that
+ * this ask is its half-open probe (one at a time). A connection that is
+ * still up stays (a paused or slow server's replies are still coming,
+ * and a reconnect would lose them); one that went down is opened again.
+ */
+static int
+node_usable(struct sl_store *s, struct node *nd, uint64_t now)
+{
+	struct breaker *b = &nd->br;
+
+	if (b->state == SL_BR_CLOSED)
+		return nd->conn.ac != NULL;
+	if (b->state == SL_BR_OPEN && now >= b->next_probe_ns) {
+		sl_node_reconnect(nd, 0);
+		b->state = SL_BR_HALF_OPEN;
+		b->probe_out = 0;
+		b->next_probe_ns = now + s->probe_ns;
+	}
+	return b->state == SL_BR_HALF_OPEN && !b->probe_out &&
+	       nd->conn.ac != NULL;
+}
+
+/* The store's state for telemetry: its worst node's among those that
+ * serve slots (a node the map moved away from no longer counts). */
+static void
+store_state(struct sl_store *s)
+{
+	uint8_t worst = SL_BR_CLOSED, serving = 0;
+	uint32_t i;
+
+	for (i = 0; i < s->n_nodes; i++) {
+		const struct node *nd = &s->nodes[i];
+
+		if (s->cluster && nd->slots == 0)
+			continue;
+		serving = 1;
+		if (nd->br.state == SL_BR_OPEN ||
+		    (nd->br.state == SL_BR_HALF_OPEN && worst != SL_BR_OPEN))
+			worst = nd->br.state;
+	}
+	s->st.state = serving ? worst : SL_BR_OPEN;
+}
+
+/* ---- asks ---- */
+
+/*
+ * The store key of q's (rule, identity), or of its sub-bucket sub. One
+ * hash tag per (rule, identity): its state stays in one slot. With
+ * sub-buckets, the sub-th tag is the first "<rule>.<sub>.<j>", j = 0, 1,
+ * ..., whose slot falls in the sub-th of q->subs equal parts of the slot
+ * space: every appliance finds the same keys without a word, their
+ * slots distinct and spread as masters hold them (redis-cli --cluster
+ * create gives each master one range of equal size; ~subs tries each).
+ */
+static void
+key_of(char *buf, size_t size, const struct sl_coord_msg *q, uint32_t sub)
+{
+	uint32_t j;
+
+	if (q->subs <= 1) {
+		snprintf(buf, size, "sl:{%016llx}:%016llx",
+			 (unsigned long long)q->k1, (unsigned long long)q->k2);
+		return;
+	}
+	for (j = 0; j < 4096; j++) {
+		snprintf(buf, size, "sl:{%016llx.%u.%u}:%016llx",
+			 (unsigned long long)q->k1, sub, j,
+			 (unsigned long long)q->k2);
+		if ((uint32_t)sl_slot_of(buf) * q->subs / SLOTS == sub)
+			return;
+	}
+}
+
+/*
+ * The sub-bucket an ask (or units given back) goes to: each in turn, so
+ * that every sub-bucket's refill is drawn on. Fixed per worker, one with
+ * no worker of any appliance on it lost its refill to its cap (a key
+ * above its limit is granted reservations, rarely refused, so it seldom
+ * spilled over): 0.89 x the limit on 3 masters.
+ */
+static uint32_t
+pick_sub(struct sl_store *s, const struct sl_coord_msg *q)
+{
+	return q->subs > 1 ? s->next_sub++ % q->subs : 0;
+}
+
+/* A sub-bucket holds count / subs and burst / subs (at least 1). */
+static uint64_t
+part_of(uint64_t n, uint8_t subs)
+{
+	return subs > 1 ? (n / subs > 0 ? n / subs : 1) : n;
+}
+
+/* The node that holds q's sub-bucket sub. */
+static struct node *
+node_for(struct sl_store *s, const struct sl_coord_msg *q, uint32_t sub)
+{
+	char key[64];
+
+	if (!s->cluster)
+		return &s->nodes[0];
+	key_of(key, sizeof(key), q, sub);
+	return &s->nodes[s->slot_node[sl_slot_of(key)]];
+}
+
+static void on_reply(redisAsyncContext *ac, void *r, void *priv);
+
+static int
+send_reserve(struct sl_store *s, uint32_t i, int eval, int asking)
+{
+	struct inflight *f = &s->fl[i];
+	const struct sl_coord_msg *q = &f->q;
+	struct node *nd;
+	char key[64], a[9][24];
+	const char *argv[13];
+	size_t len[13];
+	int k;
+
+	uint64_t burst = part_of(q->ask.burst, q->subs);
+	/* no more than a sub-bucket can hold (the lease was sized on the
+	 * whole key's burst) */
+	uint64_t want = q->ask.want < burst ? q->ask.want : burst;
+	uint64_t need = q->ask.need < want ? q->ask.need : want;
+
+	key_of(key, sizeof(key), q, f->sub);
+	if (s->cluster && !asking)
+		f->node = s->slot_node[sl_slot_of(key)];
+	nd = &s->nodes[f->node];
+	if (nd->conn.ac == NULL)
+		return REDIS_ERR;
+	snprintf(a[0], 24, "%u", q->algo);
+	snprintf(a[1], 24, "%llu",
+		 (unsigned long long)part_of(q->ask.count, q->subs));
+	snprintf(a[2], 24, "%u", q->period_ms);
+	snprintf(a[3], 24, "%llu", (unsigned long long)burst);
+	snprintf(a[4], 24, "%llu", (unsigned long long)want);
+	snprintf(a[5], 24, "%llu", (unsigned long long)need);
+	snprintf(a[6], 24, "%u", f->charge); /* taken whatever is left */
+	snprintf(a[7], 24, "%u", f->charge ? q->ask.span_ms : 0);
+	snprintf(a[8], 24, "%u", f->charge ? 0 : q->ask.ahead_ms);
+	eval = eval || (!nd->fn && !nd->sha_reserve[0]);
+	argv[0] = eval ? "EVAL" : nd->fn ? "FCALL" : "EVALSHA";
+	argv[1] = eval     ? SL_LUA_RESERVE
+		  : nd->fn ? sl_fn_reserve
+			   : nd->sha_reserve;
+	argv[2] = "1";
+	argv[3] = key;
+	for (k = 0; k < 9; k++)
+		argv[4 + k] = a[k];
+	for (k = 0; k < 13; k++)
+		len[k] = strlen(argv[k]);
+	f->eval = (uint8_t)eval;
+	if (asking)
+		redisAsyncCommand(nd->conn.ac, NULL, NULL, "ASKING");
+	return redisAsyncCommandArgv(
+		nd->conn.ac, on_reply,
+		(void *)(uintptr_t)((uint64_t)f->gen << 16 | i), 13, argv, len);
+}
+
+/* A free slot; one whose ask timed out is kept a while for its reply. */
+static uint32_t
+free_slot(struct sl_store *s)
+{
+	uint32_t i = s->tail, probes;
+
+	for (probes = 0; probes < 64; probes++, i = (i + 1) % INFLIGHT)
+		if (!s->fl[i].used && !s->fl[i].timed_out)
+			return i;
+	for (; s->fl[i].used; i = (i + 1) % INFLIGHT)
+		;
+	if (s->fl[i].timed_out) {
+		s->st.late_unmatched++; /* its reply can no longer be told */
+		owe_covered(s, &s->fl[i]);
+	}
+	return i;
+}
+
+static int
+send_new(struct sl_store *s, const struct sl_coord_msg *q, int charge,
+	 uint64_t now)
+{
+	struct node *nd;
+	uint32_t i, sub;
+
+	if (s->n_nodes == 0 || s->n == INFLIGHT)
+		return -1;
+	sub = pick_sub(s, q);
+	nd = node_for(s, q, sub);
+	/* a charge waits for a node that answers; an ask may be a probe */
+	if (charge ? nd->br.state != SL_BR_CLOSED || nd->conn.ac == NULL
+		   : !node_usable(s, nd, now))
+		return -1;
+	i = free_slot(s);
+	memset(&s->fl[i], 0, sizeof(s->fl[i]));
+	s->fl[i].q = *q;
+	s->fl[i].sent_ns = now;
+	s->fl[i].gen = ++s->gen & 0xffffffu;
+	s->fl[i].used = 1;
+	s->fl[i].charge = (uint8_t)charge;
+	s->fl[i].sub = (uint8_t)sub;
+	s->fl[i].judged = (uint8_t)node_index(s, nd);
+	s->fl[i].probe = nd->br.state == SL_BR_HALF_OPEN;
+	if (send_reserve(s, i, 0, 0) != REDIS_OK) {
+		s->fl[i].used = 0;
+		return -1;
+	}
+	nd->br.probe_out |= s->fl[i].probe;
+	s->fifo[s->tail] = i;
+	s->tail = (s->tail + 1) % INFLIGHT;
+	s->n++;
+	s->st.calls++;
+	return 0;
+}
+
+int
+sl_store_ask(struct sl_store *s, const struct sl_coord_msg *q, uint64_t now)
+{
+	return send_new(s, q, 0, now);
+}
+
+/* Sends charge q (SL_CO_TAKEN) now: as an ask for exactly the units,
+ * taken whatever is left, whose answer no one waits for. */
+static int
+send_charge(struct sl_store *s, const struct sl_coord_msg *q, uint64_t now)
+{
+	struct sl_coord_msg c = *q;
+
+	c.type = SL_CO_ASK;
+	c.ask.count = q->back.count;
+	c.ask.burst = q->back.burst;
+	c.ask.on_failure = q->back.on_failure;
+	c.ask.want = c.ask.need =
+		(uint32_t)(q->back.units > UINT32_MAX ? UINT32_MAX
+						      : q->back.units);
+	c.ask.span_ms =
+		q->back.since_ns == 0 || now <= q->back.since_ns
+			? 0
+			: (uint32_t)((now - q->back.since_ns) / 1000000 + 1);
+	if (send_new(s, &c, 1, now) != 0)
+		return -1;
+	s->st.charges++;
+	return 0;
+}
+
+int
+sl_store_charge(struct sl_store *s, const struct sl_coord_msg *q, uint64_t now)
+{
+	if (send_charge(s, q, now) == 0)
+		return 0;
+	/* the store out or full: owed, charged once it answers again */
+	if (sl_owed_add(&s->owed, q, q->back.units, now) != 0)
+		return -1;
+	s->st.owed_units += q->back.units;
+	return 0;
+}
+
+/* Charges what is owed, a few per poll, while the store answers. */
+static void
+settle(struct sl_store *s, uint64_t now)
+{
+	int k, i;
+
+	for (k = 0; k < 32; k++) {
+		i = sl_owed_next(&s->owed);
+		if (i < 0)
+			return;
+		/* its node out: the others' debts are charged meanwhile */
+		if (send_charge(s, &s->owed.e[i], now) != 0) {
+			sl_owed_skip(&s->owed);
+			continue;
+		}
+		s->st.owed_charged += s->owed.e[i].back.units;
+		sl_owed_remove(&s->owed, (uint32_t)i);
+	}
+}
+
+int
+sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q)
+{
+	char key[64], a[5][24];
+	const char *argv[9];
+	size_t len[9];
+	struct node *nd;
+	int k;
+
+	if (s->n_nodes == 0)
+		return -1;
+	/* to the next sub-bucket, whichever granted them: one that is full
+	 * loses what it cannot hold (fewer admissions, never more) */
+	key_of(key, sizeof(key), q, pick_sub(s, q));
+	nd = &s->nodes[s->cluster ? s->slot_node[sl_slot_of(key)] : 0];
+	if (nd->br.state != SL_BR_CLOSED || nd->conn.ac == NULL ||
+	    (!nd->fn && !nd->sha_refund[0]))
+		return -1;
+	snprintf(a[0], 24, "%u", q->algo);
+	snprintf(a[1], 24, "%llu",
+		 (unsigned long long)part_of(q->back.count, q->subs));
+	snprintf(a[2], 24, "%u", q->period_ms);
+	snprintf(a[3], 24, "%llu",
+		 (unsigned long long)part_of(q->back.burst, q->subs));
+	snprintf(a[4], 24, "%llu", (unsigned long long)q->back.units);
+	argv[0] = nd->fn ? "FCALL" : "EVALSHA";
+	argv[1] = nd->fn ? sl_fn_refund : nd->sha_refund;
+	argv[2] = "1";
+	argv[3] = key;
+	for (k = 0; k < 5; k++)
+		argv[4 + k] = a[k];
+	for (k = 0; k < 9; k++)
+		len[k] = strlen(argv[k]);
+	s->st.calls++;
+	return redisAsyncCommandArgv(nd->conn.ac, NULL, NULL, 9, argv, len);
+}
+
+/*
+ * A cluster said the key lives elsewhere: MOVED updates the slot map and
+ * the ask goes there; ASK goes there once, after ASKING. Returns 1 when
+ * the ask was sent again.
+ */
+static int
+redirect(struct sl_store *s, uint32_t i, const char *err)
+{
+	struct inflight *f = &s->fl[i];
+	struct sl_redirect r;
+	int n;
+
+	/* a node's name has room for 63 bytes */
+	if (f->hops >= 3 || !sl_redis_redirect(err, &r) ||
+	    strlen(r.host) >= sizeof(s->nodes[0].host))
+		return 0;
+	n = sl_node_of(s, r.host, r.port);
+	if (n < 0)
+		return 0;
+	f->hops++;
+	s->st.redirects++;
+	s->st.nodes = s->n_nodes;
+	if (r.moved)
+		s->slot_node[r.slot] = (uint8_t)n;
+	/* slots moving in numbers (a reshard, a failover): the whole map
+	 * again rather than one slot a MOVED at a time */
+	if (r.moved && ++s->moved >= 16)
+		sl_nodes_refresh_soon(s);
+	f->node = (uint8_t)n;
+	return send_reserve(s, i, f->eval, !r.moved) == REDIS_OK;
+}
+
+/* The reserve script's answer: granted, retry ms, reset ms, remaining. */
+static int
+answer_of(struct sl_coord_msg *a, const struct sl_coord_msg *q,
+	  const redisReply *rep)
+{
+	if (rep == NULL || rep->type != REDIS_REPLY_ARRAY || rep->elements != 4)
+		return -1;
+	memset(a, 0, sizeof(*a));
+	a->k1 = q->k1;
+	a->k2 = q->k2;
+	a->type = SL_CO_ANSWER;
+	a->worker = q->worker;
+	a->ans.granted = (uint32_t)rep->element[0]->integer;
+	a->ans.retry_ns = (uint64_t)rep->element[1]->integer * 1000000ULL;
+	a->ans.reset_ns = (uint64_t)rep->element[2]->integer * 1000000ULL;
+	a->ans.remaining = rep->element[3]->integer > 0
+				   ? (uint64_t)rep->element[3]->integer
+				   : 0;
+	return 0;
+}
+
+/*
+ * The reply of an ask already decided in its place (timed out): what the
+ * store granted and what the node granted instead must not both count.
+ * Units the store charged beyond those go back; units the node granted
+ * beyond the store's are charged to it, as taken.
+ */
+static void
+late_reply(struct sl_store *s, struct node *nd, struct inflight *f,
+	   const redisReply *rep)
+{
+	struct sl_coord_msg a, b;
+	uint64_t g;
+
+	if (!f->timed_out || f->charge)
+		return;
+	if (answer_of(&a, &f->q, rep) != 0) {
+		owe_covered(s, f); /* no count from the store: charged */
+		return;
+	}
+	f->timed_out = 0;
+	/* slow, not out */
+	if (nd != NULL)
+		close_breaker(nd);
+	g = a.ans.granted;
+	s->st.late_answers++;
+	s->st.late_units += g;
+	if (f->waiting) { /* nothing was decided in its place */
+		f->waiting = 0;
+		s->st.late_delivered++;
+		s->sink.answer(s->sink.ctx, &f->q, &a, s->now);
+		return;
+	}
+	s->sink.late(s->sink.ctx, &f->q, g, s->now);
+	if (g > f->covered) {
+		sl_msg_taken(&b, &f->q, g - f->covered);
+		b.type = SL_CO_GIVE_BACK;
+		if (sl_store_give_back(s, &b) == 0)
+			s->st.late_given_back += b.back.units;
+	} else if (f->covered > g) {
+		sl_msg_taken(&b, &f->q, f->covered - g);
+		if (sl_store_charge(s, &b, s->now) == 0)
+			s->st.late_charged += b.back.units;
+	}
+}
+
+/* A failed reply: the store refusing the appliance itself (credentials,
+ * permissions, no connection) is an outage; any other error is one ask's.
+ * An unauthenticated connection's ask with more than a few arguments is
+ * not answered NOAUTH but "ERR Protocol error: unauthenticated multibulk
+ * length" (and the connection closed): read as one ask's error, a
+ * fail_closed key was served from the share with a wrong password. */
+static int
+failure_of(const redisReply *rep)
+{
+	if (rep == NULL || (rep->type == REDIS_REPLY_ERROR &&
+			    (strncmp(rep->str, "NOAUTH", 6) == 0 ||
+			     strncmp(rep->str, "WRONGPASS", 9) == 0 ||
+			     strncmp(rep->str, "NOPERM", 6) == 0 ||
+			     strstr(rep->str, "unauthenticated") != NULL)))
+		return SL_SF_OUT;
+	return SL_SF_ERROR;
+}
+
+/* Any reply from a node (returned; NULL if none has ac now): it is up
+ * (its backoff starts afresh); an error is counted, and a cluster that
+ * says it is down is read again. */
+static struct node *
+node_said(struct sl_store *s, const redisAsyncContext *ac,
+	  const redisReply *rep)
+{
+	struct node *nd = NULL;
+	uint32_t k;
+
+	for (k = 0; k < s->n_nodes && s->nodes[k].conn.ac != ac; k++)
+		;
+	if (k < s->n_nodes) {
+		nd = &s->nodes[k];
+		nd->replies++;
+		nd->backoff_ns = 0;
+		nd->errors += rep->type == REDIS_REPLY_ERROR;
+		/* an error proves a server, not a store that answers */
+		if (rep->type != REDIS_REPLY_ERROR)
+			nd->br.last_reply_ns = s->now;
+	}
+	if (rep->type == REDIS_REPLY_ERROR &&
+	    (strncmp(rep->str, "CLUSTERDOWN", 11) == 0 ||
+	     strncmp(rep->str, "TRYAGAIN", 8) == 0))
+		sl_nodes_refresh_soon(s);
+	return nd;
+}
+
+/*
+ * A sub-bucket refused an ask: sent once more, to the next one (a key's
+ * holders start on different ones, and one may be empty while another
+ * is not). Its reply counts as a reply of the store.
+ */
+static int
+send_on(struct sl_store *s, struct node *nd, uint32_t i, const redisReply *rep)
+{
+	struct inflight *f = &s->fl[i];
+
+	if (f->charge || f->moved || f->q.subs <= 1 || rep == NULL ||
+	    rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 ||
+	    rep->element[0]->integer != 0)
+		return 0;
+	f->moved = 1;
+	f->hops = 0;
+	f->sub = (uint8_t)((f->sub + 1) % f->q.subs);
+	if (send_reserve(s, i, f->eval, 0) != REDIS_OK)
+		return 0;
+	s->st.replies++;
+	if (nd != NULL)
+		close_breaker(nd);
+	s->st.sub_retries++;
+	return 1;
+}
+
+static void
+on_reply(redisAsyncContext *ac, void *r, void *priv)
+{
+	struct sl_store *s = ac->data;
+	redisReply *rep = r;
+	uint32_t i = (uint32_t)((uintptr_t)priv & 0xffff);
+	uint32_t gen = (uint32_t)((uintptr_t)priv >> 16);
+	struct inflight *f = &s->fl[i];
+	struct node *nd = rep != NULL ? node_said(s, ac, rep) : NULL;
+	struct sl_coord_msg a;
+
+	if (f->gen != gen)
+		return; /* its slot went to another ask: counted there */
+	if (!f->used) {
+		late_reply(s, nd, f, rep);
+		return;
+	}
+	if (f->probe) { /* answered: another may go */
+		s->nodes[f->judged].br.probe_out = 0;
+		f->probe = 0;
+	}
+	if (rep != NULL && rep->type == REDIS_REPLY_ERROR) {
+		int fn_gone = strstr(rep->str, "Function not found") != NULL;
+
+		/* functions flushed (a restart without persistence): load
+		 * them again, and send this one with the script itself */
+		if (fn_gone && s->nodes[f->node].conn.ac != NULL)
+			sl_node_load_functions(&s->nodes[f->node]);
+		if ((fn_gone || strstr(rep->str, "NOSCRIPT") != NULL) &&
+		    !f->eval && send_reserve(s, i, 1, 0) == REDIS_OK)
+			return;
+		if (s->cluster && redirect(s, i, rep->str))
+			return;
+	}
+	if (send_on(s, nd, i, rep))
+		return;
+	f->used = 0;
+	if (rep == NULL || rep->type != REDIS_REPLY_ARRAY ||
+	    rep->elements != 4) {
+		s->st.errors++;
+		s->nodes[f->judged].br.fails++;
+		/* the worker gets an answer now, not after its own timeout;
+		 * one failed reply while the breaker is closed is late, not
+		 * an outage */
+		if (!f->charge)
+			s->sink.failed(s->sink.ctx, &f->q, failure_of(rep),
+				       s->now, &f->covered);
+		return;
+	}
+	s->st.replies++;
+	s->st.rtt_ns_last = s->now - f->sent_ns;
+	s->st.rtt_ns_sum += s->st.rtt_ns_last;
+	if (nd != NULL)
+		close_breaker(nd);
+	if (f->charge) {
+		s->st.charged_units += (uint64_t)rep->element[0]->integer;
+		return;
+	}
+	answer_of(&a, &f->q, rep);
+	s->sink.answer(s->sink.ctx, &f->q, &a, s->now);
+}
+
+/* ---- tiers of keys outside the static map ---- */
+
+struct tier_req {
+	struct sl_store *s;
+	struct sl_coord_msg q;
+};
+
+static void
+on_tier(redisAsyncContext *ac, void *r, void *priv)
+{
+	struct tier_req *t = priv;
+	redisReply *rep = r;
+	struct sl_coord_msg a = t->q;
+
+	(void)ac;
+	a.type = SL_CO_TIER_ANSWER;
+	a.tier.found = 0;
+	a.tier.len = 0;
+	if (rep != NULL && rep->type == REDIS_REPLY_STRING &&
+	    rep->len < (int)sizeof(a.tier.text)) {
+		memcpy(a.tier.text, rep->str, (size_t)rep->len);
+		a.tier.len = (uint8_t)rep->len;
+		a.tier.found = 1;
+	}
+	t->s->sink.answer(t->s->sink.ctx, &t->q, &a, t->s->now);
+	free(t);
+}
+
+int
+sl_store_tier(struct sl_store *s, const char *hash,
+	      const struct sl_coord_msg *q)
+{
+	struct tier_req *t;
+	struct node *nd;
+
+	if (s->n_nodes == 0)
+		return -1;
+	nd = &s->nodes[s->cluster ? s->slot_node[sl_slot_of(hash)] : 0];
+	if (nd->br.state != SL_BR_CLOSED || nd->conn.ac == NULL ||
+	    (t = malloc(sizeof(*t))) == NULL)
+		return -1;
+	t->s = s;
+	t->q = *q;
+	s->st.calls++;
+	if (redisAsyncCommand(nd->conn.ac, on_tier, t, "HGET %s %b", hash,
+			      q->tier.text, (size_t)q->tier.len) != REDIS_OK) {
+		free(t);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * An ask that timed out. While its node's breaker is closed it is one slow
+ * reply: decided late (from the node's share, or left to its reply). Not
+ * closed (the ask was the half-open probe) the node is suspect: decided by
+ * policy now (fail_closed refuses), its units owed by the node; a reply
+ * that still comes is then given back whole (covered 0), the node's units
+ * being charged through what it owes — counted once either way.
+ */
+static void
+timed_out(struct sl_store *s, struct inflight *f, uint64_t now)
+{
+	if (s->nodes[f->judged].br.state == SL_BR_CLOSED) {
+		f->waiting = !s->sink.failed(s->sink.ctx, &f->q, SL_SF_LATE,
+					     now, &f->covered);
+		return;
+	}
+	s->sink.failed(s->sink.ctx, &f->q, SL_SF_OUT, now, &f->covered);
+	f->covered = 0;
+	f->waiting = 0;
+}
+
+/*
+ * Timeouts alone are a slow node, whose late replies are squared: its
+ * circuit opens when no reply at all came from it for a while (or its
+ * connection is down), not on a few slow ones.
+ */
+static void
+judge(struct sl_store *s, struct node *nd, uint64_t now)
+{
+	const struct breaker *b = &nd->br;
+
+	if (((b->state == SL_BR_CLOSED && b->fails >= FAILS_OPEN) ||
+	     (b->state == SL_BR_HALF_OPEN && b->fails > 0 &&
+	      now >= b->next_probe_ns)) &&
+	    now - b->last_reply_ns >= SILENT_TIMEOUTS * s->timeout_ns)
+		open_breaker(s, nd, now);
+	else if (nd->conn.ac == NULL && b->state != SL_BR_OPEN)
+		open_breaker(s, nd, now);
+}
+
+/* Asks nobody answered in time: answered by policy, and counted. */
+static void
+expire(struct sl_store *s, uint64_t now)
+{
+	uint32_t k;
+
+	while (s->head != s->tail) {
+		struct inflight *f = &s->fl[s->fifo[s->head]];
+
+		if (f->used && now - f->sent_ns < s->timeout_ns)
+			break;
+		if (f->used) {
+			struct breaker *b = &s->nodes[f->judged].br;
+
+			f->used = 0;
+			s->st.timeouts++;
+			if (++b->fails >= FAILS_OPEN)
+				sl_nodes_refresh_soon(s);
+			if (f->probe)
+				b->probe_out = 0;
+			/* decided in its place now; its reply, if it comes,
+			 * is reconciled with what was granted here */
+			f->timed_out = !f->charge;
+			if (!f->charge)
+				timed_out(s, f, now);
+		}
+		s->head = (s->head + 1) % INFLIGHT;
+		s->n--;
+	}
+	for (k = 0; k < s->n_nodes; k++)
+		judge(s, &s->nodes[k], now);
+}
+
+void
+sl_store_poll(struct sl_store *s, uint64_t now)
+{
+	uint32_t i;
+
+	s->now = now;
+	for (i = 0; i < s->n_nodes; i++) {
+		struct node *n = &s->nodes[i];
+
+		sl_redis_drive(&n->conn);
+	}
+	sl_nodes_poll(s, now);
+	s->st.connected = (uint8_t)sl_nodes_any_connected(s);
+	s->st.functions = 0;
+	for (i = 0; i < s->n_nodes; i++)
+		s->st.functions +=
+			s->nodes[i].conn.ac != NULL && s->nodes[i].fn;
+	expire(s, now);
+	store_state(s);
+	if (s->st.connected)
+		settle(s, now);
+	s->st.owed_keys = s->owed.n;
+	s->st.owed_dropped = s->owed.dropped_units;
+}
+
+const struct sl_store_stats *
+sl_store_stats(const struct sl_store *s)
+{
+	return &s->st;
+}

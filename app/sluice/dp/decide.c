@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The decision for one request: blocklist, then every matching limit
+ * checked, all charged or none, the strictest denial answered.
+ */
+#include <string.h>
+
+#include "blockfib.h"
+#include "coord.h"
+#include "dp.h"
+
+#define NS 1000000000ULL
+
+/* A rule's scope for this request, hashed once per scope per request. */
+struct scope_id {
+	struct sl_scope_id id;
+	uint8_t done;
+};
+
+static void
+scope_bytes(struct scope_id *s, uint8_t scope, const struct sl_http_req *req,
+	    const struct sl_identity *id)
+{
+	sl_scope_of(scope, req, id, &s->id);
+	s->done = 1;
+}
+
+struct check {
+	uint16_t rule;
+	uint8_t denied;
+	struct sl_limit_state *st;
+	struct sl_limit_params params;
+	struct sl_limit_result res;
+};
+
+/* The bucket of a rule for this request, and its numbers (overrides in). */
+static struct sl_bucket_key
+rule_key(struct sl_worker *w, const struct sl_policy *pol, uint16_t rule,
+	 const struct scope_id *s, struct sl_limit_params *params)
+{
+	const struct sl_rule *r = sl_ruleset_rule(pol->rs, rule);
+	uint64_t w2[2];
+	struct sl_bucket_key k;
+	const struct sl_override *o = NULL;
+
+	sl_bucket_words(sl_ruleset_rule_id(pol->rs, rule), &s->id, w2);
+	k = (struct sl_bucket_key){w2[0], w2[1]};
+	*params = pol->params[rule];
+	if (s->id.kind != 0xff)
+		o = sl_ruleset_override(
+			pol->rs, rule, s->id.kind, s->id.b, s->id.len,
+			w->app->wall0_s + (int64_t)(w->now_ns / NS));
+	if (o != NULL)
+		sl_rule_params(r, &o->limit, o->burst, params);
+	return k;
+}
+
+/* first: the decision's first limit, found through the flow's hint */
+static void
+check_one(struct sl_worker *w, const struct sl_req *q, struct check *c,
+	  struct scope_id *s, int first)
+{
+	const struct sl_policy *pol = w->pol;
+	const struct sl_rule *r = sl_ruleset_rule(pol->rs, c->rule);
+	struct sl_bucket_key k = rule_key(w, pol, c->rule, s, &c->params);
+	struct sl_bucket_table *t =
+		r->algo == SL_ALGO_SLIDING_LOG ? w->logs : w->buckets;
+
+	c->st = first && t == sl_hint_table(w)
+			? sl_hinted_get(w, q->flow, &k)
+			: sl_bucket_get(t, &k, w->now_ns);
+	sl_limit_check(&c->params, c->st, r->cost, w->now_ns, &c->res);
+}
+
+static void
+count_identity(struct sl_worker *w, const struct sl_identity *id, int rc)
+{
+	if (rc != 0)
+		w->ctr.xff_fallback++;
+	if (id->kind == SL_ID_KEY)
+		w->ctr.ident_key++;
+	else if (id->kind == SL_ID_USER)
+		w->ctr.ident_user++;
+	else
+		w->ctr.ident_ip++;
+}
+
+/* Charges every limit that allowed; counts per rule. */
+static void
+commit_all(struct sl_worker *w, struct check *cs, uint32_t n)
+{
+	const struct sl_policy *pol = w->pol;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct sl_rule *r = sl_ruleset_rule(pol->rs, cs[i].rule);
+		struct sl_bucket_table *t =
+			r->algo == SL_ALGO_SLIDING_LOG ? w->logs : w->buckets;
+		struct sl_limit_result after;
+
+		if (cs[i].denied) { /* a shadow rule that would have said no */
+			w->rules[pol->slot[cs[i].rule]].shadow_rejected++;
+			continue;
+		}
+		sl_limit_commit(&cs[i].params, cs[i].st, r->cost, w->now_ns);
+		/* full again once what it holds has drained */
+		sl_limit_check(&cs[i].params, cs[i].st, 0, w->now_ns, &after);
+		sl_bucket_touch(t, cs[i].st, w->now_ns + after.reset_ns);
+		w->rules[pol->slot[cs[i].rule]].allowed++;
+	}
+}
+
+/* A shadow rule that would have rejected counts once per request. */
+static void
+count_shadow(struct sl_worker *w, const struct sl_req *q,
+	     uint32_t shadow_denied)
+{
+	w->ctr.shadow_rejected += shadow_denied > 0;
+	w->tiers_ctr[q->tier + 1].shadow_rejected += shadow_denied > 0;
+}
+
+/* For the decision stream: the enforcing limit closest to refusing. */
+static void
+note_allowed(struct sl_worker *w, const struct sl_req *q,
+	     const struct check *cs, uint32_t n)
+{
+	const struct sl_policy *pol = w->pol;
+	uint32_t i, best = n;
+
+	for (i = 0; i < n; i++)
+		if (!sl_ruleset_rule(pol->rs, cs[i].rule)->shadow &&
+		    (best == n || cs[i].res.remaining < cs[best].res.remaining))
+			best = i;
+	sl_dec_record(w, q, SL_V_ALLOWED,
+		      best == n ? SL_DEC_NO_RULE : pol->slot[cs[best].rule],
+		      best == n ? 0 : cs[best].res.remaining, 0);
+}
+
+static struct sl_verdict
+allowed(struct sl_worker *w, struct sl_req *q, uint32_t shadow_denied,
+	const struct check *cs, uint32_t n)
+{
+	sl_count_allowed(w, q);
+	count_shadow(w, q, shadow_denied);
+	if (sl_dec_pick(w, 0)) {
+		q->flags |= shadow_denied ? SL_DF_SHADOW : 0;
+		note_allowed(w, q, cs, n);
+	}
+	return sl_verdict_go();
+}
+
+/* The lease client's view of a rule for this request. */
+static void
+need_of(struct sl_worker *w, uint16_t rule, const struct scope_id *s,
+	struct sl_need *n)
+{
+	const struct sl_policy *pol = w->pol;
+	const struct sl_rule *r = sl_ruleset_rule(pol->rs, rule);
+	struct sl_limit_params lp;
+
+	n->key = rule_key(w, pol, rule, s, &lp);
+	n->count = lp.count;
+	n->burst = lp.burst;
+	n->period_ms = lp.period_ms;
+	n->algo = lp.algo;
+	n->cost = r->cost;
+	n->accuracy_ppm = r->accuracy_ppm;
+	n->slot = pol->slot[rule];
+	n->on_failure = r->on_store_failure;
+	n->subs = r->sub_buckets;
+}
+
+/*
+ * With a coordinator: every enforcing limit is spent from a lease; shadow
+ * rules are counted from this worker's own buckets, never waited for.
+ */
+static struct sl_verdict
+decide_leased(struct sl_worker *w, struct sl_req *q, const uint16_t *idx,
+	      uint32_t n, struct scope_id *scopes)
+{
+	const struct sl_policy *pol = w->pol;
+	struct sl_need ns[SL_MAX_MATCH];
+	uint32_t i, k = 0, shadow_denied = 0;
+	struct sl_verdict v;
+
+	for (i = 0; i < n; i++) {
+		const struct sl_rule *r = sl_ruleset_rule(pol->rs, idx[i]);
+		struct scope_id *s = &scopes[r->scope];
+		struct check c = {.rule = idx[i]};
+
+		if (!s->done)
+			scope_bytes(s, r->scope, q->http, q->id);
+		if (!r->shadow) {
+			need_of(w, idx[i], s, &ns[k++]);
+			continue;
+		}
+		check_one(w, q, &c, s, 0);
+		c.denied = !c.res.allow;
+		shadow_denied += c.denied;
+		commit_all(w, &c, 1);
+	}
+	if (k == 0)
+		return allowed(w, q, shadow_denied, NULL, 0);
+	q->flags |= shadow_denied ? SL_DF_SHADOW : 0;
+	v = sl_leased_decide(w, q, ns, k);
+	if (v.action != SL_REQ_STOP)
+		count_shadow(w, q, shadow_denied);
+	return v;
+}
+
+static struct sl_verdict
+refuse(struct sl_worker *w, int err)
+{
+	w->ctr.invalid++;
+	w->ctr.parse_error[err]++;
+	return sl_verdict_stop(&w->pol->tpl400[err]);
+}
+
+/*
+ * 403 for a blocklisted key (in either credential) or client address,
+ * 400 for two credentials naming two keys; *key_tier: the key's tier in
+ * the static map. CONTINUE when neither.
+ */
+static struct sl_verdict
+screen(struct sl_worker *w, const struct sl_req *q, int *key_tier)
+{
+	const struct sl_ruleset *rs = w->pol->rs;
+	const struct sl_http_req *req = q->http;
+	struct sl_str k = req->api_key, b = req->bearer;
+	int conflict = sl_http_credentials_conflict(req);
+
+	if ((k.len && sl_ruleset_key_info(rs, k.p, k.len, key_tier)) ||
+	    (conflict && sl_ruleset_key_blocked(rs, b.p, b.len)) ||
+	    (w->pol->fib != NULL &&
+	     sl_blockfib_blocked(w->pol->fib, q->id->ip_af, q->id->addr)))
+		return sl_verdict_blocked(w, q);
+	if (conflict)
+		return refuse(w, SL_HTTP_E_CREDENTIALS);
+	return sl_verdict_go();
+}
+
+/* The request's tier: the static map's, else the keys hash's (cached). */
+static int16_t
+tier_of(struct sl_worker *w, const struct sl_http_req *req, int key_tier)
+{
+	if (key_tier >= 0)
+		return (int16_t)key_tier;
+	if (w->app->coord != NULL && w->app->coord->store != NULL)
+		return (int16_t)sl_tier_of(w, req->api_key.p, req->api_key.len);
+	return (int16_t)sl_ruleset_default_tier(w->pol->rs);
+}
+
+/* Without a coordinator: every limit from this worker's own buckets. */
+static struct sl_verdict
+decide_local(struct sl_worker *w, struct sl_req *q, const uint16_t *idx,
+	     uint32_t n, struct scope_id *scopes)
+{
+	const struct sl_policy *pol = w->pol;
+	struct check cs[SL_MAX_MATCH];
+	uint32_t i, shadow_denied = 0;
+	int strict = -1;
+
+	for (i = 0; i < n; i++) {
+		const struct sl_rule *r = sl_ruleset_rule(pol->rs, idx[i]);
+		struct scope_id *s = &scopes[r->scope];
+
+		if (!s->done)
+			scope_bytes(s, r->scope, q->http, q->id);
+		cs[i].rule = idx[i];
+		check_one(w, q, &cs[i], s, i == 0);
+		cs[i].denied = !cs[i].res.allow;
+		if (!cs[i].denied)
+			continue;
+		if (r->shadow) {
+			shadow_denied++;
+			continue;
+		}
+		/* the strictest limit is the one that makes the client wait
+		 * longest */
+		if (strict < 0 ||
+		    cs[i].res.retry_after_ns > cs[strict].res.retry_after_ns)
+			strict = (int)i;
+	}
+	if (strict < 0) {
+		commit_all(w, cs, n);
+		return allowed(w, q, shadow_denied, cs, n);
+	}
+	q->flags |= shadow_denied ? SL_DF_SHADOW : 0;
+	return sl_verdict_limited(
+		w, q,
+		&(struct sl_limit_refusal){
+			.rule = cs[strict].rule,
+			.slot = pol->slot[cs[strict].rule],
+			.count = cs[strict].params.count,
+			.period_ns = cs[strict].params.period_ns,
+			.retry_ns = cs[strict].res.retry_after_ns,
+			.reset_ns = cs[strict].res.reset_ns,
+			.remaining = cs[strict].res.remaining});
+}
+
+struct sl_verdict
+sl_decide(struct sl_worker *w, struct sl_req *q)
+{
+	const struct sl_policy *pol = w->pol;
+	const struct sl_http_req *req = q->http;
+	struct sl_identity id;
+	struct sl_match_req m;
+	struct sl_http_norm nt;
+	struct scope_id scopes[5];
+	uint16_t idx[SL_MAX_MATCH];
+	struct sl_verdict v;
+	uint32_t n, i;
+	int key_tier = -1, err;
+
+	q->flags = 0;
+	q->tier = -1;
+	q->id = &id;
+	count_identity(w, &id,
+		       sl_ident_extract(&w->app->ident, req, q->p->af,
+					q->p->src, &id));
+	v = screen(w, q, &key_tier);
+	if (v.action == SL_REQ_STOP)
+		return v;
+	err = sl_http_normalize(&pol->norm, req, w->norm_buf,
+				w->app->cfg->dataplane.max_head_bytes, &nt);
+	if (err != 0)
+		return refuse(w, err);
+	sl_match_req_init(&m, req, &nt);
+	if (m.has_key)
+		m.tier = tier_of(w, req, key_tier);
+	q->tier = m.tier;
+	n = sl_ruleset_match(pol->rs, &m, idx, SL_MAX_MATCH);
+	/* only the flags: each scope is ~0.5 kB, filled when first used */
+	for (i = 0; i < 5; i++)
+		scopes[i].done = 0;
+	sl_bucket_begin(w->buckets);
+	sl_bucket_begin(w->logs);
+	if (w->app->coord != NULL)
+		return decide_leased(w, q, idx, n, scopes);
+	return decide_local(w, q, idx, n, scopes);
+}
+
+struct sl_verdict
+sl_decide_invalid(struct sl_worker *w, const struct sl_flow_event *ev)
+{
+	const struct sl_policy *pol = w->pol;
+
+	w->ctr.invalid++;
+	if (ev->kind == SL_EV_HEAD_TOO_LARGE) {
+		w->ctr.head_too_large++;
+		return sl_verdict_stop(&pol->tpl431);
+	}
+	if (ev->kind == SL_EV_HEAD_TIMEOUT) {
+		w->ctr.head_timeout++;
+		return sl_verdict_stop(&pol->tpl408);
+	}
+	w->ctr.parse_error[ev->req->error]++;
+	return sl_verdict_stop(&pol->tpl400[ev->req->error]);
+}

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef SLUICE_DP_H
+#define SLUICE_DP_H
+
+/*
+ * Inside the data path. Calls point one way, down this list:
+ *
+ *   worker.c   the loop: RX, stage, inspect, carry out verdicts, leases
+ *   decide.c   a request against the rules: returns a verdict
+ *   leased.c   the lease client: a verdict from leases, or park
+ *   degrade.c  the store's on_store_failure, from local buckets
+ *   tiers.c    a key's tier, asked of the keys hash and cached
+ *   verdict.c  the numbers of a 429, and every refusal counted
+ *   account.c  counters, the throttled sketch, the decision stream
+ *   reply.c    a verdict's frames: the answer, the RST, the ACK
+ *   parkq.c    the queue of requests waiting for an answer
+ *   tx.c       TX buffering; a leaf
+ *
+ * A decision is a value (struct sl_verdict) the caller carries out; none
+ * of these files sends, parks or replays anything for another.
+ */
+
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "coord.h"
+#include "sl_lease.h"
+#include "sluice.h"
+
+#define SL_DOWN 0
+#define SL_UP   1
+
+/* The request being decided. */
+struct sl_req {
+	const struct sl_http_req *http; /* NULL: a parked one, decided again */
+	const struct sl_pkt *p;
+	struct sl_flow *flow; /* its flow's hint finds the first limit */
+	const struct sl_identity *id;
+	int16_t tier;     /* -1: no API key */
+	uint8_t flags;    /* SL_DF_* for the decision stream */
+	uint8_t parkable; /* what follows its head in the segment is its own */
+};
+
+/* What was decided, for the caller to carry out. */
+struct sl_verdict {
+	enum sl_req_action action;      /* CONTINUE, STOP or PARK */
+	uint16_t park;                  /* PARK: the park queue's entry */
+	const struct sl_reply_tpl *tpl; /* STOP: the answer; NULL: none */
+	struct sl_reply_nums nums;
+};
+
+/* decide.c */
+struct sl_verdict sl_decide(struct sl_worker *w, struct sl_req *r);
+/* A head the parser refused (400), too large (431) or too slow (408). */
+struct sl_verdict sl_decide_invalid(struct sl_worker *w,
+				    const struct sl_flow_event *ev);
+
+/* leased.c: the request's enforcing limits, spent from leases. */
+struct sl_verdict sl_leased_decide(struct sl_worker *w, struct sl_req *r,
+				   const struct sl_need *ns, uint32_t n);
+/* A parked request, decided again: 0 and *v set once it is decided. */
+int sl_leased_resolve(struct sl_worker *w, struct sl_parked *e,
+		      struct sl_verdict *v);
+/* The coordinator's answers applied to the leases; returns how many. */
+unsigned int sl_leased_answers(struct sl_worker *w);
+/* Expired leases' unspent units given back, a few per call. */
+void sl_leased_sweep(struct sl_worker *w);
+/* Keeps l's entry for as long as anything in it matters (a lease, a
+ * refusal, an answer to come, a slice not yet full again). */
+void sl_lease_touch(struct sl_worker *w, struct sl_lease *l);
+/* An ask unanswered this long is lost, as sl_lease_touch keeps it. */
+static inline uint64_t
+sl_ask_stale_ns(const struct sl_worker *w)
+{
+	return w->app->store_timeout_ns + SL_LEASE_LIFETIME_NS;
+}
+int sl_leased_init(struct sl_worker *w);
+
+/* xlate.c: a kept connection's sequence numbers (response.keep_alive) */
+enum { SL_XL_GO = 0, SL_XL_DROP, SL_XL_RESET };
+int sl_xlate_init(struct sl_worker *w);
+void sl_xlate_free(struct sl_worker *w);
+/* A client segment of a translated flow, before the flow reads it: GO
+ * with *ack its ack in the server's numbers; DROP an answered head sent
+ * again (its answer acknowledged, or lost and sent again now), RESET
+ * one whose lost answer was not kept. */
+int sl_xlate_client_in(struct sl_worker *w, struct sl_flow *f, struct sl_pkt *p,
+		       uint32_t *ack);
+/* On its way to the server: sequence and ack in the server's numbers. */
+void sl_xlate_client_out(struct sl_worker *w, const struct sl_flow *f,
+			 uint8_t *frame, struct sl_pkt *p, uint32_t ack);
+/* A server segment's ack in the client's numbers, before the flow. */
+uint32_t sl_xlate_server_in(struct sl_worker *w, const struct sl_flow *f,
+			    const struct sl_pkt *p);
+void sl_xlate_server_out(struct sl_worker *w, const struct sl_flow *f,
+			 uint8_t *frame, struct sl_pkt *p, uint32_t ack);
+/* A client sequence number in the server's numbers (f may be NULL). */
+uint32_t sl_xlate_client_seq(struct sl_worker *w, const struct sl_flow *f,
+			     uint32_t seq);
+/* A server sequence number in the client's numbers (f may be NULL). */
+uint32_t sl_xlate_server_seq(struct sl_worker *w, const struct sl_flow *f,
+			     uint32_t seq);
+/* Whether the last answer put in was acknowledged (or there was none). */
+int sl_xlate_answer_acked(struct sl_worker *w, const struct sl_flow *f);
+/* A head answered in place and the connection kept; reply (about to be
+ * sent) is kept until acknowledged, where the share of mbufs allows. */
+void sl_xlate_answered(struct sl_worker *w, struct sl_flow *f,
+		       uint32_t head_seq, uint32_t head_len, uint32_t reply_seq,
+		       struct rte_mbuf *reply, uint32_t reply_len);
+void sl_leased_free(struct sl_worker *w);
+
+/* degrade.c: decided alone, from this worker's slice of each limit. */
+struct sl_lease;
+/* Units of lease l for the coordinator (given back, or taken); 0 or -1
+ * when its ring is full. */
+int sl_lease_units_msg(struct sl_worker *w, const struct sl_bucket_key *k,
+		       const struct sl_lease *l, uint8_t type, uint64_t units);
+/* Units admitted without a grant, reported for the authority to count. */
+void sl_report_taken(struct sl_worker *w, const struct sl_bucket_key *k,
+		     const struct sl_lease *l, uint64_t units);
+/* Decided from the worker's slices: late, no answer came in time (else
+ * the request could not wait for one). */
+struct sl_verdict sl_degrade(struct sl_worker *w, struct sl_req *r,
+			     const struct sl_need *ns, struct sl_lease **ls,
+			     uint32_t n, int late);
+
+/* tiers.c: a key outside the static map: cached, else asked (default). */
+int sl_tier_of(struct sl_worker *w, const char *key, uint32_t len);
+int sl_tiers_init(struct sl_worker *w);
+void sl_tiers_free(struct sl_worker *w);
+struct sl_coord_msg;
+void sl_tier_answer(struct sl_worker *w, const struct sl_coord_msg *a);
+
+/* verdict.c */
+/* Retry-After seconds: never earlier than true, spread by the jitter. */
+uint64_t sl_retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
+			  uint64_t period_ns);
+/*
+ * A request refused by a limit (local, leased or degraded): the 429 of
+ * rule index rule (-1: removed since, no answer), counted per rule and
+ * tier, ranked among the most throttled, sampled.
+ */
+struct sl_limit_refusal {
+	int rule;
+	uint16_t slot;
+	uint64_t count, period_ns;
+	uint64_t retry_ns, reset_ns, remaining;
+};
+struct sl_verdict sl_verdict_limited(struct sl_worker *w,
+				     const struct sl_req *r,
+				     const struct sl_limit_refusal *x);
+/* The same for a lease client's need: its rule found by slot. */
+struct sl_verdict sl_verdict_need(struct sl_worker *w, const struct sl_req *r,
+				  const struct sl_need *n, uint64_t retry_ns,
+				  uint64_t reset_ns, uint64_t remaining);
+/* The 403 of a blocklisted identity, counted. */
+struct sl_verdict sl_verdict_blocked(struct sl_worker *w,
+				     const struct sl_req *r);
+/*
+ * A fixed answer (400, 408, 431), and the request let through. Only what
+ * the action reads is written: a verdict is made per request, and
+ * clearing its numbers each time is a cost on every allowed one.
+ */
+static inline struct sl_verdict
+sl_verdict_stop(const struct sl_reply_tpl *tpl)
+{
+	struct sl_verdict v;
+
+	v.action = SL_REQ_STOP;
+	v.tpl = tpl;
+	return v;
+}
+
+static inline struct sl_verdict
+sl_verdict_go(void)
+{
+	struct sl_verdict v;
+
+	v.action = SL_REQ_CONTINUE;
+	return v;
+}
+
+/* account.c */
+/* Queues the record of a sampled decision (after sl_dec_pick said yes). */
+void sl_dec_record(struct sl_worker *w, const struct sl_req *r, uint8_t verdict,
+		   uint16_t slot, uint64_t remaining, uint64_t retry_ns);
+/* A refused request in counter slot: totals, rule, tier, sketch, stream. */
+void sl_count_rejected(struct sl_worker *w, const struct sl_req *r,
+		       uint16_t slot, uint64_t remaining, uint64_t retry_ns);
+
+/* reply.c */
+/* Turns the request segment m into the answer and resets the server. */
+void sl_reply_send(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
+		   const struct sl_pkt *p, const struct sl_verdict *v);
+/* Acknowledges an absorbed segment (m becomes the ACK). */
+void sl_reply_ack(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
+		  const struct sl_pkt *p);
+/*
+ * The frame's first cut payload bytes go on to the backend alone (the
+ * rest waits to be sent again): lengths and checksums rewritten.
+ */
+void sl_reply_keep(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
+		   const struct sl_pkt *p, const struct sl_verdict *v,
+		   uint32_t head_off);
+void sl_reply_reset(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
+		    const struct sl_pkt *p);
+void sl_reply_prefix(struct sl_worker *w, struct rte_mbuf *m, struct sl_pkt *p,
+		     uint32_t cut);
+/* Asks the server where it stands (an ACK one byte behind). */
+void sl_reply_probe(struct sl_worker *w, struct rte_mbuf *m,
+		    const struct sl_pkt *p);
+
+/* tx.c */
+void sl_tx_flush(struct sl_worker *w, int dir);
+
+/* Buffered: out with a full burst, or at the drain interval. Inline, as
+ * every forwarded frame takes it. */
+static inline void
+sl_tx_send(struct sl_worker *w, int dir, struct rte_mbuf *m)
+{
+	struct sl_txbuf *b = &w->tx[dir];
+
+	b->m[b->n++] = m;
+	if (b->n == SL_BURST)
+		sl_tx_flush(w, dir);
+}
+
+/* How a lease of need n is sized (sl_lease_want, sl_lease_saturated). */
+static inline struct sl_lease_sizing
+sl_sizing_of(const struct sl_worker *w, const struct sl_need *n)
+{
+	return (struct sl_lease_sizing){.count = n->count,
+					.period_ns = n->period_ms * 1000000ULL,
+					.accuracy_ppm = n->accuracy_ppm,
+					.holders = w->app->holders,
+					.burst = n->burst,
+					.now_ns = w->now_ns};
+}
+
+/* Whether lease l of need n is saturated (sl_lease_saturated). */
+static inline int
+sl_need_saturated(const struct sl_worker *w, const struct sl_need *n,
+		  const struct sl_lease *l)
+{
+	struct sl_lease_sizing z = sl_sizing_of(w, n);
+
+	return sl_lease_saturated(l, &z);
+}
+
+/*
+ * Lease l holds need n's numbers (the authority's messages carry them,
+ * and its slice is n's limit over every holder); the slice is computed
+ * again only when they change.
+ */
+static inline void
+sl_lease_number(const struct sl_worker *w, struct sl_lease *l,
+		const struct sl_need *n)
+{
+	if (l->count != n->count || l->slice.period_ns == 0)
+		sl_share_of(&l->slice, n->count, n->burst,
+			    n->period_ms * 1000000ULL, w->app->holders);
+	l->algo = n->algo;
+	l->count = n->count;
+	l->burst = n->burst;
+	l->period_ms = n->period_ms;
+	l->on_failure = n->on_failure;
+	l->subs = n->subs;
+}
+
+/* Message m to the coordinator on this worker's ring; -1: ring full. */
+static inline int
+sl_to_coord(const struct sl_worker *w, struct sl_coord_msg *m)
+{
+	return rte_ring_enqueue_elem(w->app->coord->ask[w->queue], m,
+				     sizeof(*m));
+}
+
+/* The table a flow's bucket_hint names: the first limit each decision
+ * looks up (leases with a coordinator, local buckets without). */
+static inline struct sl_bucket_table *
+sl_hint_table(const struct sl_worker *w)
+{
+	return w->app->coord != NULL ? w->leases : w->buckets;
+}
+
+/*
+ * The first limit state of a decision, found through the flow's hint (a
+ * keep-alive connection sends the same identity), and the hint renewed.
+ * A stale or foreign hint costs one compare.
+ */
+static inline struct sl_limit_state *
+sl_hinted_get(struct sl_worker *w, struct sl_flow *f,
+	      const struct sl_bucket_key *k)
+{
+	struct sl_bucket_table *t = sl_hint_table(w);
+
+	if (f == NULL)
+		return sl_bucket_get(t, k, w->now_ns);
+	return sl_bucket_get_hinted(t, k, w->now_ns, &f->bucket_hint);
+}
+
+/* A request let through, in the totals and its tier's. */
+static inline void
+sl_count_allowed(struct sl_worker *w, const struct sl_req *r)
+{
+	w->ctr.allowed++;
+	w->tiers_ctr[r->tier + 1].allowed++;
+}
+
+/* The worker's own xorshift: jitter and sampling, no shared state. */
+static inline uint64_t
+sl_rnd(struct sl_worker *w)
+{
+	w->rng ^= w->rng << 13;
+	w->rng ^= w->rng >> 7;
+	w->rng ^= w->rng << 17;
+	return w->rng;
+}
+
+/* Whether this decision goes to the decision stream (random, at the rate
+ * of the running rules); one load and a branch when sampling is off. */
+static inline int
+sl_dec_pick(struct sl_worker *w, int rejected)
+{
+	uint32_t ppm = w->pol->dec_ppm[rejected != 0];
+
+	if (likely(ppm == 0 || w->dec_ring == NULL))
+		return 0;
+	if (ppm >= 1000000)
+		return 1;
+	return sl_rnd(w) % 1000000 < ppm;
+}
+
+#endif /* SLUICE_DP_H */

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Refusals: the one place a limit's "no" becomes an answer's numbers and
+ * is counted, whichever path (local buckets, leases, degraded) said it.
+ */
+#include "dp.h"
+
+#define NS 1000000000ULL
+
+static uint64_t
+secs_up(uint64_t ns)
+{
+	return ns / NS + (ns % NS != 0);
+}
+
+uint64_t
+sl_retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
+		 uint64_t period_ns)
+{
+	uint64_t s = ns == SL_NEVER ? secs_up(period_ns) : secs_up(ns);
+	uint64_t spread;
+
+	if (s == 0)
+		s = 1;
+	spread = (s * jitter_ppm + 999999) / 1000000;
+	return s + (spread ? sl_rnd(w) % (spread + 1) : 0);
+}
+
+/* The rule's own template when the numbers are its own, else the one
+ * that prints them. */
+static const struct sl_reply_tpl *
+tpl429(const struct sl_policy *pol, uint32_t r, const struct sl_reply_nums *v)
+{
+	const struct sl_reply_tpl *t = &pol->tpl429[r];
+
+	return t->limit == v->limit && t->window_s == v->window_s
+		       ? t
+		       : &pol->tpl429_any[r];
+}
+
+struct sl_verdict
+sl_verdict_limited(struct sl_worker *w, const struct sl_req *r,
+		   const struct sl_limit_refusal *x)
+{
+	const struct sl_policy *pol = w->pol;
+	struct sl_verdict v = {.action = SL_REQ_STOP};
+
+	v.nums.retry_after_s =
+		sl_retry_seconds(w, x->retry_ns, pol->jitter_ppm, x->period_ns);
+	v.nums.limit = x->count;
+	v.nums.window_s = secs_up(x->period_ns);
+	v.nums.remaining = x->remaining;
+	v.nums.reset_s = secs_up(x->reset_ns);
+	v.tpl = x->rule >= 0 ? tpl429(pol, (uint32_t)x->rule, &v.nums) : NULL;
+	sl_count_rejected(w, r, x->slot, x->remaining, x->retry_ns);
+	return v;
+}
+
+struct sl_verdict
+sl_verdict_need(struct sl_worker *w, const struct sl_req *r,
+		const struct sl_need *n, uint64_t retry_ns, uint64_t reset_ns,
+		uint64_t remaining)
+{
+	const struct sl_policy *pol = w->pol;
+	int rule = n->slot < SL_MAX_RULES ? pol->rule_of_slot[n->slot] : -1;
+
+	return sl_verdict_limited(
+		w, r,
+		&(struct sl_limit_refusal){.rule = rule,
+					   .slot = n->slot,
+					   .count = n->count,
+					   .period_ns =
+						   n->period_ms * 1000000ULL,
+					   .retry_ns = retry_ns,
+					   .reset_ns = reset_ns,
+					   .remaining = remaining});
+}
+
+struct sl_verdict
+sl_verdict_blocked(struct sl_worker *w, const struct sl_req *r)
+{
+	const struct sl_identity *id = r->id;
+
+	w->ctr.blocked++;
+	sl_top_add(&w->top, sl_ident_hash(id), SL_SLOT_BLOCKLIST, id->kind,
+		   id->ip_af, id->id, id->len);
+	if (sl_dec_pick(w, 1))
+		sl_dec_record(w, r, SL_V_BLOCKED, SL_SLOT_BLOCKLIST, 0, 0);
+	return sl_verdict_stop(&w->pol->tpl403);
+}

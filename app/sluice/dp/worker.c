@@ -1,0 +1,813 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <stddef.h>
+#include <string.h>
+
+#include <emmintrin.h>
+
+#include <rte_malloc.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_prefetch.h>
+#include <rte_random.h>
+
+#include "dp.h"
+
+#define DOWN SL_DOWN
+#define UP   SL_UP
+
+/* The flow table's parameters, for a worker's first table and any reset. */
+static struct sl_flow_params
+flow_params(const struct sl_worker *w, int track_only)
+{
+	const struct sl_config *c = w->app->cfg;
+
+	return (struct sl_flow_params){
+		.capacity = c->dataplane.flows_per_worker,
+		.head_slots = c->dataplane.head_buffers_per_worker,
+		.max_head_bytes = c->dataplane.max_head_bytes,
+		.idle_timeout = w->app->idle_tsc,
+		.closed_timeout = w->app->tsc_hz, /* TIME_WAIT is the hosts' */
+		.young_grace = w->app->tsc_hz,    /* a handshake's second */
+		.head_timeout =
+			c->dataplane.head_timeout_ms * w->app->tsc_hz / 1000,
+		.heads_per_source = c->dataplane.head_buffers_per_source,
+		.http = &w->app->http,
+		.track_only = (uint8_t)track_only,
+		.hash_seed = w->flow_seed,
+	};
+}
+
+int
+sl_worker_init(struct sl_worker *w, const struct sl_app *app,
+	       unsigned int lcore, uint16_t queue, int track_only)
+{
+	const struct sl_config *c = app->cfg;
+	uint32_t nlog = c->dataplane.buckets_per_worker / 16;
+	struct sl_flow_params fp;
+
+	memset(w, 0, sizeof(*w));
+	w->app = app;
+	w->lcore = lcore;
+	w->queue = queue;
+	w->rng = 0x2545f4914f6cdd1dULL ^ ((uint64_t)lcore << 32) ^ rte_rdtsc();
+	w->flow_seed = rte_rand() | 1;
+	fp = flow_params(w, track_only);
+	w->flows = sl_flow_table_create(&fp);
+	w->buckets = sl_bucket_table_create(c->dataplane.buckets_per_worker, 0);
+	w->logs = sl_bucket_table_create(nlog < 1024 ? 1024 : nlog, 1);
+	w->norm_buf = rte_malloc_socket("sl_norm", c->dataplane.max_head_bytes,
+					0, rte_lcore_to_socket_id(lcore));
+	if (w->flows == NULL || w->buckets == NULL || w->logs == NULL ||
+	    w->norm_buf == NULL || sl_leased_init(w) != 0 ||
+	    sl_xlate_init(w) != 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Forgets every connection (benchmarks: each round starts afresh). */
+int
+sl_worker_reset_flows(struct sl_worker *w)
+{
+	struct sl_flow_params fp = flow_params(w, 0);
+
+	sl_flow_table_free(w->flows);
+	w->flows = sl_flow_table_create(&fp);
+	if (w->flows == NULL)
+		return -ENOMEM;
+	/* (xl entries count only under a flow's SL_NF_XLATE: none now) */
+	sl_flow_table_prefault(w->flows);
+	return 0;
+}
+
+void
+sl_worker_free(struct sl_worker *w)
+{
+	if (w->n_rst > 0)
+		rte_pktmbuf_free_bulk(w->rst, w->n_rst);
+	w->n_rst = 0;
+	sl_flow_table_free(w->flows);
+	sl_bucket_table_free(w->buckets);
+	sl_bucket_table_free(w->logs);
+	rte_free(w->norm_buf);
+	w->norm_buf = NULL;
+	sl_leased_free(w);
+	sl_xlate_free(w);
+}
+
+/* The segment being inspected, for the flow's event callback. */
+struct inspecting {
+	struct sl_worker *w;
+	struct rte_mbuf *m;
+	const struct sl_pkt *p;
+	struct sl_flow *flow;       /* once an event named it */
+	struct sl_verdict v;        /* the last event's */
+	struct sl_park_place place; /* of a request that parks */
+	struct sl_flow *xl_flow;    /* translated (keep_alive): its flow */
+	uint32_t xl_ack; /* and the segment's ack, server's numbers */
+};
+
+/* Whether a chunked body takes all that follows its head in the segment. */
+static int
+chunked_takes_all(const struct inspecting *in, uint32_t off, uint32_t rest)
+{
+	const char *b = rte_pktmbuf_mtod(in->m, const char *) +
+			in->p->payload_off + off;
+	struct sl_chunked ck;
+	int done;
+
+	sl_chunked_init(&ck);
+	return sl_chunked_consume(&ck, b, rest, &done) == (long)rest;
+}
+
+/* A request may wait for the coordinator only if what follows its head
+ * in this segment is its own body. */
+static int
+parkable(const struct inspecting *in, const struct sl_flow_event *ev)
+{
+	uint32_t len = in->p->payload_len;
+	uint32_t rest = len > ev->seg_end ? len - ev->seg_end : 0;
+
+	if (rest == 0 || (ev->req->has_cl && !ev->req->chunked &&
+			  rest <= ev->req->content_length))
+		return 1;
+	return ev->req->chunked && chunked_takes_all(in, ev->seg_end, rest);
+}
+
+/*
+ * Whether a refused head can be answered with the connection kept: the
+ * head alone at the end of its segment (no body, nothing pipelined
+ * behind it, not reassembled from earlier segments the backend may
+ * have), on a connection whose handshake was seen, with no response
+ * still due before it and the last answer put in acknowledged.
+ */
+static int
+keepable(const struct inspecting *in, const struct sl_flow *f,
+	 const struct sl_flow_event *ev)
+{
+	const struct sl_http_req *q = ev->req;
+
+	return in->w->xl != NULL && !ev->buffered &&
+	       ev->seg_end == in->p->payload_len && ev->head_len < 65536 &&
+	       !(in->p->tcp_flags & SL_TCP_FIN) && !q->chunked &&
+	       !(q->has_cl && q->content_length > 0) &&
+	       (f->nflags & (SL_NF_SYN | SL_NF_PLACED)) ==
+		       (SL_NF_SYN | SL_NF_PLACED) &&
+	       sl_resp_due(&f->resp) == 0 && sl_xlate_answer_acked(in->w, f);
+}
+
+/*
+ * Every request head found on a connection: decided against the rules;
+ * heads the strict parser refuses, or that exceed max_head_bytes, are
+ * answered 400 / 431. Answering stops the flow: the rest is absorbed.
+ */
+static enum sl_req_action
+on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
+{
+	struct inspecting *in = arg;
+	struct sl_worker *w = in->w;
+	struct sl_req r;
+
+	in->flow = f;
+	w->ctr.requests++;
+	if (ev->kind != SL_EV_REQUEST) {
+		in->v = sl_decide_invalid(w, ev);
+		return SL_REQ_STOP;
+	}
+	in->place = (struct sl_park_place){
+		.rest_off = ev->seg_end,
+		.head_off = ev->seg_end - ev->head_len,
+		.first = ev->first,
+	};
+	r = (struct sl_req){.http = ev->req,
+			    .p = in->p,
+			    .flow = f,
+			    .parkable = (uint8_t)parkable(in, ev)};
+	in->v = sl_decide(w, &r);
+	if (in->v.action == SL_REQ_PARK && w->pol->tpl429_keep != NULL)
+		in->place.keep = (uint8_t)keepable(in, f, ev);
+	if (in->v.action == SL_REQ_STOP) {
+		const struct sl_reply_tpl *k =
+			sl_policy_keep_tpl(w->pol, in->v.tpl);
+
+		if (k != NULL && keepable(in, f, ev)) {
+			in->v.tpl = k;
+			/* its shifts are written once the reply is built */
+			rte_prefetch0(&w->xl[sl_flow_index(w->flows, f)]);
+			return SL_REQ_KEEP;
+		}
+		if (k != NULL)
+			w->ctr.keepalive_fallback++;
+	}
+	return in->v.action;
+}
+
+/*
+ * Stored the way it is read right after: the flow hash loads the key in
+ * 16-byte halves and the table's compare in words, and a load wider than,
+ * or straddling, the stores that wrote its bytes waits for them to retire
+ * (no store forwarding) — built field by field, or through a word array
+ * the compiler copies in halves, the key cost that wait on every frame.
+ * So: the two addresses as one 16-byte store each, ports and family as
+ * one 8-byte store. The layout is sl_flow_key's, little-endian.
+ */
+static inline void
+flow_key(struct sl_flow_key *k, const struct sl_pkt *p, int from_client)
+{
+	const uint8_t *c = from_client ? p->src : p->dst;
+	const uint8_t *s = from_client ? p->dst : p->src;
+	uint64_t tail = (uint64_t)(from_client ? p->sport : p->dport) |
+			(uint64_t)(from_client ? p->dport : p->sport) << 16 |
+			(uint64_t)p->af << 32;
+	__m128i ca, sa;
+
+	_Static_assert(sizeof(*k) == 40 &&
+			       offsetof(struct sl_flow_key, saddr) == 16 &&
+			       offsetof(struct sl_flow_key, cport) == 32 &&
+			       offsetof(struct sl_flow_key, sport) == 34 &&
+			       offsetof(struct sl_flow_key, af) == 36,
+		       "the flow key is laid out as built here");
+	if (p->af == SL_AF_INET6) {
+		ca = _mm_loadu_si128((const __m128i *)c);
+		sa = _mm_loadu_si128((const __m128i *)s);
+	} else {
+		uint32_t a, b;
+
+		memcpy(&a, c, 4);
+		memcpy(&b, s, 4);
+		ca = _mm_cvtsi32_si128((int)a);
+		sa = _mm_cvtsi32_si128((int)b);
+	}
+	_mm_storeu_si128((__m128i *)k->caddr, ca);
+	_mm_storeu_si128((__m128i *)k->saddr, sa);
+	memcpy(&k->cport, &tail, 8);
+}
+
+/* Software check unless the port already verified the checksum. */
+static inline int
+cksum_ok(const struct rte_mbuf *m, const uint8_t *frame, const struct sl_pkt *p)
+{
+	uint64_t f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+
+	/* NONE (verified data, field not filled in: virtio) is summed like
+	 * unknown: forwarded as it is, such a frame would be dropped by the
+	 * backend, so it is counted as a bad checksum here, where it shows */
+	if (f == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
+		return 1;
+	if (f == RTE_MBUF_F_RX_L4_CKSUM_BAD)
+		return 0;
+	return sl_tcp_cksum_ok(frame, p);
+}
+
+/*
+ * What a Linux backend discards before TCP reads it, checked on the
+ * frame: kept out of the stream here, counted by reason.
+ */
+static int
+frame_norm(struct sl_worker *w, const uint8_t *frame, const struct sl_pkt *p,
+	   struct sl_tcp_opts *o)
+{
+	enum sl_norm_reason r = SL_NR_NONE;
+
+	sl_tcp_opts_parse(frame, p, o);
+	if (frame[0] & 1) /* a group address: Linux drops TCP to it */
+		r = SL_NR_L2_GROUP;
+	else if (sl_ip4_has_options(p))
+		r = SL_NR_IP_OPTIONS;
+	else if (o->has_sig)
+		r = SL_NR_TCP_SIG;
+	if (r == SL_NR_NONE)
+		return 0;
+	sl_flow_norm_drop(w->flows, r);
+	return -1;
+}
+
+/* A later segment of a parked connection waits with it, or is dropped
+ * when its entry is full: the client sends it again, TCP loses nothing. */
+static void
+hold(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m)
+{
+	if (sl_parkq_hold(&w->parkq, f->park_idx, m) == 0)
+		return;
+	w->ctr.park_dropped++;
+	rte_pktmbuf_free(m);
+}
+
+/* What the flow said of a client segment, and the verdict on its last
+ * request, carried out. */
+static void
+carry_out(struct sl_worker *w, struct inspecting *in, enum sl_seg_verdict v,
+	  const struct sl_flow_key *k)
+{
+	struct rte_mbuf *m = in->m;
+
+	switch (v) {
+	case SL_SEG_FORWARD:
+		if (in->xl_flow != NULL) {
+			struct sl_pkt q = *in->p;
+
+			sl_xlate_client_out(w, in->xl_flow,
+					    rte_pktmbuf_mtod(m, uint8_t *), &q,
+					    in->xl_ack);
+		}
+		sl_tx_send(w, UP, m);
+		break;
+	case SL_SEG_STOPPED:
+		sl_reply_send(w, m, in->flow, in->p, &in->v);
+		break;
+	case SL_SEG_KEPT:
+		sl_reply_keep(w, m, in->flow, in->p, &in->v,
+			      in->place.head_off);
+		break;
+	case SL_SEG_ABSORBED:
+		sl_reply_ack(w, m, sl_flow_lookup(w->flows, k), in->p);
+		break;
+	case SL_SEG_PARKED:
+		sl_parkq_attach(&w->parkq, in->v.park, m, in->p, k, &in->place);
+		in->flow->park_idx = in->v.park;
+		break;
+	case SL_SEG_HOLD:
+		hold(w, sl_flow_last(w->flows), m);
+		break;
+	case SL_SEG_PREFIX: {
+		struct sl_pkt q = *in->p;
+
+		if (in->xl_flow != NULL)
+			sl_xlate_client_out(w, in->xl_flow,
+					    rte_pktmbuf_mtod(m, uint8_t *), &q,
+					    in->xl_ack);
+		sl_reply_prefix(w, m, &q, sl_flow_cut(w->flows));
+		break;
+	}
+	case SL_SEG_PROBE:
+		sl_reply_probe(w, m, in->p);
+		break;
+	default:
+		rte_pktmbuf_free(m);
+	}
+}
+
+/*
+ * A client segment of a kept connection: its ack put in the server's
+ * numbers for the flow to read (returns 0), or an answered head sent
+ * again, dealt with here (returns 1).
+ */
+static int
+translated(struct sl_worker *w, struct inspecting *in, struct sl_flow *f,
+	   struct sl_seg *s)
+{
+	struct sl_pkt q = *in->p;
+	int r;
+
+	r = sl_xlate_client_in(w, f, &q, &in->xl_ack);
+	if (r == SL_XL_GO) {
+		in->xl_flow = f;
+		s->ack = in->xl_ack;
+		return 0;
+	}
+	if (r == SL_XL_RESET)
+		sl_reply_reset(w, in->m, f, in->p);
+	else
+		rte_pktmbuf_free(in->m);
+	return 1;
+}
+
+static void
+inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
+	const struct sl_pkt *p, const uint64_t *hash)
+{
+	struct sl_flow_key k;
+	struct sl_tcp_opts o;
+	struct sl_seg s;
+	struct inspecting in;
+	struct sl_flow *f;
+	uint64_t h;
+	enum sl_seg_verdict v;
+
+	flow_key(&k, p, 1);
+	h = hash != NULL ? *hash : sl_flow_hash(w->flows, &k);
+
+	if (unlikely(!cksum_ok(m, frame, p))) {
+		/* The backend would discard it: so must our view of the stream.
+		 */
+		w->ctr.bad_checksum++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (unlikely(frame_norm(w, frame, p, &o) != 0)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	w->ctr.inspected++;
+	s = (struct sl_seg){.seq = p->seq,
+			    .ack = p->ack,
+			    .tsval = o.tsval,
+			    .flags = p->tcp_flags,
+			    .has_ts = o.has_ts,
+			    .payload = frame + p->payload_off,
+			    .len = p->payload_len};
+	/* the verdict is written by the event that decides, if one does */
+	in.w = w;
+	in.m = m;
+	in.p = p;
+	in.flow = NULL;
+	in.v.tpl = NULL;
+	in.xl_flow = NULL;
+	f = sl_flow_get(w->flows, &k, h);
+	if (unlikely(f != NULL && (f->nflags & SL_NF_XLATE)) &&
+	    translated(w, &in, f, &s) != 0)
+		return;
+	v = sl_flow_client_segment_of(w->flows, f, &k, h, &s, w->now, on_event,
+				      &in);
+	carry_out(w, &in, v, &k);
+}
+
+/* The server's side: its ACKs commit decided bytes, its SYN-ACK says
+ * whether timestamps were agreed, its first bytes answer an upgrade. */
+static void
+server_side(struct sl_worker *w, uint8_t *frame, const struct sl_pkt *p)
+{
+	struct sl_flow_key k;
+	struct sl_tcp_opts o = {0};
+	struct sl_seg s;
+	struct sl_flow *f = NULL;
+	uint32_t seq = 0;
+
+	flow_key(&k, p, 0);
+	if (p->tcp_flags & SL_TCP_SYN)
+		sl_tcp_opts_parse(frame, p, &o);
+	s = (struct sl_seg){.seq = p->seq,
+			    .ack = p->ack,
+			    .flags = p->tcp_flags,
+			    .has_ts = o.has_ts,
+			    .payload = frame + p->payload_off,
+			    .len = p->payload_len};
+	/* a kept connection: the flow reads the ack in the client's
+	 * numbers; the frame goes on in them (worked out before the flow,
+	 * which an RST removes) */
+	if (unlikely(w->xl != NULL)) {
+		f = sl_flow_lookup(w->flows, &k);
+		if (f != NULL && (f->nflags & SL_NF_XLATE)) {
+			s.ack = sl_xlate_server_in(w, f, p);
+			seq = sl_xlate_server_seq(w, f, p->seq);
+		} else {
+			f = NULL;
+		}
+	}
+	sl_flow_server_segment(w->flows, &k, &s, w->now);
+	if (f != NULL) {
+		struct sl_pkt q = *p;
+
+		sl_tcp_set_seq_ack(frame, &q, seq, s.ack);
+		sl_tcp_strip_sack(frame, &q);
+		w->ctr.keepalive_translated++;
+	}
+}
+
+static void
+handle_parsed(struct sl_worker *w, struct rte_mbuf *m, int from,
+	      const struct sl_pkt *p, enum sl_pkt_class cls, const uint64_t *h)
+{
+	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
+	int to = from == DOWN ? UP : DOWN;
+
+	if (likely(cls == SL_PKT_TCP)) {
+		if (from == DOWN && sl_is_service_port(w->app, p->dport)) {
+			inspect(w, m, frame, p, h);
+			return;
+		}
+		if (from == UP && sl_is_service_port(w->app, p->sport)) {
+			server_side(w, frame, p);
+			sl_tx_send(w, to, m);
+			return;
+		}
+	} else if (cls == SL_PKT_MALFORMED) {
+		w->ctr.malformed++;
+		w->ctr.malformed_reason[p->reason]++;
+		/* From clients it could hide bytes from us; servers are ours.
+		 */
+		if (from == DOWN) {
+			w->ctr.malformed_dropped++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+	} else if (cls == SL_PKT_FRAG && from == DOWN &&
+		   sl_frag_may_carry_tcp(p)) {
+		/* TCP fragments would carry request bytes past the parser. */
+		w->ctr.frag_dropped++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	w->ctr.passthrough++;
+	sl_tx_send(w, to, m);
+}
+
+/* One frame from port index from, as if just received. */
+static void
+handle(struct sl_worker *w, struct rte_mbuf *m, int from)
+{
+	struct sl_pkt p;
+
+	/* Only the first segment is read; a longer frame fails its length
+	 * checks. */
+	handle_parsed(w, m, from, &p,
+		      sl_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *),
+				   m->data_len, &p),
+		      NULL);
+}
+
+/* A parked segment of a kept connection, on its way to the server. */
+static void
+forward_translated(struct sl_worker *w, struct sl_flow *f, struct sl_parked *e)
+{
+	uint32_t ack;
+	struct sl_pkt q = e->p;
+
+	if (sl_xlate_client_in(w, f, &q, &ack) == SL_XL_GO)
+		sl_xlate_client_out(w, f, rte_pktmbuf_mtod(e->m, uint8_t *),
+				    &e->p, ack);
+}
+
+/* A parked request's verdict carried out: what the worker would have
+ * done had it been decided when it came. */
+static void
+complete(struct sl_worker *w, uint16_t i, const struct sl_verdict *v)
+{
+	struct sl_parked *e = sl_parkq_entry(&w->parkq, i);
+	struct sl_flow *f = sl_flow_lookup(w->flows, &e->fk);
+	struct rte_mbuf *held[SL_PARK_HELD];
+	uint8_t nh = e->n_held, k;
+
+	memcpy(held, e->held, sizeof(held));
+	/* how long it waited: the coordinator's added latency */
+	sl_hist_add(&w->park_latency,
+		    sl_tsc_ns(w->app, rte_rdtsc()) -
+			    (e->deadline_ns - w->app->store_timeout_ns));
+	if (f != NULL && f->park_idx != i)
+		f = NULL; /* the flow was evicted and picked up again */
+	if (v->action == SL_REQ_CONTINUE) {
+		const uint8_t *pl = rte_pktmbuf_mtod(e->m, const uint8_t *) +
+				    e->p.payload_off;
+
+		/* body bytes that followed the head, before the mbuf is sent */
+		if (f != NULL)
+			sl_flow_resume(w->flows, f, pl + e->rest_off,
+				       e->rest_len, NULL, NULL);
+		if (f != NULL && (f->nflags & SL_NF_XLATE))
+			forward_translated(w, f, e);
+		sl_tx_send(w, UP, e->m);
+	} else if (f != NULL && (!e->first || sl_resp_due(&f->resp) > 1)) {
+		/*
+		 * Refused behind requests of its segment that went on, or
+		 * behind responses still coming (its own is due too): its
+		 * answer would take their place. They go on alone; it is
+		 * decided again when the client sends it again.
+		 */
+		sl_flow_cut_back(w->flows, f, e->p.seq,
+				 rte_pktmbuf_mtod(e->m, const uint8_t *) +
+					 e->p.payload_off,
+				 e->head_off);
+		if (f->nflags & SL_NF_XLATE)
+			forward_translated(w, f, e);
+		sl_reply_prefix(w, e->m, &e->p, e->head_off);
+	} else if (f != NULL && e->keep &&
+		   sl_policy_keep_tpl(w->pol, v->tpl) != NULL) {
+		/* refused after waiting, the connection kept: it was
+		 * expected to go on, and did not */
+		struct sl_verdict kv = *v;
+
+		kv.tpl = sl_policy_keep_tpl(w->pol, v->tpl);
+		f->parked = 0;
+		f->state = SL_FLOW_HEAD;
+		sl_resp_unexpect(&f->resp);
+		sl_reply_keep(w, e->m, f, &e->p, &kv, e->head_off);
+	} else {
+		if (f != NULL) {
+			f->parked = 0;
+			f->state = SL_FLOW_ABSORB;
+		}
+		if (sl_policy_keep_tpl(w->pol, v->tpl) != NULL)
+			w->ctr.keepalive_fallback++;
+		sl_reply_send(w, e->m, f, &e->p, v);
+	}
+	sl_parkq_remove(&w->parkq, i);
+	/* what the client sent meanwhile, in order, as if it came now */
+	for (k = 0; k < nh; k++)
+		handle(w, held[k], DOWN);
+}
+
+unsigned int
+sl_worker_leases(struct sl_worker *w)
+{
+	struct sl_parkq *q = &w->parkq;
+	unsigned int n = sl_leased_answers(w);
+	uint16_t i, next;
+
+	/* oldest first: the first to wait is the first served */
+	for (i = q->head; i != SL_PARK_NIL && (n > 0 || q->timeouts_due);
+	     i = next) {
+		struct sl_verdict v;
+
+		next = sl_parkq_entry(q, i)->next;
+		if (sl_leased_resolve(w, sl_parkq_entry(q, i), &v) == 0)
+			complete(w, i, &v);
+	}
+	q->timeouts_due = q->head != SL_PARK_NIL &&
+			  w->now_ns >= sl_parkq_entry(q, q->head)->deadline_ns;
+	sl_leased_sweep(w);
+	return n;
+}
+
+/* A frame of a burst, parsed ahead, with the hash of its flow. */
+struct staged {
+	struct sl_pkt p;
+	uint64_t h;
+	uint8_t cls;
+	uint8_t flow; /* h is set: a segment of an inspected connection */
+};
+
+static inline void
+prefetch_rest(const struct rte_mbuf *m)
+{
+	const char *d = rte_pktmbuf_mtod(m, const char *);
+	uint32_t len = RTE_MIN((uint32_t)m->data_len, 1536u), o;
+
+	for (o = 64; o < len; o += 64)
+		rte_prefetch0(d + o);
+}
+
+/*
+ * Memory-level parallelism for the burst: every mbuf header, then every
+ * frame's first line, are asked for before any is waited on; each frame
+ * is parsed, the rest of a request's bytes and its flow's buckets
+ * prefetched, all before the first packet is handled.
+ */
+static void
+stage(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n, int from,
+      struct staged *st)
+{
+	uint16_t i;
+
+	for (i = 0; i < n; i++) {
+		rte_prefetch0(pkts[i]);
+		rte_prefetch0((char *)pkts[i] + RTE_CACHE_LINE_SIZE);
+	}
+	for (i = 0; i < n; i++) {
+		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
+		if (w->app->rx_tsc_off >= 0)
+			*sl_rx_stamp(w->app, pkts[i]) = w->now;
+	}
+	for (i = 0; i < n; i++) {
+		struct sl_pkt *p = &st[i].p;
+		uint16_t port;
+		struct sl_flow_key k;
+
+		st[i].cls = (uint8_t)sl_pkt_parse(
+			rte_pktmbuf_mtod(pkts[i], const uint8_t *),
+			pkts[i]->data_len, p);
+		st[i].flow = 0;
+		if (st[i].cls != SL_PKT_TCP)
+			continue;
+		port = from == DOWN ? p->dport : p->sport;
+		if (!sl_is_service_port(w->app, port))
+			continue;
+		flow_key(&k, p, from == DOWN);
+		st[i].h = sl_flow_hash(w->flows, &k);
+		st[i].flow = 1;
+		sl_flow_prefetch_buckets(w->flows, st[i].h);
+		if (from == DOWN && p->payload_len > 0)
+			prefetch_rest(pkts[i]);
+	}
+}
+
+void
+sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
+		int from)
+{
+	struct staged st[SL_BURST];
+	uint16_t i, base;
+
+	w->now_ns = sl_tsc_ns(w->app, w->now);
+	w->pol = __atomic_load_n(&w->app->policy, __ATOMIC_ACQUIRE);
+	w->ctr.rx += n;
+	for (base = 0; base < n; base += SL_BURST) {
+		uint16_t k = (uint16_t)RTE_MIN(n - base, SL_BURST);
+
+		stage(w, pkts + base, k, from, st);
+		for (i = 0; i < k; i++) {
+			/* two ahead: its bucket lines have arrived by now */
+			if (i + 2 < k && st[i + 2].flow)
+				sl_flow_prefetch_entry(w->flows, st[i + 2].h);
+			/* one ahead: its entry has, and names its limit */
+			if (from == DOWN && i + 1 < k && st[i + 1].flow)
+				sl_bucket_prefetch_hint(
+					sl_hint_table(w),
+					sl_flow_peek_hint(w->flows,
+							  st[i + 1].h));
+			handle_parsed(w, pkts[base + i], from, &st[i].p,
+				      (enum sl_pkt_class)st[i].cls,
+				      st[i].flow ? &st[i].h : NULL);
+		}
+	}
+}
+
+static uint16_t
+poll_port(struct sl_worker *w, int from)
+{
+	struct rte_mbuf *pkts[SL_BURST];
+	uint16_t n;
+
+	n = rte_eth_rx_burst(w->app->port[from], w->queue, pkts, SL_BURST);
+	if (n != 0)
+		sl_worker_burst(w, pkts, n, from);
+	return n;
+}
+
+void
+sl_worker_flush(struct sl_worker *w)
+{
+	sl_tx_flush(w, UP);
+	sl_tx_flush(w, DOWN);
+}
+
+void
+sl_worker_prefault(struct sl_worker *w)
+{
+	sl_flow_table_prefault(w->flows);
+	sl_bucket_table_prefault(w->buckets);
+	sl_bucket_table_prefault(w->logs);
+	sl_bucket_table_prefault(w->leases);
+	sl_bucket_table_prefault(w->tiers);
+}
+
+/*
+ * Opt-in (dataplane.idle_sleep_us): a worker that found nothing to do for
+ * SL_IDLE_POLLS loops in a row sleeps, so that on a box shared with other
+ * work (or with fewer CPUs than polling threads) the kernel and the other
+ * threads get the CPU. The price is latency: the first packet after a
+ * quiet spell waits up to the sleep plus the timer's slack. Nothing is
+ * left waiting meanwhile: buffered frames go out first, and a worker with
+ * parked requests never sleeps (their answers are due within the store
+ * timeout).
+ */
+static void
+idle_backoff(struct sl_worker *w, unsigned int busy)
+{
+	if (busy != 0 || !sl_parkq_empty(&w->parkq)) {
+		w->idle_polls = 0;
+		return;
+	}
+	if (++w->idle_polls < SL_IDLE_POLLS)
+		return;
+	w->idle_polls = 0;
+	sl_worker_flush(w);
+	w->ctr.idle_sleeps++;
+	rte_delay_us_sleep(w->app->idle_sleep_us);
+}
+
+int
+sl_worker_main(void *arg)
+{
+	struct sl_worker *w = arg;
+	const struct sl_app *app = w->app;
+
+	SL_LOG(INFO, "worker on lcore %u polls queue %u", w->lcore, w->queue);
+	/* this lcore's tables, faulted in here (its node) before traffic */
+	sl_worker_prefault(w);
+	if (app->qs != NULL) {
+		rte_rcu_qsbr_thread_register(app->qs, w->lcore);
+		rte_rcu_qsbr_thread_online(app->qs, w->lcore);
+	}
+	w->next_drain = rte_rdtsc() + app->drain_tsc;
+	while (app->quit == NULL || !*app->quit) {
+		unsigned int busy;
+
+		w->now = rte_rdtsc();
+		w->now_ns = sl_tsc_ns(app, w->now);
+		busy = poll_port(w, DOWN);
+		busy += poll_port(w, UP);
+		if (w->now >= w->next_drain) {
+			sl_worker_flush(w);
+			w->next_drain = w->now + app->drain_tsc;
+		}
+		sl_flow_expire(w->flows, w->now, SL_EXPIRE_BUDGET);
+		sl_bucket_expire(w->buckets, w->now_ns, SL_EXPIRE_BUDGET);
+		sl_bucket_expire(w->logs, w->now_ns, SL_EXPIRE_BUDGET);
+		if (app->coord != NULL) {
+			w->pol =
+				__atomic_load_n(&app->policy, __ATOMIC_ACQUIRE);
+			busy += sl_worker_leases(w);
+		}
+		/* nothing read from the rules is held past this point */
+		if (app->qs != NULL)
+			rte_rcu_qsbr_quiescent(app->qs, w->lcore);
+		if (app->idle_sleep_us != 0)
+			idle_backoff(w, busy);
+	}
+	if (app->qs != NULL) {
+		rte_rcu_qsbr_thread_offline(app->qs, w->lcore);
+		rte_rcu_qsbr_thread_unregister(app->qs, w->lcore);
+	}
+	sl_worker_flush(w);
+	return 0;
+}

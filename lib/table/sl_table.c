@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdlib.h>
+
+#include "sl_mem.h"
+#include "sl_table.h"
+
+#define MAX_BKTS (1u << 28)
+
+static size_t
+bkts_bytes(const struct sl_table *t)
+{
+	return ((size_t)t->mask + 1) * sizeof(struct sl_table_bkt);
+}
+
+int
+sl_table_init(struct sl_table *t, uint32_t capacity)
+{
+	uint32_t nb = 1, i;
+
+	t->bkts = NULL;
+	t->free = NULL;
+	if (capacity == 0 || capacity > MAX_BKTS * (SL_TABLE_SLOTS / 2))
+		return -1;
+	while ((uint64_t)nb * SL_TABLE_SLOTS < (uint64_t)capacity * 2)
+		nb <<= 1;
+	t->mask = nb - 1;
+	t->capacity = capacity;
+	t->clock = 0;
+	t->bkts = sl_mem_table(bkts_bytes(t));
+	t->free = malloc((size_t)capacity * sizeof(uint32_t));
+	if (t->bkts == NULL || t->free == NULL) {
+		sl_table_fini(t);
+		return -1;
+	}
+	for (i = 0; i < capacity; i++)
+		t->free[i] = capacity - 1 - i;
+	t->n_free = capacity;
+	return 0;
+}
+
+void
+sl_table_fini(struct sl_table *t)
+{
+	if (t->bkts != NULL)
+		sl_mem_table_free(t->bkts, bkts_bytes(t));
+	free(t->free);
+	t->bkts = NULL;
+	t->free = NULL;
+}
+
+void
+sl_table_prefault(struct sl_table *t)
+{
+	sl_mem_prefault(t->bkts, bkts_bytes(t));
+}
+
+uint64_t
+sl_table_bytes(const struct sl_table *t)
+{
+	return bkts_bytes(t) + (uint64_t)t->capacity * sizeof(uint32_t);
+}
+
+uint32_t
+sl_table_clock(struct sl_table *t, uint32_t scan, sl_table_before_fn before,
+	       void *arg)
+{
+	uint32_t best = SL_TABLE_NONE, i;
+
+	for (i = 0; i < scan || (best == SL_TABLE_NONE && i < 2 * t->capacity);
+	     i++) {
+		uint32_t c = t->clock;
+
+		t->clock = c + 1 == t->capacity ? 0 : c + 1;
+		if (before(arg, c, best))
+			best = c;
+	}
+	return best;
+}
+
+uint32_t
+sl_table_pair(const struct sl_table *t, uint32_t b1, uint32_t b2,
+	      sl_table_before_fn before, void *arg)
+{
+	uint32_t bs[2] = {b1, b2}, best = SL_TABLE_NONE;
+	int i, s;
+
+	for (i = 0; i < 2; i++)
+		for (s = 0; s < SL_TABLE_SLOTS; s++) {
+			uint32_t e = t->bkts[bs[i]].idx[s];
+
+			if (e != 0 && before(arg, e - 1, best))
+				best = e - 1;
+		}
+	return best;
+}

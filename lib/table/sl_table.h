@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef SL_TABLE_H
+#define SL_TABLE_H
+
+/*
+ * The hash index the flow table (lib/flow) and the bucket tables
+ * (lib/limit) are built on: buckets of one cache line, eight 32-bit
+ * signatures then eight entry numbers, two candidate buckets per key, a
+ * stack of free entry numbers. The entries are the caller's own array
+ * (their keys, states and where each is linked); the index holds no key,
+ * so a miss reads one line per bucket and nothing else. When the table
+ * is full or both buckets are, the caller's victim policy picks what
+ * goes, through a clock hand over the entries or over the sixteen
+ * entries of the two buckets.
+ *
+ * Pure C: no EAL, no allocation after init, time is the caller's.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SL_TABLE_SLOTS 8
+#define SL_TABLE_NONE  UINT32_MAX
+
+struct sl_table_bkt {
+	uint32_t sig[SL_TABLE_SLOTS];
+	uint32_t idx[SL_TABLE_SLOTS]; /* entry number + 1; 0: empty */
+} __attribute__((aligned(64)));
+
+struct sl_table {
+	struct sl_table_bkt *bkts;
+	uint32_t mask; /* buckets - 1 */
+	uint32_t capacity;
+	uint32_t *free; /* stack of free entry numbers */
+	uint32_t n_free;
+	uint32_t clock; /* the eviction hand */
+};
+
+/* Twice as many slots as entries, so buckets seldom fill. 0 or -1. */
+int sl_table_init(struct sl_table *t, uint32_t capacity);
+void sl_table_fini(struct sl_table *t);
+void sl_table_prefault(struct sl_table *t);
+uint64_t sl_table_bytes(const struct sl_table *t);
+
+/* A signature is never 0, so an empty slot never matches one. */
+static inline uint32_t
+sl_table_sig(uint64_t h)
+{
+	return (uint32_t)(h >> 32) | 1u;
+}
+
+static inline struct sl_table_bkt *
+sl_table_bkt(const struct sl_table *t, uint64_t h)
+{
+	return &t->bkts[(uint32_t)h & t->mask];
+}
+
+/* The first empty slot of bucket b, or -1. */
+static inline int
+sl_table_free_slot(const struct sl_table *t, uint32_t b)
+{
+	const struct sl_table_bkt *bk = &t->bkts[b];
+	int s;
+
+	for (s = 0; s < SL_TABLE_SLOTS; s++)
+		if (bk->idx[s] == 0)
+			return s;
+	return -1;
+}
+
+/* Takes a free entry number and links it at slot s of bucket b. */
+static inline uint32_t
+sl_table_link(struct sl_table *t, uint32_t b, int s, uint32_t sig)
+{
+	uint32_t i = t->free[--t->n_free];
+
+	t->bkts[b].sig[s] = sig;
+	t->bkts[b].idx[s] = i + 1;
+	return i;
+}
+
+/* Unlinks slot s of bucket b; its entry number is free again. */
+static inline void
+sl_table_unlink(struct sl_table *t, uint32_t b, int s)
+{
+	uint32_t i = t->bkts[b].idx[s] - 1;
+
+	t->bkts[b].sig[s] = 0;
+	t->bkts[b].idx[s] = 0;
+	t->free[t->n_free++] = i;
+}
+
+/*
+ * The caller's victim policy: whether entry a should go before entry b
+ * (b is SL_TABLE_NONE when none is chosen yet); an entry that must not
+ * go (free, pinned) is never before anything.
+ */
+typedef int (*sl_table_before_fn)(void *arg, uint32_t a, uint32_t b);
+
+/*
+ * The clock hand moves over scan entries, and on while none was usable
+ * (at most twice round): the one first in the policy's order among
+ * them, or SL_TABLE_NONE.
+ */
+uint32_t sl_table_clock(struct sl_table *t, uint32_t scan,
+			sl_table_before_fn before, void *arg);
+
+/* The one first in the policy's order among the entries of buckets b1
+ * and b2 (both full), or SL_TABLE_NONE. */
+uint32_t sl_table_pair(const struct sl_table *t, uint32_t b1, uint32_t b2,
+		       sl_table_before_fn before, void *arg);
+
+#endif /* SL_TABLE_H */

@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The data path in process: a real worker (dp/), the real policy and
+ * coordinator (cp/), two net_ring ports whose TX loops back to their own
+ * RX, so that what the worker sent each way is read back and checked
+ * byte by byte. No namespaces, no Python, no socket: the app's logic
+ * (decide, park, the lease client, degrade, replies) under cmocka, with
+ * EAL on --no-huge. Time is the worker's own clock, moved by the test.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <rte_bus_vdev.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include "coord.h"
+#include "cp.h"
+#include "dpframes.h"
+
+#define DOWN 0
+#define UP   1
+
+static const char CONFIG[] =
+	"version: 1\n"
+	"dataplane:\n"
+	"  service_ports: [80]\n"
+	"  flows_per_worker: 1024\n"
+	"  head_buffers_per_worker: 64\n"
+	"  mbufs: 4095\n"
+	"  coordinator_timeout_ms: 5\n"
+	"identity:\n"
+	"  api_key_header: X-API-Key\n"
+	"tiers: [free]\n"
+	"rules:\n"
+	"  - {name: two, scope: key, match: {path_prefix: /two}, limit: "
+	"2/min}\n"
+	"  - {name: duo, scope: key, match: {path_prefix: /duo}, "
+	"limit: 2/min}\n"
+	"  - {name: duo-ip, scope: ip, match: {path_prefix: /duo}, "
+	"limit: 1000/s}\n"
+	"  - {name: shut, scope: key, match: {path_prefix: /shut}, "
+	"limit: 100/min, on_store_failure: fail_closed}\n"
+	"  - {name: open, scope: key, match: {path_prefix: /open}, "
+	"limit: 1/min, on_store_failure: fail_open}\n"
+	"response: {retry_jitter: 0}\n";
+
+static struct sl_app app;
+static struct sl_config *cfg;
+static struct rte_mempool *pool;
+static uint16_t next_cport = 40000;
+
+/* ---- frames ---- */
+
+static struct rte_mbuf *
+frame(int from_client, const struct conn *c, uint8_t flags, const char *data)
+{
+	struct rte_mbuf *m = dp_frame(pool, from_client, c, flags, data);
+
+	assert_non_null(m);
+	return m;
+}
+
+static void
+burst(struct sl_worker *w, struct rte_mbuf *m, int from)
+{
+	w->now = rte_rdtsc();
+	sl_worker_burst(w, &m, 1, from);
+	sl_worker_flush(w);
+}
+
+/* What the worker sent towards port index dir since the last call. */
+static unsigned int
+sent(int dir, struct rte_mbuf **out, unsigned int max)
+{
+	return rte_eth_rx_burst(app.port[dir], 0, out, (uint16_t)max);
+}
+
+static void
+drain(void)
+{
+	struct rte_mbuf *m[32];
+	unsigned int n, d;
+
+	for (d = 0; d < 2; d++)
+		while ((n = sent((int)d, m, 32)) > 0)
+			rte_pktmbuf_free_bulk(m, n);
+}
+
+static uint8_t
+flags_of(const struct rte_mbuf *m)
+{
+	return rte_pktmbuf_mtod(m, const uint8_t *)[14 + 20 + 13];
+}
+
+static const char *
+payload(const struct rte_mbuf *m, uint32_t *len)
+{
+	*len = m->data_len - 54;
+	return rte_pktmbuf_mtod_offset(m, const char *, 54);
+}
+
+/* The three-way handshake, through the worker both ways. */
+static struct conn
+open_conn(struct sl_worker *w)
+{
+	struct conn c = {.cport = next_cport++, .cseq = 1000, .sseq = 5000};
+
+	burst(w, frame(1, &c, RTE_TCP_SYN_FLAG, NULL), DOWN);
+	c.cseq++;
+	burst(w, frame(0, &c, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG, NULL), UP);
+	c.sseq++;
+	burst(w, frame(1, &c, RTE_TCP_ACK_FLAG, NULL), DOWN);
+	drain();
+	return c;
+}
+
+static void
+request(struct sl_worker *w, struct conn *c, const char *path, const char *key)
+{
+	char head[256];
+
+	snprintf(head, sizeof(head),
+		 "GET %s HTTP/1.1\r\nHost: api\r\nX-API-Key: %s\r\n\r\n", path,
+		 key);
+	burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, head), DOWN);
+	c->cseq += (uint32_t)strlen(head);
+}
+
+/* The request went on to the backend, its bytes unchanged. */
+static void
+assert_forwarded(const char *path)
+{
+	struct rte_mbuf *m[4];
+	unsigned int n = sent(UP, m, 4);
+	uint32_t len;
+	const char *p;
+
+	assert_int_equal(n, 1);
+	p = payload(m[0], &len);
+	assert_true(len > strlen(path) + 4);
+	assert_memory_equal(p + 4, path, strlen(path));
+	assert_int_equal(sent(DOWN, m + 1, 3), 0);
+	rte_pktmbuf_free(m[0]);
+}
+
+/* n frames went on to the backend, nothing to the client. */
+static void
+assert_forwarded_n(unsigned int n)
+{
+	struct rte_mbuf *m[8];
+	unsigned int k = sent(UP, m, 8);
+
+	assert_int_equal(k, n);
+	rte_pktmbuf_free_bulk(m, k);
+	assert_int_equal(sent(DOWN, m, 8), 0);
+}
+
+/*
+ * Answered status, with the rule named; the backend got an RST for it,
+ * and besides it only the forwarded requests of others (their number).
+ */
+static void
+assert_answered_and(const char *status, const char *rule,
+		    unsigned int forwarded)
+{
+	struct rte_mbuf *m[4];
+	unsigned int n = sent(DOWN, m, 4), u, rst = 0;
+	char text[1024];
+	uint32_t len;
+	const char *p;
+
+	assert_int_equal(n, 1);
+	p = payload(m[0], &len);
+	assert_true(len < sizeof(text));
+	memcpy(text, p, len);
+	text[len] = '\0';
+	assert_memory_equal(text, "HTTP/1.1 ", 9);
+	assert_memory_equal(text + 9, status, strlen(status));
+	if (rule != NULL)
+		assert_non_null(strstr(text, rule));
+	assert_true(flags_of(m[0]) & RTE_TCP_FIN_FLAG);
+	rte_pktmbuf_free(m[0]);
+	n = sent(UP, m, 4);
+	for (u = 0; u < n; u++) {
+		rst += (flags_of(m[u]) & RTE_TCP_RST_FLAG) != 0;
+		rte_pktmbuf_free(m[u]);
+	}
+	assert_int_equal(rst, 1);
+	assert_int_equal(n, 1 + forwarded);
+}
+
+static void
+assert_answered(const char *status, const char *rule)
+{
+	assert_answered_and(status, rule, 0);
+}
+
+/* ---- the worker under test ---- */
+
+static struct sl_worker *
+worker(int leased)
+{
+	struct sl_worker *w = rte_zmalloc(NULL, sizeof(*w), 64);
+
+	assert_non_null(w);
+	app.coord = leased ? sl_coord_create(1, 1024) : NULL;
+	if (leased)
+		assert_non_null(app.coord);
+	assert_int_equal(sl_worker_init(w, &app, rte_lcore_id(), 0, 0), 0);
+	return w;
+}
+
+static void
+done(struct sl_worker *w)
+{
+	drain();
+	sl_worker_free(w);
+	rte_free(w);
+	sl_coord_free(app.coord);
+	app.coord = NULL;
+}
+
+/* Local buckets: two allowed, the third answered 429 with its numbers. */
+static void
+local_limit(void **state)
+{
+	struct sl_worker *w = worker(0);
+	struct conn c;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		c = open_conn(w);
+		request(w, &c, "/two", "k-local");
+		assert_forwarded("/two");
+	}
+	c = open_conn(w);
+	request(w, &c, "/two", "k-local");
+	assert_answered("429", "two");
+	/* another key has its own budget */
+	c = open_conn(w);
+	request(w, &c, "/two", "k-other");
+	assert_forwarded("/two");
+	assert_int_equal(w->ctr.allowed, 3);
+	assert_int_equal(w->ctr.rejected, 1);
+	assert_int_equal(w->ctr.replies, 1);
+	done(w);
+}
+
+/* A head the parser refuses is answered 400 and never reaches the
+ * backend; traffic to a port that is not a service port passes as is. */
+static void
+refused_and_passthrough(void **state)
+{
+	struct sl_worker *w = worker(0);
+	struct conn c = open_conn(w);
+	struct rte_mbuf *m[4];
+	const char *bad = "GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n";
+
+	(void)state;
+	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, bad), DOWN);
+	assert_answered("400", NULL);
+	assert_int_equal(w->ctr.invalid, 1);
+	c = (struct conn){.cport = 443, .cseq = 1, .sseq = 1};
+	/* port 443 on the server side: not inspected */
+	{
+		struct rte_mbuf *f = frame(1, &c, RTE_TCP_ACK_FLAG, "hello");
+		uint8_t *tcp = rte_pktmbuf_mtod_offset(f, uint8_t *, 34);
+
+		tcp[2] = 0x01; /* destination port 443 */
+		tcp[3] = 0xbb;
+		burst(w, f, DOWN);
+	}
+	assert_int_equal(sent(UP, m, 4), 1);
+	assert_int_equal(w->ctr.passthrough, 1);
+	rte_pktmbuf_free(m[0]);
+	done(w);
+}
+
+/* The coordinator's turn on the main lcore, then the worker's. */
+static void
+coord_turn(struct sl_worker *w)
+{
+	sl_coord_poll(app.coord, sl_tsc_ns(&app, rte_rdtsc()));
+	w->now = rte_rdtsc();
+	w->now_ns = sl_tsc_ns(&app, w->now);
+	sl_worker_leases(w);
+	sl_worker_flush(w);
+}
+
+/* Leases: a request waits (parked) for the coordinator's grant and goes
+ * on when it comes; the third of a 2/min limit is refused by it. */
+static void
+leased_limit(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct rte_mbuf *m[4];
+	struct conn c;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		c = open_conn(w);
+		request(w, &c, "/two", "k-leased");
+		/* nothing leaves before the coordinator answers */
+		assert_int_equal(sent(UP, m, 4), 0);
+		assert_false(sl_parkq_empty(&w->parkq));
+		coord_turn(w);
+		assert_true(sl_parkq_empty(&w->parkq));
+		assert_forwarded("/two");
+	}
+	c = open_conn(w);
+	request(w, &c, "/two", "k-leased");
+	coord_turn(w);
+	assert_answered("429", "two");
+	/* the refusal is remembered: the next is answered without asking */
+	c = open_conn(w);
+	request(w, &c, "/two", "k-leased");
+	assert_answered("429", "two");
+	assert_int_equal(w->ctr.parked, 3);
+	assert_int_equal(app.coord->st.refusals, 1);
+	done(w);
+}
+
+/*
+ * No answer from the coordinator in time: the worker decides alone, from
+ * its slice of each limit, whatever the rule's on_store_failure (that is
+ * for the coordinator, which knows whether the store is out); and what
+ * it admitted so is charged to the authority when the coordinator runs.
+ */
+static void
+degraded(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct conn c;
+	int k;
+
+	(void)state;
+	c = open_conn(w);
+	request(w, &c, "/shut", "k-degraded");
+	c = open_conn(w);
+	request(w, &c, "/open", "k-degraded");
+	/* the coordinator does not run; the worker's clock passes the
+	 * timeout (5 ms), twice: the first turn notices, the next decides */
+	rte_delay_us_block(6000);
+	for (k = 0; k < 2; k++) {
+		w->now = rte_rdtsc();
+		w->now_ns = sl_tsc_ns(&app, w->now);
+		sl_worker_leases(w);
+	}
+	sl_worker_flush(w);
+	assert_true(sl_parkq_empty(&w->parkq));
+	assert_int_equal(w->ctr.degraded, 2);
+	assert_int_equal(w->ctr.allowed, 2);
+	assert_forwarded_n(2);
+	/* the coordinator's answers come late: their units cover the two
+	 * admitted meanwhile (nothing reported taken, nothing spent
+	 * twice), and the open rule's limit (1/min) is spent */
+	coord_turn(w);
+	assert_int_equal(app.coord->st.taken_units, 0);
+	c = open_conn(w);
+	request(w, &c, "/open", "k-degraded");
+	coord_turn(w);
+	assert_answered("429", "open");
+	done(w);
+}
+
+/*
+ * Requests pipelined in one segment cannot wait for the coordinator (the
+ * bytes after a head are the next request's): decided from the worker's
+ * slice, and charged to the authority, they do not add to what the same
+ * key gets afterwards — a 2/min key gets two in all, not four.
+ */
+static void
+pipelined(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct conn c = open_conn(w);
+	char heads[512];
+	int n, i;
+
+	(void)state;
+	n = snprintf(
+		heads, sizeof(heads),
+		"GET /two HTTP/1.1\r\nHost: api\r\nX-API-Key: k-pipe\r\n\r\n"
+		"GET /two HTTP/1.1\r\nHost: api\r\nX-API-Key: k-pipe\r\n\r\n");
+	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
+	      DOWN);
+	c.cseq += (uint32_t)n;
+	coord_turn(w);
+	/* the first decided alone (the second's bytes follow it), the
+	 * last waited for the coordinator, which had been told of the
+	 * first: one unit left, granted */
+	assert_int_equal(w->ctr.allowed, 2);
+	assert_int_equal(w->ctr.degraded, 1);
+	assert_int_equal(w->ctr.parked, 1);
+	assert_int_equal(app.coord->st.taken_units, 1);
+	assert_forwarded_n(1); /* both in the one segment */
+	for (i = 0; i < 2; i++) {
+		c = open_conn(w);
+		request(w, &c, "/two", "k-pipe");
+		coord_turn(w);
+		coord_turn(w);
+		assert_answered("429", "two");
+	}
+	assert_int_equal(w->ctr.allowed, 2);
+	done(w);
+}
+
+/*
+ * A request refused after waiting, behind one of its segment that was
+ * allowed: the allowed one goes on alone (its bytes cut off the rest),
+ * and the refused one is answered when the client sends it again.
+ */
+static void
+refused_behind_allowed(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct rte_mbuf *m[4];
+	struct conn c;
+	char heads[512];
+	uint32_t len;
+	int i;
+
+	(void)state;
+	/* one connection, keep-alive: each request answered by the server
+	 * before the next */
+	c = open_conn(w);
+	for (i = 0; i < 2; i++) {
+		request(w, &c, "/duo", "k-order");
+		coord_turn(w);
+		assert_forwarded("/duo");
+		burst(w,
+		      frame(0, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG,
+			    "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+		      UP);
+		c.sseq += 38;
+		drain();
+	}
+	snprintf(
+		heads, sizeof(heads),
+		"GET /free HTTP/1.1\r\nHost: api\r\n\r\n"
+		"GET /duo HTTP/1.1\r\nHost: api\r\nX-API-Key: k-order\r\n\r\n");
+	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
+	      DOWN);
+	coord_turn(w);
+	assert_int_equal(sent(DOWN, m, 4), 0);
+	assert_int_equal(sent(UP, m, 4), 1);
+	payload(m[0], &len);
+	assert_int_equal(len, 33); /* "GET /free ..." alone */
+	rte_pktmbuf_free(m[0]);
+	done(w);
+}
+
+/*
+ * A parked request's connection keeps sending (its body): the segments
+ * wait with it, up to SL_PARK_HELD; those beyond are dropped and counted
+ * (the client sends them again), and when the grant comes the head and
+ * every held segment go on in order. No mbuf is lost either way.
+ */
+static void
+overload_park_held(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct rte_mbuf *m[SL_PARK_HELD + 8];
+	unsigned int avail, n, i;
+	struct conn c = open_conn(w);
+	char head[256], seq[16];
+	uint32_t len;
+
+	(void)state;
+	avail = rte_mempool_avail_count(pool);
+	snprintf(head, sizeof(head),
+		 "POST /two HTTP/1.1\r\nHost: api\r\nX-API-Key: k-held\r\n"
+		 "Content-Length: %d\r\n\r\n",
+		 (SL_PARK_HELD + 2) * 8);
+	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, head), DOWN);
+	c.cseq += (uint32_t)strlen(head);
+	assert_false(sl_parkq_empty(&w->parkq));
+	for (i = 0; i < SL_PARK_HELD + 2; i++) {
+		snprintf(seq, sizeof(seq), "body%04u", i);
+		burst(w, frame(1, &c, RTE_TCP_ACK_FLAG, seq), DOWN);
+		c.cseq += 8;
+	}
+	assert_int_equal(w->ctr.park_dropped, 2);
+	assert_int_equal(sent(UP, m, RTE_DIM(m)), 0);
+	coord_turn(w);
+	n = sent(UP, m, RTE_DIM(m));
+	assert_int_equal(n, 1 + SL_PARK_HELD);
+	payload(m[0], &len);
+	assert_int_equal(len, strlen(head));
+	for (i = 1; i < n; i++) {
+		const char *p = payload(m[i], &len);
+
+		snprintf(seq, sizeof(seq), "body%04u", i - 1);
+		assert_int_equal(len, 8);
+		assert_memory_equal(p, seq, 8);
+	}
+	rte_pktmbuf_free_bulk(m, n);
+	drain();
+	assert_int_equal(rte_mempool_avail_count(pool), avail);
+	done(w);
+}
+
+/*
+ * The port's TX queue full (nothing reads the ring behind it): what the
+ * worker could not send is counted in tx_dropped and freed, never kept
+ * and never sent twice; the rest went out once.
+ */
+static void
+overload_tx_full(void **state)
+{
+	struct sl_worker *w = worker(0);
+	struct rte_mbuf *m[64];
+	unsigned int avail, total = 0, n, i;
+	struct conn c = {.cport = 443, .cseq = 1, .sseq = 1};
+	const unsigned int frames =
+		1500; /* more than the ring behind the port */
+
+	(void)state;
+	drain();
+	avail = rte_mempool_avail_count(pool);
+	for (i = 0; i < frames; i++) {
+		/* not a service port: forwarded as it is */
+		struct rte_mbuf *f = frame(1, &c, RTE_TCP_ACK_FLAG, "x");
+		uint8_t *tcp = rte_pktmbuf_mtod_offset(f, uint8_t *, 34);
+
+		tcp[2] = 0x01;
+		tcp[3] = 0xbb;
+		burst(w, f, DOWN);
+	}
+	assert_true(w->ctr.tx_dropped > 0);
+	assert_int_equal(w->ctr.tx + w->ctr.tx_dropped, frames);
+	while ((n = sent(UP, m, RTE_DIM(m))) > 0) {
+		total += n;
+		rte_pktmbuf_free_bulk(m, n);
+	}
+	assert_int_equal(total, w->ctr.tx);
+	assert_int_equal(rte_mempool_avail_count(pool), avail);
+	done(w);
+}
+
+int
+main(int argc, char **argv)
+{
+	char prefix[64];
+	char *eal[] = {
+		argv[0],     "--no-huge",     "-m",        "512",
+		"--no-pci",  "--file-prefix", prefix,      "-l",
+		"0",         "--log-level",   "*:error",   "--vdev",
+		"net_ring0", "--vdev",        "net_ring1", "--no-telemetry"};
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(local_limit),
+		cmocka_unit_test(refused_and_passthrough),
+		cmocka_unit_test(leased_limit),
+		cmocka_unit_test(degraded),
+		cmocka_unit_test(pipelined),
+		cmocka_unit_test(refused_behind_allowed),
+		cmocka_unit_test(overload_park_held),
+		cmocka_unit_test(overload_tx_full),
+	};
+	int rc;
+
+	(void)argc;
+	snprintf(prefix, sizeof(prefix), "test_dp_%d", (int)getpid());
+	if (rte_eal_init((int)RTE_DIM(eal), eal) < 0) {
+		fprintf(stderr, "test_dp: EAL did not start\n");
+		return 1;
+	}
+	cfg = dp_app(&app, &pool, "test_dp", CONFIG, sizeof(CONFIG) - 1);
+	if (cfg == NULL)
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	sl_ports_close(&app);
+	sl_policy_free(app.policy);
+	rte_eal_cleanup();
+	return rc;
+}

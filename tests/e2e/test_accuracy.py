@@ -1,0 +1,379 @@
+#!/usr/bin/python3
+"""The shared limit under a slow store. Two appliances x two workers
+(idle_sleep_us, as on CI's two vCPUs) share one redis-server reached
+through a delay injector written here: a TCP proxy on 127.0.0.1 that
+holds each chunk of Redis's replies for a random 0-6 ms, so that a share
+of answers miss store.redis.timeout_ms (5 ms) and arrive late. wrk from
+both appliances' clients at once, on one key:
+
+- a shared key (600/min, burst 20, accuracy 0.02): admitted within
+  [0.9, 1.05] x (burst + rate x t) -- not the 1.6-1.9x that deciding late
+  asks from a bucket nothing else charged gave;
+- a hot key (6000/min, burst 100): the same bound; Redis calls per 1000
+  admitted printed and bounded (600);
+- the same key's bound with 1 and with 64 connections from each
+  appliance: admissions do not grow with the connections;
+- 20 fresh keys on a fail_closed route, one request each, while answers
+  are late: all served (one late reply is not an outage);
+- a run with Redis paused (SIGSTOP) 3 s in its middle: the same bound,
+  no answer slower than a second, the circuit open meanwhile and closed
+  after;
+- a node the others outpaced, its share refilled to its burst, enters
+  an outage with its share's rate only;
+- late replies counted and squared (/sluice/store late_*), and the
+  degraded counts agree between /sluice/stats, /sluice/store and the
+  per-tier counters.
+
+usage: test_accuracy.py PATH/TO/sluice
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import delayproxy  # noqa: E402
+import sltest  # noqa: E402
+
+S4 = "198.18.0.2"
+SECS = 10
+WORKERS = 2  # per appliance
+SATURATED_S = 4.0  # SL_LEASE_SATURATED_MS
+CONF = """version: 1
+dataplane: {service_ports: [80], flows_per_worker: 4096, buckets_per_worker: 4096,
+            head_buffers_per_worker: 64, idle_sleep_us: 100,
+            mbufs: 8191, coordinator_timeout_ms: 50}
+identity: {api_key_header: X-API-Key}
+tiers: [free]
+rules:
+  - {name: shared, scope: key, match: {path_prefix: /v1/shared}, limit: 600/min,
+     burst: 20, accuracy: 0.02}
+  - {name: hot, scope: key, match: {path_prefix: /v1/hot}, limit: 6000/min,
+     burst: 100, accuracy: 0.02}
+  - {name: closed, scope: key, match: {path_prefix: /v1/closed}, limit: 100/min,
+     burst: 50, on_store_failure: fail_closed}
+store:
+  redis: {endpoints: ["127.0.0.1:%d"], timeout_ms: 5, probe_interval_ms: 200}
+  expected_appliances: 2
+response: {retry_jitter: 0}
+"""
+
+
+def wrk(topos, path, key, conns=8, during=None, secs=SECS):
+    """wrk from each topology's client at once for secs; the seconds it
+    ran, the requests sent and the slowest answer (ms). during: run
+    meanwhile (in this thread)."""
+    t0 = time.time()
+    procs = [subprocess.Popen(
+        ["ip", "netns", "exec", t.cns, "timeout", str(secs + 30), "wrk", "-t1",
+         "-c%d" % conns,
+         "-d%ds" % secs, "-H", "X-API-Key: " + key, "http://%s%s" % (S4, path)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for t in topos]
+    if during is not None:
+        during()
+    outs = [p.communicate(timeout=secs + 60)[0] for p in procs]
+    # wrk's own span (its first request to its last), not the process's
+    spans = [float(m.group(1)) for o in outs
+             for m in [re.search(r"requests in ([\d.]+)s", o)] if m]
+    secs = max(spans) if spans else time.time() - t0
+    total = sum(int(m.group(1)) for o in outs
+                for m in [re.search(r"(\d+) requests in", o)] if m)
+    slowest = 0.0
+    for o in outs:
+        m = re.search(r"Latency\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)", o)
+        if m:
+            slowest = max(slowest, float(m.group(1)) *
+                          {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)])
+    return secs, total, slowest
+
+
+def admitted(topos, path, key):
+    """Requests of key the backends got (other keys on the same route,
+    such as the fresh ones sent during the pause, are not counted)."""
+    return sum(1 for t in topos for r in t.backend_log()
+               if r.get("path", "").startswith(path) and
+               ["X-API-Key", key] in r.get("headers", []))
+
+
+def store_sum(topos, field):
+    return sum(sltest.telemetry(t.sluice.prefix, "/sluice/store").get(field, 0) for t in topos)
+
+
+def check_bound(res, topos, path, key, count, period_s, burst, conns=8, during=None,
+                low=0.9, secs=SECS):
+    """Runs wrk on KEY for secs and checks admissions within [low, 1.05] x
+    (burst + rate x t). Returns (Redis calls per 1000 admitted over the
+    run, the same over its steady part (from 40 % of the run to its last
+    second: without the first asks that find the key at its limit), the
+    slowest answer)."""
+    steady_from = int(secs * 0.4)
+    before = admitted(topos, path, key)
+    calls0 = store_sum(topos, "store_calls")
+    marks = []
+
+    def sample():
+        for at in (steady_from, secs - 1):
+            time.sleep(max(0, t0 + at - time.time()))
+            marks.append((store_sum(topos, "store_calls"), admitted(topos, path, key)))
+        if during is not None:
+            during()
+
+    t0 = time.time()
+    secs, total, slowest = wrk(topos, path, key, conns, sample if during is None else during,
+                               secs)
+    n = admitted(topos, path, key) - before
+    calls = store_sum(topos, "store_calls") - calls0
+    allowed = burst + count * secs / period_s
+    # the lower bound needs demand above the limit (a slow build, under
+    # ASan, may offer less): what was offered then bounds it instead.
+    # Units reserved when wrk stops and not yet good are not the run's;
+    # those good and unspent then are (a key above its limit spends its
+    # units as they come good, measured 0.96-0.99 x). A connection moves
+    # to another worker at every 429 (it is closed, issue 14), and what
+    # its last worker holds waits there until it comes back or the lease
+    # ends: with fewer connections than workers, a worker without one may
+    # hold a saturated lease (its fair share of SL_LEASE_SATURATED_MS)
+    # good and unspent when wrk stops (measured 0.898-0.991 x with one
+    # connection, under ASan too)
+    idle = len(topos) * max(0, WORKERS - conns)
+    lease = count / period_s * SATURATED_S / (len(topos) * WORKERS)
+    lo = low * min(allowed, total) - idle * lease
+    res.check(lo <= n <= 1.05 * allowed,
+              "%s under late answers, %d connections from each: %d admitted of %d "
+              "offered in %.1f s, %.3f x (burst + rate x t = %.0f; bounds %.0f = %.2f x "
+              "that - %d idle workers x a lease of %.0f, %.0f)" % (
+                  key, conns, n, total, secs, n / allowed, allowed, lo, low, idle, lease,
+                  1.05 * allowed))
+    per = 1000.0 * calls / max(n, 1)
+    steady = None
+    if len(marks) == 2:
+        steady = 1000.0 * (marks[1][0] - marks[0][0]) / max(marks[1][1] - marks[0][1], 1)
+    print("  %s: %d Redis calls, %.1f per 1000 admitted (%s from %d s on), slowest "
+          "answer %.1f ms" % (key, calls, per, "-" if steady is None else "%.1f" % steady,
+                              steady_from, slowest))
+    sltest.record("accuracy", run=key, conns=conns, admitted=n, offered=total, secs=secs,
+                  allowed=allowed, low=lo, high=1.05 * allowed, ratio=n / allowed,
+                  calls_per_1000=per, steady_calls_per_1000=steady)
+    return per, steady, slowest
+
+
+# 20 connections opened first ("ready"), their heads sent at once when a
+# line comes on stdin: the time they went, then each one's status
+AT_ONCE = """
+import socket, sys, time
+host, key = sys.argv[1], sys.argv[2]
+socks = [socket.create_connection((host, 80), timeout=10) for _ in range(20)]
+print("ready", flush=True)
+sys.stdin.readline()
+sent = time.time()
+for i, s in enumerate(socks):
+    s.sendall(("GET /v1/shared/x%d HTTP/1.1\\r\\nHost: %s\\r\\nX-API-Key: %s\\r\\n"
+               "Connection: close\\r\\n\\r\\n" % (i, host, key)).encode())
+codes = []
+for s in socks:
+    head = s.recv(64).split(b" ")
+    codes.append(head[1].decode() if len(head) > 1 else "0")
+print(sent, " ".join(codes))
+"""
+
+
+def outpaced(res, redis, a, b):
+    """A node the others outpaced enters an outage with its share's rate,
+    not its burst: A takes the whole of a key for 3 s while B is refused,
+    then Redis stops and B gets 20 requests at once. B's share (limit /
+    2: 300/min, burst 10) had refilled to its burst meanwhile, while
+    the store had nothing left and A still holds what it reserved: B
+    may admit what its share refills from the outage's first decision
+    on, not the burst on top (10-14 of the 20 were admitted before)."""
+    key = "k-outpaced"
+    pre = []
+
+    def refused_meanwhile():
+        time.sleep(2)
+        pre.extend(b.curl("-H", "X-API-Key: " + key, "http://%s/v1/shared/pre" % S4)[0]
+                   for _ in range(3))
+
+    wrk((a,), "/v1/shared", key, during=refused_meanwhile, secs=3)
+    # the connections opened before the outage: a lost SYN's second
+    # retransmission is not the outage's
+    p = subprocess.Popen(["ip", "netns", "exec", b.cns, "timeout", "30", "/usr/bin/python3",
+                          "-c", AT_ONCE, S4, key], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    redis.send_signal(signal.SIGSTOP)
+    t_stop = time.time()
+    try:
+        # late or out, the node decides: no need to wait for the circuit
+        time.sleep(0.5)
+        out = p.communicate("go\n", timeout=30)[0].split()
+        elapsed = time.time() - t_stop
+    finally:
+        redis.send_signal(signal.SIGCONT)
+    start = float(out[0]) - t_stop if out else 0.0
+    codes = [int(c) for c in out[1:]]
+    # 5 a second from the outage's first decision (its start at the
+    # earliest) to the burst's, and 2 more for the burst's own span
+    # (20 heads sent at once on connections opened before: decided
+    # within 50 ms, the coordinator's deadline, of arriving; curl -Z
+    # spread them over a second on a loaded machine, 7 admitted)
+    bound = int(5 * start) + 2
+    res.check(pre.count(429) >= 1 and len(codes) == 20 and codes.count(200) <= bound,
+              "an outpaced node in an outage: %d of 20 requests at once admitted, sent %.1f s "
+              "into it, answered by %.1f s (bound %d = 5 a second + 2, not the share's burst "
+              "of 10 on top; B was answered %s before)" % (codes.count(200), start, elapsed,
+                                                          bound, pre))
+
+
+def main():
+    binary = sys.argv[1]
+    res = sltest.Results("accuracy")
+    port = sltest.free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        redis = sltest.start_redis(port, tmp)
+        proxy = delayproxy.DelayProxy(port, 6)
+        conf = os.path.join(tmp, "sluice.yaml")
+        with open(conf, "w") as f:
+            f.write(CONF % proxy.port)
+        pid = os.getpid() % 1000
+        try:
+            with sltest.Topology(binary, conf, tmp, workers=WORKERS, prefix="ya%d" % pid) as a, \
+                    sltest.Topology(binary, conf, tmp, workers=WORKERS, prefix="yb%d" % pid) as b:
+                topos = (a, b)
+                check_bound(res, topos, "/v1/shared", "k-shared", 600, 60, 20)
+                # a client cannot multiply the limit by its connections
+                check_bound(res, topos, "/v1/shared", "k-conn1", 600, 60, 20, conns=1)
+                check_bound(res, topos, "/v1/shared", "k-conn64", 600, 60, 20, conns=64)
+                # 15 s: the first asks of its four holders (~4 s under
+                # ASan) left out of the steady part
+                per, steady, _ = check_bound(res, topos, "/v1/hot", "k-hot", 6000, 60, 100,
+                                             secs=15)
+                # a key above its limit (here 1.6x, the demand wrk's
+                # reconnects after each 429 allow) gets leases of its
+                # holders' fair share of 4 s, reserved in Redis up to 5 s
+                # ahead and good at the rate: one call per lease once the
+                # key is known to be at its limit (measured 11-18 per
+                # 1000 from 4 to 9 s; ~140 when reservations were good only
+                # at their end and 0.5 s ahead, ~1 100 with leases capped
+                # by the accuracy budget); over the whole run the first
+                # asks of each holder and the leases given back add more
+                res.check(steady is not None and steady <= 20,
+                          "hot key at its limit: %s Redis calls per 1000 admitted from 6 "
+                          "to 14 s (bound 20)" % steady)
+                res.check(per <= 50, "hot key: %.1f Redis calls per 1000 admitted over the "
+                          "run (bound 50)" % per)
+                late = store_sum(topos, "late_answers")
+                timeouts = store_sum(topos, "store_timeouts")
+                res.check(timeouts > 0 and late > 0,
+                          "the injector made answers late: %d timeouts, %d late replies "
+                          "(%d units given back, %d charged)" % (
+                              timeouts, late, store_sum(topos, "late_given_back"),
+                              store_sum(topos, "late_charged")))
+                # fresh keys on a fail_closed route while replies are late
+                codes = [(a if i % 2 else b).curl("-H", "X-API-Key: k-fresh-%d" % i,
+                                                  "http://%s/v1/closed/%d" % (S4, i))[0]
+                         for i in range(20)]
+                res.eq(codes.count(200), 20,
+                       "20 fresh keys on a fail_closed route, replies late: all served (%s)" %
+                       codes)
+                for t in topos:
+                    st = sltest.telemetry(t.sluice.prefix, "/sluice/stats")
+                    store = sltest.telemetry(t.sluice.prefix, "/sluice/store")
+                    tiers = sltest.telemetry(t.sluice.prefix, "/sluice/tiers")
+                    tier_deg = sum(v.get("degraded", 0) for v in tiers.values()
+                                   if isinstance(v, dict))
+                    # asks the node decided mean requests decided so
+                    res.check(store["store_degraded"] == 0 or st["degraded"] > 0,
+                              "%s: %d asks decided by the node show as degraded "
+                              "requests (%d)" % (t.prefix, store["store_degraded"],
+                                                 st["degraded"]))
+                    res.eq((st["degraded"], tier_deg), (store["degraded"], store["degraded"]),
+                           "%s: degraded requests agree in /sluice/stats, /sluice/store and "
+                           "the tiers (%d; %d asks decided by the node)" % (
+                               t.prefix, st["degraded"], store["store_degraded"]))
+                # Redis paused 3 s in the middle of a run: each node decides
+                # from its share meanwhile; the bound holds, nothing stalls,
+                # the circuit closes again once it answers
+                opened = store_sum(topos, "circuit_opened")
+
+                outage = []
+
+                def pause():
+                    time.sleep(3.5)
+                    redis.send_signal(signal.SIGSTOP)
+                    t_stop = time.time()
+                    # a key never seen, first asked for while Redis is
+                    # out: the node decides from its share (the paused
+                    # key's holders may well spend what they had reserved)
+                    time.sleep(1)
+                    for i in range(3):
+                        code, hdrs, body = a.curl("-H", "X-API-Key: k-outage",
+                                                  "http://%s/v1/shared/o%d" % (S4, i))
+                        outage.append(code)
+                        if code != 200:
+                            print("  k-outage %d: %d %s %s" % (i, code, hdrs, body.strip()))
+                    time.sleep(max(0, t_stop + 3 - time.time()))
+                    redis.send_signal(signal.SIGCONT)
+
+                # while Redis is out each node admits from its share and
+                # owes what it admitted; charged when Redis answers again
+                # (against the refill Redis lost to its cap meanwhile), so
+                # the fleet's count has every unit: measured 0.93-0.99 x
+                # (it was 1.08 x uncharged, 0.78 x charged after the cap)
+                _, _, slowest = check_bound(res, topos, "/v1/shared", "k-pause", 600, 60,
+                                            20, during=pause)
+                # sluice's own wait, not wrk's latency (which has a lost
+                # SYN's 1 s retransmission in it on a loaded machine): a
+                # parked request is decided at the coordinator's deadline
+                # (50 ms), whether Redis answers or not
+                waited = max(sltest.telemetry(t.sluice.prefix, "/sluice/store")["parked_ns_max"]
+                             for t in topos) / 1e6
+                res.check(waited < 1000, "Redis paused for 3 s: no request waited for it (the "
+                          "longest park %.0f ms or less; wrk's slowest answer %.0f ms)" % (
+                              waited, slowest))
+                # the circuit closes on the first reply after a probe: an ask
+                # is needed (the paused key's clients are answered locally)
+                deadline = time.time() + 0.2 + 1 + 1
+                while True:
+                    for t in topos:
+                        t.curl("-H", "X-API-Key: k-probe", "http://%s/v1/shared/p" % S4)
+                    states = [sltest.telemetry(t.sluice.prefix, "/sluice/store")["state"]
+                              for t in topos]
+                    if states == ["closed", "closed"] or time.time() > deadline:
+                        break
+                    time.sleep(0.1)
+                res.check(store_sum(topos, "circuit_opened") > opened and
+                          states == ["closed", "closed"],
+                          "the circuit opened while Redis was paused (%d times) and "
+                          "closed after (%s)" % (store_sum(topos, "circuit_opened") - opened,
+                                                 states))
+                res.eq(outage, [200] * 3, "a fresh key while Redis was out: served from the "
+                       "node's share (fail_open)")
+                deadline = time.time() + 3
+                while store_sum(topos, "owed_charged") < store_sum(topos, "owed_units") and \
+                        time.time() < deadline:
+                    time.sleep(0.1)
+                owed = store_sum(topos, "owed_units")
+                # owed, or charged by the late reply of an ask that was
+                # out when the pause began (late_charged): once either way
+                res.check(owed >= 1 and store_sum(topos, "owed_charged") == owed and
+                          store_sum(topos, "owed_dropped") == 0,
+                          "units admitted while Redis was out were owed and charged to it "
+                          "once it answered (%d owed, %d charged, %d dropped)" % (
+                              owed, store_sum(topos, "owed_charged"),
+                              store_sum(topos, "owed_dropped")))
+                outpaced(res, redis, a, b)
+                res.eq(a.sluice.stop(), 0, "A stops cleanly")
+                res.eq(b.sluice.stop(), 0, "B stops cleanly")
+        finally:
+            proxy.close()
+            redis.kill()
+            redis.wait()
+    return res.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

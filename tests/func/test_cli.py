@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+"""The command line without EAL (issue 17): --version and --help exit 0
+before any EAL start, a wrong option or a stray argument is named and
+exits 1, --config is required.
+
+usage: test_cli.py PATH/TO/sluice
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sltest  # noqa: E402
+
+
+def run(binary, *args):
+    r = subprocess.run([binary] + list(args), capture_output=True, text=True, timeout=30)
+    return r.returncode, r.stdout, r.stderr
+
+
+def main():
+    binary = sys.argv[1]
+    res = sltest.Results("cli")
+    rc, out, err = run(binary, "--version")
+    res.check(rc == 0 and out.startswith("sluice ") and "release " in out and
+              "DPDK 22.11" in out and "EAL:" not in out + err,
+              "--version: sluice's and DPDK's versions, no EAL (%r)" % out.strip())
+    rc, out2, _ = run(binary, "--", "--version")
+    res.eq((rc, out2), (0, out), "-- --version: the same")
+    rc, out, err = run(binary, "--", "--help")
+    res.check(rc == 0 and "--config FILE" in out and "--check-config" in out and
+              "example:" in out and "EAL:" not in out + err,
+              "-- --help: the options and an example on stdout, exit 0")
+    rc, _, err = run(binary, "--", "--config", "x.yaml", "--bogus")
+    res.check(rc == 1 and "sluice: unrecognized option '--bogus'" in err,
+              "an unknown option is named: %r" % err.splitlines()[:1])
+    rc, _, err = run(binary, "--", "--config", "x.yaml", "stray")
+    res.check(rc == 1 and "unexpected argument 'stray'" in err,
+              "a stray argument is named: %r" % err.splitlines()[:1])
+    rc, _, err = run(binary, "--", "--check-config")
+    res.check(rc == 1 and "--config FILE is required" in err,
+              "--config is required: %r" % err.splitlines()[:1])
+    unit(binary, res)
+    return res.finish()
+
+
+def unit(binary, res):
+    """The service unit as shipped, its paths pointed at this build:
+    systemd-analyze verify accepts it, and its ExecStartPre line checks a
+    config."""
+    src = os.path.join(sltest.ROOT, "conf", "systemd", "sluice@.service")
+    text = open(src).read().replace("/usr/bin/sluice", os.path.abspath(binary))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "sluice@edge.service")
+        with open(path, "w") as f:
+            f.write(text)
+        r = subprocess.run(["systemd-analyze", "verify", path], capture_output=True,
+                           text=True, timeout=60)
+        res.check(r.returncode == 0 and not r.stderr.strip(),
+                  "systemd-analyze verify sluice@.service: %s" % (r.stderr.strip() or "clean"))
+    pre = [ln.split("=", 1)[1] for ln in text.splitlines() if ln.startswith("ExecStartPre=")]
+    cmd = pre[0].replace("/etc/sluice/%i.yaml", os.path.join(sltest.ROOT, "conf", "sluice.yaml"))
+    r = subprocess.run(cmd.split(), capture_output=True, text=True, timeout=30)
+    res.check(r.returncode == 0 and r.stdout.startswith("OK rules="),
+              "the unit's ExecStartPre validates a config: %s" % r.stdout.strip())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

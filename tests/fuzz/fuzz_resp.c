@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libFuzzer: server bytes through the response framing tracker, cut
+ * where the input says, with requests expected between: the count of
+ * responses due is never more than were expected, and cutting the same
+ * bytes elsewhere gives the same count.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "sl_http.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct sl_resp a, b;
+	size_t i, cut;
+	int expected;
+
+	if (size < 2)
+		return 0;
+	/* the first byte: how many requests are due, and which are HEAD */
+	expected = data[0] % 8;
+	cut = data[1] % (size - 1);
+	sl_resp_init(&a);
+	sl_resp_init(&b);
+	for (i = 0; i < (size_t)expected; i++) {
+		sl_resp_expect(&a, (data[0] >> 3) & (1u << i % 5));
+		sl_resp_expect(&b, (data[0] >> 3) & (1u << i % 5));
+	}
+	data += 2;
+	size -= 2;
+	for (i = 0; i < size; i++)
+		sl_resp_consume(&a, data + i, 1);
+	sl_resp_consume(&b, data, (uint32_t)cut);
+	sl_resp_consume(&b, data + cut, (uint32_t)(size - cut));
+	if (sl_resp_due(&a) != sl_resp_due(&b) || sl_resp_due(&a) > expected ||
+	    sl_resp_due(&a) < -1)
+		abort();
+	return 0;
+}

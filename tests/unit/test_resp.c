@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The response framing tracker: every stream cut at every place (and a
+ * byte at a time) gives the same count of responses due, at every
+ * response's last byte and not one byte sooner.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sl_http.h"
+
+/* due after each byte of s, fed whole, split at every offset, and a byte
+ * at a time: all three must agree with a byte at a time */
+static void
+walk(const char *s, const int *heads, int n_req, int *due_after)
+{
+	size_t len = strlen(s), cut, i;
+	struct sl_resp r;
+	int k;
+
+	sl_resp_init(&r);
+	for (k = 0; k < n_req; k++)
+		sl_resp_expect(&r, heads[k]);
+	for (i = 0; i < len; i++) {
+		sl_resp_consume(&r, (const uint8_t *)s + i, 1);
+		due_after[i] = sl_resp_due(&r);
+	}
+	for (cut = 0; cut <= len; cut++) {
+		sl_resp_init(&r);
+		for (k = 0; k < n_req; k++)
+			sl_resp_expect(&r, heads[k]);
+		sl_resp_consume(&r, (const uint8_t *)s, (uint32_t)cut);
+		assert_int_equal(sl_resp_due(&r),
+				 cut ? due_after[cut - 1] : n_req);
+		sl_resp_consume(&r, (const uint8_t *)s + cut,
+				(uint32_t)(len - cut));
+		assert_int_equal(sl_resp_due(&r), due_after[len - 1]);
+	}
+}
+
+/* The count of responses due drops at exactly the given offsets (the
+ * index of each response's last byte), and ends at want. */
+static void
+expect_ends(const char *s, const int *heads, int n_req, const size_t *ends,
+	    int n_ends, int want)
+{
+	int due[4096];
+	size_t i;
+	int e = 0, d = n_req;
+
+	assert_true(strlen(s) < sizeof(due) / sizeof(due[0]));
+	walk(s, heads, n_req, due);
+	for (i = 0; i < strlen(s); i++) {
+		if (e < n_ends && i == ends[e]) {
+			d--;
+			e++;
+		}
+		if (want >= 0 || i + 1 < strlen(s))
+			assert_int_equal(due[i], d);
+	}
+	assert_int_equal(due[strlen(s) - 1], want);
+}
+
+/* Responses end where each part ends. */
+static void
+parts_end(const char *const *parts, int n, const int *heads)
+{
+	char t[4096];
+	size_t ends[8], len = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(parts[i]);
+
+		assert_true(len + l < sizeof(t));
+		memcpy(t + len, parts[i], l);
+		len += l;
+		ends[i] = len - 1;
+	}
+	t[len] = 0;
+	expect_ends(t, heads, n, ends, n, 0);
+}
+
+static void
+length_and_chunked(void **state)
+{
+	static const char *const parts[] = {
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+		"HTTP/1.0 200 OK\r\ncontent-LENGTH:12\r\nX: y\r\n\r\n"
+		"0123456789ab",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding:  Chunked \r\n\r\n"
+		"5;ext=1\r\nhello\r\n10\r\n0123456789abcdef\r\n0\r\n"
+		"Trailer: x\r\n\r\n",
+		"HTTP/1.1 404 Not Found\r\nContent-Lengthy: 7\r\n"
+		"Transfer-Encodings: gzip\r\nContent-Length: 0\r\n\r\n",
+	};
+	const int heads[4] = {0, 0, 0, 0};
+
+	(void)state;
+	parts_end(parts, 4, heads);
+}
+
+/* A HEAD's response has no body whatever its length says; 204 and 304
+ * none either; 1xx are interim. */
+static void
+no_body(void **state)
+{
+	static const char *const parts[] = {
+		"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n",
+		"HTTP/1.1 100 Continue\r\n\r\n"
+		"HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n",
+		"HTTP/1.1 304 Not Modified\r\n\r\n",
+	};
+	const int heads[3] = {1, 0, 0};
+
+	(void)state;
+	parts_end(parts, 3, heads);
+}
+
+/* What it cannot follow makes the count unknown, never wrong. */
+static void
+unknown(void **state)
+{
+	static const char *lost[] = {
+		"HTTP/1.1 200 OK\r\n\r\nuntil the close",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: "
+		"5\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5000000000\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5 5\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length:\r\n\r\n",
+		"HTTP/2 200 OK\r\n\r\n",
+		"HTTP/1.1 2x0 OK\r\n\r\n",
+		"HTTP/1.1 200 OK\rContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+		"HTTP/1.1 20\n",
+		"garbage",
+	};
+	int heads[1] = {0}, due[256];
+	size_t i;
+	struct sl_resp r;
+
+	(void)state;
+	for (i = 0; i < sizeof(lost) / sizeof(lost[0]); i++) {
+		walk(lost[i], heads, 1, due);
+		if (due[strlen(lost[i]) - 1] != -1)
+			fail_msg("case %zu: %d due", i,
+				 due[strlen(lost[i]) - 1]);
+	}
+	/* a bare status line with LF endings is still a response */
+	walk("HTTP/1.1 204\n\n", heads, 1, due);
+	assert_int_equal(due[13], 0);
+	/* more in flight than it follows; a gap */
+	sl_resp_init(&r);
+	for (i = 0; i < 32; i++)
+		sl_resp_expect(&r, 0);
+	assert_int_equal(sl_resp_due(&r), 32);
+	sl_resp_expect(&r, 0);
+	assert_int_equal(sl_resp_due(&r), -1);
+	sl_resp_init(&r);
+	sl_resp_lost(&r);
+	assert_int_equal(sl_resp_due(&r), -1);
+}
+
+/* A request that did not go after all is not waited for; the HEAD-ness
+ * of the others is kept in order. */
+static void
+unexpect(void **state)
+{
+	static const char s[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n";
+	struct sl_resp r;
+
+	(void)state;
+	sl_resp_init(&r);
+	sl_resp_expect(&r, 1);
+	sl_resp_expect(&r, 0);
+	sl_resp_unexpect(&r);
+	assert_int_equal(sl_resp_due(&r), 1);
+	/* the HEAD's: no body, done at the head's end */
+	assert_int_equal(sl_resp_consume(&r, (const uint8_t *)s, strlen(s)), 1);
+	assert_int_equal(sl_resp_due(&r), 0);
+	sl_resp_unexpect(&r);
+	assert_int_equal(sl_resp_due(&r), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(length_and_chunked),
+		cmocka_unit_test(no_body),
+		cmocka_unit_test(unknown),
+		cmocka_unit_test(unexpect),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
