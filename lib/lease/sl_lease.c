@@ -389,3 +389,42 @@ sl_ledger_wait_ns(struct sl_ledger *g, const struct sl_share *s, uint64_t units,
 		return SL_NEVER;
 	return (uint64_t)((need - g->credit + s->count - 1) / s->count);
 }
+
+/* The key's slot (low bits) and its tag (high 32, never 0: an empty slot
+ * is 0). */
+static uint64_t
+refusal_mix(uint64_t k1, uint64_t k2)
+{
+	uint64_t x = k1 ^ (k2 * 0x9e3779b97f4a7c15ULL);
+
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 29;
+	return x;
+}
+
+void
+sl_refusals_note(struct sl_refusals *r, uint64_t k1, uint64_t k2,
+		 uint64_t now_ns)
+{
+	uint64_t h = refusal_mix(k1, k2);
+	uint64_t word = ((h | 1ULL << 63) & ~0xffffffffULL) |
+			(uint32_t)(now_ns / 1000000);
+
+	__atomic_store_n(&r->slot[h & (SL_REFUSALS_SLOTS - 1)], word,
+			 __ATOMIC_RELAXED);
+}
+
+int
+sl_refusals_lately(const struct sl_refusals *r, uint64_t k1, uint64_t k2,
+		   uint64_t now_ns)
+{
+	uint64_t h = refusal_mix(k1, k2);
+	uint64_t word = __atomic_load_n(&r->slot[h & (SL_REFUSALS_SLOTS - 1)],
+					__ATOMIC_RELAXED);
+	uint32_t age_ms = (uint32_t)(now_ns / 1000000) - (uint32_t)word;
+
+	return word != 0 &&
+	       (word & ~0xffffffffULL) == ((h | 1ULL << 63) & ~0xffffffffULL) &&
+	       (uint64_t)age_ms * 1000000 < SL_LEASE_HOT_NS;
+}

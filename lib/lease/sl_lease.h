@@ -45,6 +45,29 @@ sl_refused_lately(uint64_t refused_at, uint64_t now_ns)
 }
 
 /*
+ * The node's word, for every worker, that the store refused a key (or
+ * reserved for it: at its limit) lately. A worker keeps its own lease's
+ * refusals, but one whose flows never asked for the key meets an outage
+ * with its slice's whole burst while the store had nothing left (an
+ * outpaced node admitted 5 of 20 at once where 4 were due, the other
+ * worker's burst). One writer (the coordinator), any number of readers;
+ * a slot holds a key's tag and the refusal's time in ms in one word, so
+ * a reader never sees half of one. Another key taking the slot only
+ * loses the older word: that worker keeps its burst, as before.
+ */
+#define SL_REFUSALS_SLOTS 16384 /* 128 KiB; a power of two */
+
+struct sl_refusals {
+	uint64_t slot[SL_REFUSALS_SLOTS];
+};
+
+void sl_refusals_note(struct sl_refusals *r, uint64_t k1, uint64_t k2,
+		      uint64_t now_ns);
+/* Whether the store refused (k1, k2) within SL_LEASE_HOT_NS of now_ns. */
+int sl_refusals_lately(const struct sl_refusals *r, uint64_t k1, uint64_t k2,
+		       uint64_t now_ns);
+
+/*
  * A share of a limit (a node's, or one worker's slice of it), charged
  * with every unit its holder admits however that was decided — a grant
  * from the store, a lease spent, a degraded answer — so that what is

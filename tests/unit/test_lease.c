@@ -512,6 +512,38 @@ asks_out(void **state)
 	assert_int_equal(sl_lease_asks_out(&l, t + 3 * S + 2 * MS, stale), 0);
 }
 
+/* The node's word of a refusal: lately is SL_LEASE_HOT_NS, per key (a
+ * key never refused, or whose slot another took since, is not), and
+ * across the ms clock's wrap. */
+static void
+refusals(void **state)
+{
+	static struct sl_refusals r;
+	uint64_t t = 100 * S, wrap = (uint64_t)UINT32_MAX * MS - 2 * S;
+	uint64_t k, other = 0;
+
+	(void)state;
+	assert_false(sl_refusals_lately(&r, 1, 2, t));
+	sl_refusals_note(&r, 1, 2, t);
+	assert_true(sl_refusals_lately(&r, 1, 2, t));
+	assert_true(sl_refusals_lately(&r, 1, 2, t + SL_LEASE_HOT_NS - MS));
+	assert_false(sl_refusals_lately(&r, 1, 2, t + SL_LEASE_HOT_NS));
+	assert_false(sl_refusals_lately(&r, 2, 1, t));
+	assert_false(sl_refusals_lately(&r, 1, 3, t));
+	/* a key sharing the slot: the last word wins, the other is lost */
+	for (k = 3; other == 0 && k < 1000000; k++) {
+		sl_refusals_note(&r, k, 0, t);
+		if (!sl_refusals_lately(&r, 1, 2, t))
+			other = k;
+	}
+	assert_int_not_equal(other, 0);
+	assert_true(sl_refusals_lately(&r, other, 0, t));
+	/* refused 2 s before the ms clock wraps, asked 1 s after */
+	sl_refusals_note(&r, 7, 7, wrap);
+	assert_true(sl_refusals_lately(&r, 7, 7, wrap + 3 * S));
+	assert_false(sl_refusals_lately(&r, 7, 7, wrap + 3 * S + SL_LEASE_HOT_NS));
+}
+
 int
 main(void)
 {
@@ -528,6 +560,7 @@ main(void)
 		cmocka_unit_test(ledger_drain),
 		cmocka_unit_test(ledger_renumber),
 		cmocka_unit_test(asks_out),
+		cmocka_unit_test(refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

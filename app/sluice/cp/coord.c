@@ -164,6 +164,15 @@ node_ledger(struct sl_coord *c, uint64_t k1, uint64_t k2, uint64_t now)
 	return (struct node_ledger *)s;
 }
 
+/* The store had nothing (or only a reservation) left for the key: the
+ * node's ledger and every worker learn it. */
+static void
+note_refused(struct sl_coord *c, const struct sl_coord_msg *q, uint64_t now)
+{
+	node_ledger(c, q->k1, q->k2, now)->refused_at = now;
+	sl_refusals_note(&c->refused, q->k1, q->k2, now);
+}
+
 static struct sl_ledger *
 ledger_of(struct sl_coord *c, uint64_t k1, uint64_t k2, uint64_t now)
 {
@@ -337,7 +346,7 @@ store_answer(void *ctx, const struct sl_coord_msg *q, struct sl_coord_msg *a,
 			now + life + (a->ans.granted ? a->ans.retry_ns : 0);
 		if (a->ans.granted && a->ans.retry_ns) {
 			c->st.reservations++; /* the key is at its limit */
-			node_ledger(c, q->k1, q->k2, now)->refused_at = now;
+			note_refused(c, q, now);
 		}
 		if (a->ans.granted) {
 			c->st.granted_units += a->ans.granted;
@@ -345,7 +354,7 @@ store_answer(void *ctx, const struct sl_coord_msg *q, struct sl_coord_msg *a,
 				      q->ask.on_failure, a->ans.granted, now);
 		} else {
 			c->st.refusals++;
-			node_ledger(c, q->k1, q->k2, now)->refused_at = now;
+			note_refused(c, q, now);
 		}
 	}
 	to_worker(c, a);
@@ -360,7 +369,7 @@ store_late(void *ctx, const struct sl_coord_msg *q, uint64_t granted,
 	struct sl_coord *c = ctx;
 
 	if (granted < q->ask.need)
-		node_ledger(c, q->k1, q->k2, now)->refused_at = now;
+		note_refused(c, q, now);
 }
 
 int

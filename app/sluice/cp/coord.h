@@ -16,6 +16,7 @@
 
 #include <rte_ring.h>
 
+#include "sl_lease.h"
 #include "sl_limit.h"
 
 enum sl_coord_type {
@@ -119,6 +120,8 @@ struct sl_coord {
 	 * / every holder (local_strict) */
 	uint32_t div_open, div_strict;
 	struct sl_coord_stats st;
+	/* the store's refusals, written here, read by the workers */
+	struct sl_refusals refused;
 };
 
 struct sl_app;

@@ -55,22 +55,36 @@ taken(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l)
 	sl_report_taken(w, &n->key, l, n->cost);
 }
 
+/* Whether the store refused the key lately, to this worker or to any
+ * other of the node (the coordinator's word). */
+static int
+refused_lately(const struct sl_worker *w, const struct sl_need *n,
+	       const struct sl_lease *l)
+{
+	return sl_refused_lately(l->refused_at, w->now_ns) ||
+	       (w->app->coord != NULL &&
+		sl_refusals_lately(&w->app->coord->refused, n->key.k1,
+				   n->key.k2, w->now_ns));
+}
+
 /*
  * The store had no burst left for this key when it last answered, and
  * its demand goes on: a key at its limit (refused lately, demand above
- * the share), or one the store refused lately whose answer now did not
- * come at all. Its slice, refilled at its rate while others spent the
- * store's, keeps only its rate from now — its full burst on top of what
- * the other holders reserved would be the fleet's limit again (measured
- * 1.16 x over a 3 s outage; an outpaced node admitted 10-14 of 20 at
- * once where 4 were due). Once per answer of the store.
+ * the share), or one the store refused lately — this worker or another
+ * of the node — whose answer now did not come at all. Its slice,
+ * refilled at its rate while others spent the store's, keeps only its
+ * rate from now: its full burst on top of what the other holders
+ * reserved would be the fleet's limit again (measured 1.16 x over a 3 s
+ * outage; an outpaced node admitted 10-14 of 20 at once where 4 were
+ * due, and 5 while only the worker the store had refused knew it).
+ * Once per answer of the store.
  */
 static void
 drain_if_empty_in_store(const struct sl_worker *w, const struct sl_need *n,
 			struct sl_lease *l, int late)
 {
 	int empty = sl_need_saturated(w, n, l) ||
-		    (late && sl_refused_lately(l->refused_at, w->now_ns));
+		    (late && refused_lately(w, n, l));
 
 	if (!empty || l->drained)
 		return;
