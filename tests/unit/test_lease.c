@@ -541,7 +541,8 @@ refusals(void **state)
 	/* refused 2 s before the ms clock wraps, asked 1 s after */
 	sl_refusals_note(&r, 7, 7, wrap);
 	assert_true(sl_refusals_lately(&r, 7, 7, wrap + 3 * S));
-	assert_false(sl_refusals_lately(&r, 7, 7, wrap + 3 * S + SL_LEASE_HOT_NS));
+	assert_false(
+		sl_refusals_lately(&r, 7, 7, wrap + 3 * S + SL_LEASE_HOT_NS));
 }
 
 int

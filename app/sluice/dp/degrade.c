@@ -83,8 +83,8 @@ static void
 drain_if_empty_in_store(const struct sl_worker *w, const struct sl_need *n,
 			struct sl_lease *l, int late)
 {
-	int empty = sl_need_saturated(w, n, l) ||
-		    (late && refused_lately(w, n, l));
+	int empty =
+		sl_need_saturated(w, n, l) || (late && refused_lately(w, n, l));
 
 	if (!empty || l->drained)
 		return;
