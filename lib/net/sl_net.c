@@ -504,11 +504,40 @@ sl_tcp_set_seq_ack(uint8_t *frame, struct sl_pkt *p, uint32_t seq, uint32_t ack)
 	p->ack = ack;
 }
 
+/* One SACK option of l bytes at opt, its blocks mapped (or all dropped:
+ * map NULL); NOPs where blocks were. Returns blocks dropped. */
+static uint32_t
+map_sack_option(uint8_t *opt, uint8_t l, sl_seq_map map, const void *ctx)
+{
+	uint32_t n = (l - 2u) % 8u ? 0 : (l - 2u) / 8u, i, kept = 0;
+	uint8_t out[40];
+
+	for (i = 0; map != NULL && i < n; i++) {
+		uint32_t le = map(ctx, rd32(opt + 2 + 8 * i));
+		uint32_t re = map(ctx, rd32(opt + 6 + 8 * i));
+
+		/* empty: it named only bytes the peer never sent */
+		if ((int32_t)(re - le) <= 0)
+			continue;
+		wr32(out + 8 * kept, le);
+		wr32(out + 8 * kept + 4, re);
+		kept++;
+	}
+	memset(opt, 1, l);
+	if (kept > 0) {
+		opt[0] = 5;
+		opt[1] = (uint8_t)(2 + 8 * kept);
+		memcpy(opt + 2, out, 8 * kept);
+	}
+	return (l - 2u) / 8u - kept;
+}
+
 uint32_t
-sl_tcp_strip_sack(uint8_t *frame, const struct sl_pkt *p)
+sl_tcp_map_sack(uint8_t *frame, const struct sl_pkt *p, sl_seq_map map,
+		const void *ctx)
 {
 	uint8_t *th = frame + p->l4_off, *b = th + 20;
-	uint32_t n = p->tcp_hlen - 20u, i = 0, blocks = 0;
+	uint32_t n = p->tcp_hlen - 20u, i = 0, dropped = 0;
 
 	while (i < n) {
 		uint8_t kind = b[i], l, old[44];
@@ -529,11 +558,16 @@ sl_tcp_strip_sack(uint8_t *frame, const struct sl_pkt *p)
 			from = (20 + i) & ~1u;
 			to = (20 + i + l + 1) & ~1u;
 			memcpy(old, th + from, to - from);
-			memset(b + i, 1, l);
+			dropped += map_sack_option(b + i, l, map, ctx);
 			cksum_adjust(th + 16, old, th + from, to - from);
-			blocks += (l - 2u) / 8u;
 		}
 		i += l;
 	}
-	return blocks;
+	return dropped;
+}
+
+uint32_t
+sl_tcp_strip_sack(uint8_t *frame, const struct sl_pkt *p)
+{
+	return sl_tcp_map_sack(frame, p, NULL, NULL);
 }

@@ -9,7 +9,8 @@ real sluice binary between two raw wires the test plays both ends of
   server with its sequence shifted back by the refused head and its ack
   by the 429 (checksums right), and the server's response reaches the
   client shifted forward by the 429, acknowledging in the client's
-  numbers; SACK blocks are taken out both ways;
+  numbers; SACK blocks translated both ways (one naming only the 429
+  dropped);
 - a second refusal on the same connection adds to both shifts, and a
   third right after it (no server segment between) is answered too;
 - the refused head sent again before its 429 was acknowledged (the 429
@@ -63,14 +64,16 @@ def refused_kept(w, res, f, head, what):
     return len(body)
 
 
-def translated(res, out, want_seq, want_ack, payload, what):
+def translated(res, out, want_seq, want_ack, payload, what, sack=()):
+    """sack: the SACK edges the frame must carry (none by default)."""
     if not res.eq(len(out), 1, what + ": one frame on"):
         return
     t = Ether(out[0])[TCP]
     res.eq((t.seq, t.ack), (want_seq, want_ack), what + ": seq and ack translated")
     res.eq(bytes(t.payload), payload, what + ": payload unchanged")
     res.check(pktcheck.cksums_ok(out[0]), what + ": checksums")
-    res.check(all(o[0] != "SAck" for o in t.options), what + ": no SACK blocks")
+    edges = tuple(e for o in t.options if o[0] == "SAck" for e in o[1])
+    res.eq(edges, tuple(x & 0xffffffff for x in sack), what + ": SACK blocks translated")
 
 
 def kept(w, res):
@@ -84,16 +87,20 @@ def kept(w, res):
     cdel, sins = len(ONCE), n
     f.sseq += n
     nxt = req("/v1/next", "X-API-Key: k-ka")
-    oc, os_ = w.step("c", f.data(nxt, options=[("SAck", (f.sseq - 5, f.sseq - 1))]))
+    # a block inside the 429 (bytes the server never sent) is dropped;
+    # one past it moves back by the 429's length
+    oc, os_ = w.step("c", f.data(nxt, options=[
+        ("SAck", (f.sseq - 5, f.sseq - 1, f.sseq + 100, f.sseq + 200))]))
     res.eq(len(oc), 0, "next request: nothing back")
     translated(res, os_, f.cseq - len(nxt) - cdel, f.sseq - sins, nxt,
-               "next request to the server")
+               "next request to the server", sack=(f.sseq + 100 - sins, f.sseq + 200 - sins))
     # the server answers in its own numbers
     srv = f.s(RESP, seq=f.sseq - sins, ack=f.cseq - cdel,
               options=[("SAck", (f.cseq - cdel - 9, f.cseq - cdel - 3))])
     oc, os_ = w.step("s", srv)
     res.eq(len(os_), 0, "its response: nothing back")
-    translated(res, oc, f.sseq, f.cseq, RESP, "its response to the client")
+    translated(res, oc, f.sseq, f.cseq, RESP, "its response to the client",
+               sack=(f.cseq - 9, f.cseq - 3))
     f.sseq += len(RESP)
     # a second refusal on the same connection adds to both shifts
     n2 = refused_kept(w, res, f, ONCE, "a third, refused")

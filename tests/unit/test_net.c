@@ -384,6 +384,72 @@ rewrite_seq_sack(void **state)
 	}
 }
 
+static uint32_t
+shift_or_swallow(const void *ctx, uint32_t seq)
+{
+	(void)ctx;
+	/* [0x3000, 0x4000) is the peer's never-sent run: mapped to its
+	 * start; what follows moves back over it */
+	if (seq < 0x3000)
+		return seq + 0x100;
+	if (seq <= 0x4000)
+		return 0x3100;
+	return seq - 0x1000 + 0x100;
+}
+
+/* SACK blocks put in the peer's numbers: edges mapped, a block naming
+ * only the never-sent run dropped (the option made NOP with none left),
+ * the checksum right at an even and an odd offset. */
+static void
+map_sack(void **state)
+{
+	static const uint8_t two[16] = {0, 0, 0x10, 0, 0, 0, 0x20, 0,
+					0, 0, 0x30, 0x10, 0, 0, 0x3f, 0};
+	uint8_t f[sizeof(FRAME_V4) + 12];
+	struct sl_pkt p;
+	uint8_t *opt;
+	uint32_t i, th;
+
+	(void)state;
+	/* FRAME_V4 with 24 option bytes, not 12: room for two blocks */
+	assert_int_equal(sl_pkt_parse(FRAME_V4, sizeof(FRAME_V4), &p),
+			 SL_PKT_TCP);
+	th = p.l4_off;
+	memcpy(f, FRAME_V4, th + 32);
+	memset(f + th + 32, 1, 12);
+	memcpy(f + th + 44, FRAME_V4 + th + 32, sizeof(FRAME_V4) - th - 32);
+	f[th + 12] = 11 << 4;
+	f[p.l3_off + 3] += 12;
+	sl_ipv4_cksum_set(f, &p);
+	assert_int_equal(sl_pkt_parse(f, sizeof(f), &p), SL_PKT_TCP);
+	assert_int_equal(p.tcp_hlen, 44);
+	opt = f + p.l4_off + 20;
+	for (i = 0; i < 2; i++) {
+		memset(opt, 1, p.tcp_hlen - 20);
+		opt[i] = 5;
+		opt[i + 1] = 18;
+		memcpy(opt + i + 2, two, 16);
+		sl_tcp_cksum_set(f, &p);
+		/* the first block moves, the second is dropped */
+		assert_int_equal(sl_tcp_map_sack(f, &p, shift_or_swallow, NULL),
+				 1);
+		assert_true(sl_tcp_cksum_ok(f, &p));
+		assert_int_equal(opt[i], 5);
+		assert_int_equal(opt[i + 1], 10);
+		assert_memory_equal(opt + i + 2,
+				    "\x00\x00\x11\x00\x00\x00\x21\x00", 8);
+		assert_int_equal(opt[i + 10], 1);
+		/* now the only block names the run: none left */
+		memcpy(opt + i + 2, two + 8, 8);
+		sl_tcp_cksum_set(f, &p);
+		assert_int_equal(sl_tcp_map_sack(f, &p, shift_or_swallow, NULL),
+				 1);
+		assert_true(sl_tcp_cksum_ok(f, &p));
+		assert_int_equal(opt[i], 1);
+		assert_int_equal(opt[i + 1], 1);
+	}
+}
+
 int
 main(void)
 {
@@ -400,6 +466,7 @@ main(void)
 		cmocka_unit_test(utoa),
 		cmocka_unit_test(reply_segment),
 		cmocka_unit_test(rewrite_seq_sack),
+		cmocka_unit_test(map_sack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

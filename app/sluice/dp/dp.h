@@ -86,14 +86,18 @@ void sl_xlate_free(struct sl_worker *w);
  * one whose lost answer was not kept. */
 int sl_xlate_client_in(struct sl_worker *w, struct sl_flow *f, struct sl_pkt *p,
 		       uint32_t *ack);
-/* On its way to the server: sequence and ack in the server's numbers. */
+/* On its way to the server: sequence, ack and SACK blocks in the
+ * server's numbers. */
 void sl_xlate_client_out(struct sl_worker *w, const struct sl_flow *f,
 			 uint8_t *frame, struct sl_pkt *p, uint32_t ack);
 /* A server segment's ack in the client's numbers, before the flow. */
 uint32_t sl_xlate_server_in(struct sl_worker *w, const struct sl_flow *f,
 			    const struct sl_pkt *p);
+/* On its way to the client: seq and ack (worked out before the flow,
+ * which an RST removes) and its SACK blocks in the client's numbers. */
 void sl_xlate_server_out(struct sl_worker *w, const struct sl_flow *f,
-			 uint8_t *frame, struct sl_pkt *p, uint32_t ack);
+			 uint8_t *frame, struct sl_pkt *p, uint32_t seq,
+			 uint32_t ack);
 /* A client sequence number in the server's numbers (f may be NULL). */
 uint32_t sl_xlate_client_seq(struct sl_worker *w, const struct sl_flow *f,
 			     uint32_t seq);

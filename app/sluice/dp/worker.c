@@ -458,9 +458,7 @@ server_side(struct sl_worker *w, uint8_t *frame, const struct sl_pkt *p)
 	if (f != NULL) {
 		struct sl_pkt q = *p;
 
-		sl_tcp_set_seq_ack(frame, &q, seq, s.ack);
-		sl_tcp_strip_sack(frame, &q);
-		w->ctr.keepalive_translated++;
+		sl_xlate_server_out(w, f, frame, &q, seq, s.ack);
 	}
 }
 

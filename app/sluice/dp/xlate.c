@@ -7,8 +7,8 @@
  * space for the client's bytes and the server's for the server's; acks
  * are translated before the flow reads them (so that they speak of the
  * stream it tracks), sequence numbers after, on the way out. SACK blocks
- * are removed on translated connections (the peer recovers from
- * cumulative ACKs): they would name bytes the other side never had.
+ * are translated as acks are; a block that names only a reply (bytes the
+ * server never sent) is dropped.
  *
  * A new answer is put in only once the last one is acknowledged, so two
  * points of each shift are enough: what lies before the last one (the
@@ -149,6 +149,21 @@ sl_xlate_client_in(struct sl_worker *w, struct sl_flow *f, struct sl_pkt *p,
 	return SL_XL_GO;
 }
 
+/* A SACK block's edges map as acks do: the client's, into the server's
+ * stream (a block inside a reply is empty there, and dropped); the
+ * server's, into the client's. */
+static uint32_t
+client_edge(const void *x, uint32_t seq)
+{
+	return client_ack(x, seq);
+}
+
+static uint32_t
+server_edge(const void *x, uint32_t seq)
+{
+	return server_ack(x, seq);
+}
+
 void
 sl_xlate_client_out(struct sl_worker *w, const struct sl_flow *f,
 		    uint8_t *frame, struct sl_pkt *p, uint32_t ack)
@@ -156,7 +171,7 @@ sl_xlate_client_out(struct sl_worker *w, const struct sl_flow *f,
 	const struct sl_xlate *x = xl_of(w, f);
 
 	sl_tcp_set_seq_ack(frame, p, client_seq(x, p->seq), ack);
-	sl_tcp_strip_sack(frame, p);
+	sl_tcp_map_sack(frame, p, client_edge, x);
 	w->ctr.keepalive_translated++;
 }
 
@@ -169,10 +184,11 @@ sl_xlate_server_in(struct sl_worker *w, const struct sl_flow *f,
 
 void
 sl_xlate_server_out(struct sl_worker *w, const struct sl_flow *f,
-		    uint8_t *frame, struct sl_pkt *p, uint32_t ack)
+		    uint8_t *frame, struct sl_pkt *p, uint32_t seq,
+		    uint32_t ack)
 {
-	sl_tcp_set_seq_ack(frame, p, sl_xlate_server_seq(w, f, p->seq), ack);
-	sl_tcp_strip_sack(frame, p);
+	sl_tcp_set_seq_ack(frame, p, seq, ack);
+	sl_tcp_map_sack(frame, p, server_edge, xl_of(w, f));
 	w->ctr.keepalive_translated++;
 }
 
