@@ -403,7 +403,7 @@ shift_or_swallow(const void *ctx, uint32_t seq)
 static void
 map_sack(void **state)
 {
-	static const uint8_t two[16] = {0, 0, 0x10, 0, 0, 0, 0x20, 0,
+	static const uint8_t two[16] = {0, 0, 0x10, 0,    0, 0, 0x20, 0,
 					0, 0, 0x30, 0x10, 0, 0, 0x3f, 0};
 	uint8_t f[sizeof(FRAME_V4) + 12];
 	struct sl_pkt p;
