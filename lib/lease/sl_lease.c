@@ -390,8 +390,7 @@ sl_ledger_wait_ns(struct sl_ledger *g, const struct sl_share *s, uint64_t units,
 	return (uint64_t)((need - g->credit + s->count - 1) / s->count);
 }
 
-/* The key's slot (low bits) and its tag (high 32, never 0: an empty slot
- * is 0). */
+/* The key's mix: its slot from the low bits, its tag from the high. */
 static uint64_t
 refusal_mix(uint64_t k1, uint64_t k2)
 {
@@ -403,15 +402,21 @@ refusal_mix(uint64_t k1, uint64_t k2)
 	return x;
 }
 
+/* The high 32 bits of a slot's word, never 0 (an empty slot is 0). */
+static uint64_t
+refusal_tag(uint64_t h)
+{
+	return (h | 1ULL << 63) & ~0xffffffffULL;
+}
+
 void
 sl_refusals_note(struct sl_refusals *r, uint64_t k1, uint64_t k2,
 		 uint64_t now_ns)
 {
 	uint64_t h = refusal_mix(k1, k2);
-	uint64_t word = ((h | 1ULL << 63) & ~0xffffffffULL) |
-			(uint32_t)(now_ns / 1000000);
 
-	__atomic_store_n(&r->slot[h & (SL_REFUSALS_SLOTS - 1)], word,
+	__atomic_store_n(&r->slot[h & (SL_REFUSALS_SLOTS - 1)],
+			 refusal_tag(h) | (uint32_t)(now_ns / 1000000),
 			 __ATOMIC_RELAXED);
 }
 
@@ -424,7 +429,6 @@ sl_refusals_lately(const struct sl_refusals *r, uint64_t k1, uint64_t k2,
 					__ATOMIC_RELAXED);
 	uint32_t age_ms = (uint32_t)(now_ns / 1000000) - (uint32_t)word;
 
-	return word != 0 &&
-	       (word & ~0xffffffffULL) == ((h | 1ULL << 63) & ~0xffffffffULL) &&
+	return (word & ~0xffffffffULL) == refusal_tag(h) &&
 	       (uint64_t)age_ms * 1000000 < SL_LEASE_HOT_NS;
 }
