@@ -6,8 +6,9 @@ one sample (a diagnostic, not a test: it prints what each round gave).
   outpaced N: the outpaced-node check N times
   pause N [HOGS]: k-pause (Redis stopped 3 s) and one connection from
       each appliance, N rounds, with HOGS busy loops on the CPUs meanwhile
+  conns N [HOGS]: a fresh key from 64 connections on each appliance
 
-usage: scripts/accuracy-loop.py PATH/TO/sluice outpaced|pause N [HOGS]
+usage: scripts/accuracy-loop.py PATH/TO/sluice outpaced|pause|conns N [HOGS]
 """
 
 import os
@@ -29,6 +30,8 @@ def rounds(kind, n, res, redis, a, b):
     for i in range(n):
         if kind == "outpaced":
             acc.outpaced(res, redis, a, b, key="k-out%d" % i)
+        elif kind == "conns":
+            acc.check_bound(res, (a, b), "/v1/shared", "k-many%d" % i, 600, 60, 20, conns=64)
         else:
             def pause():
                 time.sleep(3.5)
@@ -43,7 +46,7 @@ def rounds(kind, n, res, redis, a, b):
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[2] not in ("outpaced", "pause"):
+    if len(sys.argv) < 4 or sys.argv[2] not in ("outpaced", "pause", "conns"):
         sys.exit(__doc__)
     binary, kind, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     hogs = [subprocess.Popen(["timeout", "1800", "sh", "-c", "while :; do :; done"],
