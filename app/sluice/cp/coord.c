@@ -401,7 +401,8 @@ give_back(struct sl_coord *c, const struct sl_coord_msg *q, uint64_t now)
 		sl_ledger_credit(ledger_of(c, q->k1, q->k2, now), &sh,
 				 q->back.units, now);
 		/* the store out: its count keeps them (fewer admissions) */
-		sl_store_give_back(c->store, q);
+		if (sl_store_give_back(c->store, q) != 0)
+			c->st.given_back_lost += q->back.units;
 		return;
 	}
 	if (sl_limit_params_init(&p, q->algo, q->back.count,
@@ -614,6 +615,7 @@ cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
 	/* grants good from later on, to keys above their limit */
 	rte_tel_data_add_dict_u64(d, "reservations", s->reservations);
 	rte_tel_data_add_dict_u64(d, "given_back_units", s->given_back);
+	rte_tel_data_add_dict_u64(d, "given_back_lost", s->given_back_lost);
 	rte_tel_data_add_dict_u64(d, "answers_dropped", s->answers_dropped);
 	rte_tel_data_add_dict_u64(d, "parked", parked);
 	rte_tel_data_add_dict_u64(d, "park_dropped", dropped);
