@@ -39,11 +39,15 @@ def rounds(kind, n, res, redis, a, b):
                 time.sleep(3)
                 redis.send_signal(signal.SIGCONT)
 
-            lost0 = acc.store_sum((a, b), "given_back_lost")
+            was = [acc.store_sum((a, b), f) for f in
+                   ("refunds_owed", "refunds_settled", "given_back_lost")]
             acc.check_bound(res, (a, b), "/v1/shared", "k-pause%d" % i, 600, 60, 20,
                             during=pause)
-            print("  units given back while the store was out, not refunded: %d" %
-                  (acc.store_sum((a, b), "given_back_lost") - lost0))
+            time.sleep(0.5)
+            now = [acc.store_sum((a, b), f) for f in
+                   ("refunds_owed", "refunds_settled", "given_back_lost")]
+            print("  given back while the store was out: %d, refunded after: %d, lost: %d" %
+                  tuple(n - w for n, w in zip(now, was)))
             acc.check_bound(res, (a, b), "/v1/shared", "k-one%d" % i, 600, 60, 20, conns=1)
         time.sleep(1)
 

@@ -83,11 +83,45 @@ owed_model(void **state)
 		assert_int_equal(model[j], 0);
 }
 
+/* Units to refund and units to charge for one key are two entries, each
+ * summed on its own: a refund never cancels a charge on the way. */
+static void
+owed_directions(void **state)
+{
+	struct sl_coord_msg q;
+	uint64_t taken = 0, back = 0;
+	int i;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	memset(&q, 0, sizeof(q));
+	q.k1 = 1;
+	q.k2 = 2;
+	q.type = SL_CO_TAKEN;
+	assert_int_equal(sl_owed_add(&o, &q, 3, 1), 0);
+	q.type = SL_CO_GIVE_BACK;
+	assert_int_equal(sl_owed_add(&o, &q, 2, 2), 0);
+	assert_int_equal(sl_owed_add(&o, &q, 5, 3), 0);
+	q.type = SL_CO_TAKEN;
+	assert_int_equal(sl_owed_add(&o, &q, 1, 4), 0);
+	assert_int_equal(o.n, 2);
+	while ((i = sl_owed_next(&o)) >= 0) {
+		if (o.e[i].type == SL_CO_GIVE_BACK)
+			back += o.e[i].back.units;
+		else
+			taken += o.e[i].back.units;
+		sl_owed_remove(&o, (uint32_t)i);
+	}
+	assert_int_equal(taken, 4);
+	assert_int_equal(back, 7);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(owed_model),
+		cmocka_unit_test(owed_directions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -358,8 +358,9 @@ def main():
                 res.eq(outage, [200] * 3, "a fresh key while Redis was out: served from the "
                        "node's share (fail_open)")
                 deadline = time.time() + 3
-                while store_sum(topos, "owed_charged") < store_sum(topos, "owed_units") and \
-                        time.time() < deadline:
+                while (store_sum(topos, "owed_charged") < store_sum(topos, "owed_units") or
+                       store_sum(topos, "refunds_settled") < store_sum(topos, "refunds_owed")) \
+                        and time.time() < deadline:
                     time.sleep(0.1)
                 owed = store_sum(topos, "owed_units")
                 # owed, or charged by the late reply of an ask that was
@@ -370,6 +371,16 @@ def main():
                           "once it answered (%d owed, %d charged, %d dropped)" % (
                               owed, store_sum(topos, "owed_charged"),
                               store_sum(topos, "owed_dropped")))
+                # reserved units given back while Redis was out: it still
+                # counts them as spent, so they are refunded once it
+                # answers (lost, they were 0-30 units of a run's 120)
+                kept = store_sum(topos, "refunds_owed")
+                res.check(store_sum(topos, "refunds_settled") == kept and
+                          store_sum(topos, "given_back_lost") == 0,
+                          "units given back while Redis was out were refunded once it "
+                          "answered (%d kept, %d refunded, %d lost)" % (
+                              kept, store_sum(topos, "refunds_settled"),
+                              store_sum(topos, "given_back_lost")))
                 outpaced(res, redis, a, b)
                 res.eq(a.sluice.stop(), 0, "A stops cleanly")
                 res.eq(b.sluice.stop(), 0, "B stops cleanly")

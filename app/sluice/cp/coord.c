@@ -400,8 +400,11 @@ give_back(struct sl_coord *c, const struct sl_coord_msg *q, uint64_t now)
 			  q->back.on_failure, &sh);
 		sl_ledger_credit(ledger_of(c, q->k1, q->k2, now), &sh,
 				 q->back.units, now);
-		/* the store out: its count keeps them (fewer admissions) */
-		if (sl_store_give_back(c->store, q) != 0)
+		/* the store out: refunded once it answers again (lost
+		 * to its count, they were a quarter of a 3 s pause's
+		 * allowance); a full table keeps them (fewer admissions) */
+		if (sl_store_give_back(c->store, q) != 0 &&
+		    sl_store_refund_later(c->store, q, now) != 0)
 			c->st.given_back_lost += q->back.units;
 		return;
 	}
@@ -600,6 +603,9 @@ cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, "owed_units", ss->owed_units);
 		rte_tel_data_add_dict_u64(d, "owed_charged", ss->owed_charged);
 		rte_tel_data_add_dict_u64(d, "owed_dropped", ss->owed_dropped);
+		rte_tel_data_add_dict_u64(d, "refunds_owed", ss->refunds_owed);
+		rte_tel_data_add_dict_u64(d, "refunds_settled",
+					  ss->refunds_settled);
 		rte_tel_data_add_dict_u64(d, "owed_keys", ss->owed_keys);
 	}
 	/* asks the node decided in the store's place, and of them those

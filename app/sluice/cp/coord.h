@@ -97,9 +97,9 @@ sl_msg_taken(struct sl_coord_msg *b, const struct sl_coord_msg *q,
 
 struct sl_coord_stats {
 	uint64_t asks, granted_units, refusals, given_back, answers_dropped;
-	uint64_t given_back_lost; /* not refunded: the store was out */
-	uint64_t reservations; /* grants good from later on */
-	uint64_t degraded;     /* asks the node decided in the store's place */
+	uint64_t given_back_lost; /* never refunded: the owed table full */
+	uint64_t reservations;    /* grants good from later on */
+	uint64_t degraded; /* asks the node decided in the store's place */
 	/* ... of them, after one late reply (the breaker closed) */
 	uint64_t degraded_late;
 	uint64_t late_waited;     /* late, the share spent: left to the reply */

@@ -19,6 +19,8 @@ sl_owed_add(struct sl_owed *o, const struct sl_coord_msg *q, uint64_t units,
 	    uint64_t now)
 {
 	uint32_t i = home(q->k1, q->k2);
+	uint8_t type =
+		q->type == SL_CO_GIVE_BACK ? SL_CO_GIVE_BACK : SL_CO_TAKEN;
 
 	if (units == 0)
 		return 0;
@@ -27,7 +29,7 @@ sl_owed_add(struct sl_owed *o, const struct sl_coord_msg *q, uint64_t units,
 
 		if (e->back.units == 0)
 			break;
-		if (e->k1 == q->k1 && e->k2 == q->k2) {
+		if (e->k1 == q->k1 && e->k2 == q->k2 && e->type == type) {
 			e->back.units += units;
 			return 0;
 		}
@@ -38,7 +40,7 @@ sl_owed_add(struct sl_owed *o, const struct sl_coord_msg *q, uint64_t units,
 		return -1;
 	}
 	o->e[i] = *q;
-	o->e[i].type = SL_CO_TAKEN;
+	o->e[i].type = type;
 	o->e[i].back.units = units;
 	o->e[i].back.since_ns = now;
 	o->n++;

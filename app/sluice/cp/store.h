@@ -88,6 +88,12 @@ int sl_store_node_info(const struct sl_store *s, uint32_t i,
 int sl_store_ask(struct sl_store *s, const struct sl_coord_msg *q,
 		 uint64_t now_ns);
 int sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q);
+/* Units given back while the store could not take them (q:
+ * SL_CO_GIVE_BACK): it counts them as spent until told, so they are
+ * refunded once it answers again. -1: the table full (fewer admissions,
+ * never more). */
+int sl_store_refund_later(struct sl_store *s, const struct sl_coord_msg *q,
+			  uint64_t now_ns);
 /* Charges units already admitted (q: SL_CO_TAKEN); no answer goes out.
  * The store out (or its queue full): owed, and charged once it answers
  * again. -1 only when they cannot even be owed (counted). */
@@ -123,6 +129,9 @@ struct sl_store_stats {
 	/* units admitted while the store could not count them, charged
 	 * once it answers again; keys owed now; dropped (table full) */
 	uint64_t owed_units, owed_charged, owed_dropped;
+	/* units given back while the store was out, refunded once it
+	 * answers again (dropped with the owed ones when the table is full) */
+	uint64_t refunds_owed, refunds_settled;
 	uint32_t owed_keys;
 };
 const struct sl_store_stats *sl_store_stats(const struct sl_store *s);
