@@ -565,9 +565,3 @@ sl_tcp_map_sack(uint8_t *frame, const struct sl_pkt *p, sl_seq_map map,
 	}
 	return dropped;
 }
-
-uint32_t
-sl_tcp_strip_sack(uint8_t *frame, const struct sl_pkt *p)
-{
-	return sl_tcp_map_sack(frame, p, NULL, NULL);
-}

@@ -113,16 +113,11 @@ uint32_t sl_tcp_trim(uint8_t *frame, struct sl_pkt *p, uint32_t keep);
 void sl_tcp_set_seq_ack(uint8_t *frame, struct sl_pkt *p, uint32_t seq,
 			uint32_t ack);
 /*
- * Its SACK blocks overwritten with NOPs (checksum adjusted): blocks in a
- * sequence space the peer does not share would mislead its recovery;
- * without them it recovers from cumulative ACKs. Returns blocks removed.
- */
-uint32_t sl_tcp_strip_sack(uint8_t *frame, const struct sl_pkt *p);
-/*
- * Its SACK blocks put in the peer's numbers instead: each edge mapped by
- * map; a block left empty (it named only bytes the peer never sent) is
+ * Its SACK blocks put in the peer's numbers (blocks in a sequence space
+ * the peer does not share would mislead its recovery): each edge mapped
+ * by map; a block left empty (it named only bytes the peer never sent) is
  * dropped, the option made NOP when none is left (checksum adjusted).
- * Returns blocks dropped.
+ * map NULL: every block dropped. Returns blocks dropped.
  */
 typedef uint32_t (*sl_seq_map)(const void *ctx, uint32_t seq);
 uint32_t sl_tcp_map_sack(uint8_t *frame, const struct sl_pkt *p, sl_seq_map map,

@@ -403,8 +403,7 @@ give_back(struct sl_coord *c, const struct sl_coord_msg *q, uint64_t now)
 		/* the store out: refunded once it answers again (lost
 		 * to its count, they were a quarter of a 3 s pause's
 		 * allowance); a full table keeps them (fewer admissions) */
-		if (sl_store_give_back(c->store, q) != 0 &&
-		    sl_store_refund_later(c->store, q, now) != 0)
+		if (sl_store_give_back(c->store, q, now) != 0)
 			c->st.given_back_lost += q->back.units;
 		return;
 	}

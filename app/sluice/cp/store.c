@@ -413,48 +413,9 @@ sl_store_charge(struct sl_store *s, const struct sl_coord_msg *q, uint64_t now)
 	return 0;
 }
 
-int
-sl_store_refund_later(struct sl_store *s, const struct sl_coord_msg *q,
-		      uint64_t now)
-{
-	if (sl_owed_add(&s->owed, q, q->back.units, now) != 0)
-		return -1;
-	s->st.refunds_owed += q->back.units;
-	return 0;
-}
-
-/* Charges what is owed and refunds what was given back meanwhile, a few
- * per poll, while the store answers. */
-static void
-settle(struct sl_store *s, uint64_t now)
-{
-	int k, i;
-
-	for (k = 0; k < 32; k++) {
-		const struct sl_coord_msg *e;
-		int refund;
-
-		i = sl_owed_next(&s->owed);
-		if (i < 0)
-			return;
-		e = &s->owed.e[i];
-		refund = e->type == SL_CO_GIVE_BACK;
-		/* its node out: the others' are sent meanwhile */
-		if ((refund ? sl_store_give_back(s, e)
-			    : send_charge(s, e, now)) != 0) {
-			sl_owed_skip(&s->owed);
-			continue;
-		}
-		if (refund)
-			s->st.refunds_settled += e->back.units;
-		else
-			s->st.owed_charged += e->back.units;
-		sl_owed_remove(&s->owed, (uint32_t)i);
-	}
-}
-
-int
-sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q)
+/* A refund sent; -1: its node cannot take it now. */
+static int
+send_refund(struct sl_store *s, const struct sl_coord_msg *q)
 {
 	char key[64], a[5][24];
 	const char *argv[9];
@@ -488,6 +449,49 @@ sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q)
 		len[k] = strlen(argv[k]);
 	s->st.calls++;
 	return redisAsyncCommandArgv(nd->conn.ac, NULL, NULL, 9, argv, len);
+}
+
+int
+sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q,
+		   uint64_t now)
+{
+	if (send_refund(s, q) == 0)
+		return 0;
+	/* the store out: it counts them as spent until told */
+	if (sl_owed_add(&s->owed, q, q->back.units, now) != 0)
+		return -1;
+	s->st.refunds_owed += q->back.units;
+	return 0;
+}
+
+/* Charges what is owed and refunds what was given back meanwhile, a few
+ * per poll, while the store answers. */
+static void
+settle(struct sl_store *s, uint64_t now)
+{
+	int k, i;
+
+	for (k = 0; k < 32; k++) {
+		const struct sl_coord_msg *e;
+		int refund;
+
+		i = sl_owed_next(&s->owed);
+		if (i < 0)
+			return;
+		e = &s->owed.e[i];
+		refund = e->type == SL_CO_GIVE_BACK;
+		/* its node out: the others' are sent meanwhile */
+		if ((refund ? send_refund(s, e) : send_charge(s, e, now)) !=
+		    0) {
+			sl_owed_skip(&s->owed);
+			continue;
+		}
+		if (refund)
+			s->st.refunds_settled += e->back.units;
+		else
+			s->st.owed_charged += e->back.units;
+		sl_owed_remove(&s->owed, (uint32_t)i);
+	}
 }
 
 /*
@@ -579,8 +583,7 @@ late_reply(struct sl_store *s, struct node *nd, struct inflight *f,
 	if (g > f->covered) {
 		sl_msg_taken(&b, &f->q, g - f->covered);
 		b.type = SL_CO_GIVE_BACK;
-		if (sl_store_give_back(s, &b) == 0 ||
-		    sl_store_refund_later(s, &b, s->now) == 0)
+		if (sl_store_give_back(s, &b, s->now) == 0)
 			s->st.late_given_back += b.back.units;
 	} else if (f->covered > g) {
 		sl_msg_taken(&b, &f->q, f->covered - g);

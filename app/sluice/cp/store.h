@@ -87,13 +87,12 @@ int sl_store_node_info(const struct sl_store *s, uint32_t i,
  * connection; too many in flight): the store is out for it. */
 int sl_store_ask(struct sl_store *s, const struct sl_coord_msg *q,
 		 uint64_t now_ns);
-int sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q);
-/* Units given back while the store could not take them (q:
- * SL_CO_GIVE_BACK): it counts them as spent until told, so they are
- * refunded once it answers again. -1: the table full (fewer admissions,
- * never more). */
-int sl_store_refund_later(struct sl_store *s, const struct sl_coord_msg *q,
-			  uint64_t now_ns);
+/* Refunds units given back (q: SL_CO_GIVE_BACK). The store out: kept,
+ * and refunded once it answers again (it counts them as spent until
+ * told). -1 only when they cannot even be kept (fewer admissions, never
+ * more). */
+int sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q,
+		       uint64_t now_ns);
 /* Charges units already admitted (q: SL_CO_TAKEN); no answer goes out.
  * The store out (or its queue full): owed, and charged once it answers
  * again. -1 only when they cannot even be owed (counted). */
