@@ -598,8 +598,13 @@ unsigned int
 sl_worker_leases(struct sl_worker *w)
 {
 	struct sl_parkq *q = &w->parkq;
-	unsigned int n = sl_leased_answers(w);
+	unsigned int n;
 	uint16_t i, next;
+
+	/* an entry point, as sl_worker_burst is: the rules are read afresh,
+	 * never held from before the caller's last quiescent point */
+	w->pol = __atomic_load_n(&w->app->policy, __ATOMIC_ACQUIRE);
+	n = sl_leased_answers(w);
 
 	/* oldest first: the first to wait is the first served */
 	for (i = q->head; i != SL_PARK_NIL && (n > 0 || q->timeouts_due);
@@ -791,11 +796,8 @@ sl_worker_main(void *arg)
 		sl_flow_expire(w->flows, w->now, SL_EXPIRE_BUDGET);
 		sl_bucket_expire(w->buckets, w->now_ns, SL_EXPIRE_BUDGET);
 		sl_bucket_expire(w->logs, w->now_ns, SL_EXPIRE_BUDGET);
-		if (app->coord != NULL) {
-			w->pol =
-				__atomic_load_n(&app->policy, __ATOMIC_ACQUIRE);
+		if (app->coord != NULL)
 			busy += sl_worker_leases(w);
-		}
 		/* nothing read from the rules is held past this point */
 		if (app->qs != NULL)
 			rte_rcu_qsbr_quiescent(app->qs, w->lcore);
