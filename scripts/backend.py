@@ -14,6 +14,7 @@ import json
 import socket
 import socketserver
 import threading
+import time
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -38,6 +39,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _serve(self):
         body = self._body()
         entry = {
+            "t": round(time.time(), 4),
             "method": self.command,
             "path": self.path,
             "port": self.server.server_address[1],
