@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * sluice --explain: how the appliance reads one request head, without EAL
+ * sluice --explain: how the appliance reads request heads, without EAL
  * or ports. The same parser, normaliser, identity, blocklist, matcher and
  * bucket keys as the data path, printed as JSON, so that an operator can
  * see why a request was or was not limited and a test can compare
@@ -17,7 +17,8 @@
 
 #include "explain.h"
 
-#define HEAD_MAX 65536
+/* heads back to back, one explained after another */
+#define INPUT_MAX (4u << 20)
 
 static const char *const scope_names[] = {"key", "user", "ip", "endpoint",
 					  "global"};
@@ -150,17 +151,69 @@ explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
 	return 0;
 }
 
+/* Where the head at p[0..n) (refused) ends: past its blank line, or n. */
+static size_t
+past_blank_line(const char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i + 3 < n; i++)
+		if (memcmp(p + i, "\r\n\r\n", 4) == 0)
+			return i + 4;
+	return n;
+}
+
+/*
+ * Each head of buf in turn, one line each: heads back to back, as a
+ * client pipelines them (a body by Content-Length is skipped; a chunked
+ * one ends the run). A refused head's bytes up to its blank line are
+ * skipped, so that one input can hold many spellings; trailing bytes that
+ * are no whole head are "incomplete".
+ */
+static void
+explain_all(const struct sl_config *c, const struct sl_ruleset *rs,
+	    const char *buf, size_t len, uint8_t af, const uint8_t *addr)
+{
+	struct sl_http_cfg hc;
+	struct sl_http_req req;
+	size_t off = 0;
+
+	hc.api_key_header =
+		(struct sl_str){c->identity.api_key_header,
+				(uint32_t)strlen(c->identity.api_key_header)};
+	hc.user_header =
+		(struct sl_str){c->identity.user_header,
+				(uint32_t)strlen(c->identity.user_header)};
+	do {
+		int n = sl_http_parse_request(buf + off, len - off, &hc, &req);
+
+		if (n == SL_HTTP_INCOMPLETE) {
+			printf("{\"refused\":\"incomplete\"}\n");
+			return;
+		}
+		if (n < 0) {
+			printf("{\"refused\":\"%s\"}\n",
+			       sl_http_err_name(req.error));
+			off += past_blank_line(buf + off, len - off);
+			continue;
+		}
+		if (explain_req(c, rs, &req, af, addr) != 0 || req.chunked)
+			return;
+		off += (size_t)n;
+		off += req.content_length < len - off ? req.content_length
+						      : len - off;
+	} while (off < len);
+}
+
 int
 sl_explain(const char *config, const char *file, const char *peer)
 {
-	char err[8192], *buf = malloc(HEAD_MAX);
+	char err[8192], *buf = malloc(INPUT_MAX);
 	struct sl_config *c = sl_config_load(config, err, sizeof(err));
 	struct sl_ruleset *rs = NULL;
-	struct sl_http_req req;
-	struct sl_http_cfg hc;
 	uint8_t af, addr[16];
 	size_t len;
-	int rc = 1, n;
+	int rc = 1;
 
 	if (c == NULL) {
 		fputs(err, stderr);
@@ -168,22 +221,11 @@ sl_explain(const char *config, const char *file, const char *peer)
 		fprintf(stderr, "sluice: out of memory\n");
 	} else if (peer_addr(peer, &af, addr) != 0) {
 		fprintf(stderr, "sluice: --peer: not an address: %s\n", peer);
-	} else if (read_head(file, buf, HEAD_MAX, &len) != 0) {
+	} else if (read_head(file, buf, INPUT_MAX, &len) != 0) {
 		perror(file);
 	} else {
-		hc.api_key_header = (struct sl_str){
-			c->identity.api_key_header,
-			(uint32_t)strlen(c->identity.api_key_header)};
-		hc.user_header = (struct sl_str){
-			c->identity.user_header,
-			(uint32_t)strlen(c->identity.user_header)};
-		n = sl_http_parse_request(buf, len, &hc, &req);
-		if (n == SL_HTTP_INCOMPLETE)
-			printf("{\"refused\":\"incomplete\"}\n");
-		else if (n < 0)
-			printf("{\"refused\":\"%s\"}\n",
-			       sl_http_err_name(req.error));
-		rc = n >= 0 ? explain_req(c, rs, &req, af, addr) : 0;
+		explain_all(c, rs, buf, len, af, addr);
+		rc = 0;
 	}
 	sl_ruleset_free(rs);
 	sl_config_free(c);

@@ -111,10 +111,16 @@ def heads(targets, host="api.test", key=None, extra=""):
         yield t, forms
 
 
-def explain(binary, head):
+def explain(binary, heads):
+    """sluice's view of each head: one --explain run for them all, back to
+    back (a process per head took 0.4 s each under ASan)."""
     r = subprocess.run([binary, "--", "--config", CONF, "--explain", "-"],
-                       input=head.encode("latin-1"), capture_output=True, timeout=10)
-    return json.loads(r.stdout.decode())
+                       input="".join(heads).encode("latin-1"), capture_output=True,
+                       timeout=60)
+    views = [json.loads(line) for line in r.stdout.decode().splitlines()]
+    if len(views) != len(heads):
+        raise RuntimeError("--explain: %d views of %d heads" % (len(views), len(heads)))
+    return views
 
 
 def send(t, tmp, reqs, name):
@@ -156,11 +162,11 @@ def head(target, seq, dst_host="api.test", key=None, extra=""):
 def oracle(res, binary, t, tmp, corpus):
     """Every spelling, no key (no rule applies): nginx's $uri against
     sluice's normal form."""
-    reqs, views = [], []
+    reqs = []
     for i, target in enumerate(corpus):
         hd = head(target, "o%d" % i, "api.test:%d" % PORT)
         reqs.append({"dst": "198.18.0.2", "port": PORT, "head": hd})
-        views.append(explain(binary, hd))
+    views = explain(binary, [r["head"] for r in reqs])
     codes = send(t, tmp, reqs, "oracle")
     seen = wait_log(tmp, sum(1 for c in codes if c != "400"))
     agree = refused = nginx_refused = 0
