@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """The command line without EAL (issue 17): --version and --help exit 0
 before any EAL start, a wrong option or a stray argument is named and
-exits 1, --config is required.
+exits 1, --config is required; --explain reads heads back to back.
 
 usage: test_cli.py PATH/TO/sluice
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -43,7 +44,26 @@ def main():
     res.check(rc == 1 and "--config FILE is required" in err,
               "--config is required: %r" % err.splitlines()[:1])
     unit(binary, res)
+    explain_heads(binary, res)
     return res.finish()
+
+
+def explain_heads(binary, res):
+    """Heads back to back, one line each: a body by Content-Length skipped,
+    a refused head skipped to its blank line, a trailing part incomplete."""
+    conf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "conf",
+                        "sluice.yaml")
+    heads = ("GET /zz/%2e%2e/v1/%73earch HTTP/1.1\r\nHost: API.test.\r\n\r\n"
+             "GET  /bad HTTP/1.1\r\nHost: a\r\n\r\n"
+             "POST /v1/x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nGET /"
+             "GET /b/../c HTTP/1.1\r\nHost: b\r\n\r\n"
+             "GET /d HTTP/1.1\r\nHo")
+    r = subprocess.run([binary, "--", "--config", conf, "--explain", "-"], input=heads,
+                       capture_output=True, text=True, timeout=30)
+    views = [json.loads(line) for line in r.stdout.splitlines()]
+    got = [v.get("path", v.get("refused")) for v in views]
+    res.eq((r.returncode, got), (0, ["/v1/search", "target", "/v1/x", "/c", "incomplete"]),
+           "--explain: each head of a pipelined input in turn")
 
 
 def unit(binary, res):
