@@ -44,7 +44,7 @@ json_str(FILE *f, const char *p, uint32_t n)
 }
 
 static int
-read_head(const char *path, char *buf, size_t cap, size_t *len)
+read_input(const char *path, char *buf, size_t cap, size_t *len)
 {
 	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
 
@@ -221,7 +221,7 @@ sl_explain(const char *config, const char *file, const char *peer)
 		fprintf(stderr, "sluice: out of memory\n");
 	} else if (peer_addr(peer, &af, addr) != 0) {
 		fprintf(stderr, "sluice: --peer: not an address: %s\n", peer);
-	} else if (read_head(file, buf, INPUT_MAX, &len) != 0) {
+	} else if (read_input(file, buf, INPUT_MAX, &len) != 0) {
 		perror(file);
 	} else {
 		explain_all(c, rs, buf, len, af, addr);

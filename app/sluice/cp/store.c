@@ -264,16 +264,36 @@ node_for(struct sl_store *s, const struct sl_coord_msg *q, uint32_t sub)
 
 static void on_reply(redisAsyncContext *ac, void *r, void *priv);
 
+#define SCRIPT_ARGS_MAX 9
+
+/* One call of a store script on one key: CMD SCRIPT 1 KEY ARGS... */
+static int
+call_script(redisAsyncContext *ac, redisCallbackFn *fn, void *priv,
+	    const char *cmd, const char *script, const char *key, char (*a)[24],
+	    int na)
+{
+	const char *argv[4 + SCRIPT_ARGS_MAX];
+	size_t len[4 + SCRIPT_ARGS_MAX];
+	int k;
+
+	argv[0] = cmd;
+	argv[1] = script;
+	argv[2] = "1";
+	argv[3] = key;
+	for (k = 0; k < na; k++)
+		argv[4 + k] = a[k];
+	for (k = 0; k < 4 + na; k++)
+		len[k] = strlen(argv[k]);
+	return redisAsyncCommandArgv(ac, fn, priv, 4 + na, argv, len);
+}
+
 static int
 send_reserve(struct sl_store *s, uint32_t i, int eval, int asking)
 {
 	struct inflight *f = &s->fl[i];
 	const struct sl_coord_msg *q = &f->q;
 	struct node *nd;
-	char key[64], a[9][24];
-	const char *argv[13];
-	size_t len[13];
-	int k;
+	char key[64], a[SCRIPT_ARGS_MAX][24];
 
 	uint64_t burst = part_of(q->ask.burst, q->subs);
 	/* no more than a sub-bucket can hold (the lease was sized on the
@@ -298,22 +318,18 @@ send_reserve(struct sl_store *s, uint32_t i, int eval, int asking)
 	snprintf(a[7], 24, "%u", f->charge ? q->ask.span_ms : 0);
 	snprintf(a[8], 24, "%u", f->charge ? 0 : q->ask.ahead_ms);
 	eval = eval || (!nd->fn && !nd->sha_reserve[0]);
-	argv[0] = eval ? "EVAL" : nd->fn ? "FCALL" : "EVALSHA";
-	argv[1] = eval     ? SL_LUA_RESERVE
-		  : nd->fn ? sl_fn_reserve
-			   : nd->sha_reserve;
-	argv[2] = "1";
-	argv[3] = key;
-	for (k = 0; k < 9; k++)
-		argv[4 + k] = a[k];
-	for (k = 0; k < 13; k++)
-		len[k] = strlen(argv[k]);
 	f->eval = (uint8_t)eval;
 	if (asking)
 		redisAsyncCommand(nd->conn.ac, NULL, NULL, "ASKING");
-	return redisAsyncCommandArgv(
-		nd->conn.ac, on_reply,
-		(void *)(uintptr_t)((uint64_t)f->gen << 16 | i), 13, argv, len);
+	return call_script(nd->conn.ac, on_reply,
+			   (void *)(uintptr_t)((uint64_t)f->gen << 16 | i),
+			   eval     ? "EVAL"
+			   : nd->fn ? "FCALL"
+				    : "EVALSHA",
+			   eval     ? SL_LUA_RESERVE
+			   : nd->fn ? sl_fn_reserve
+				    : nd->sha_reserve,
+			   key, a, 9);
 }
 
 /* A free slot; one whose ask timed out is kept a while for its reply. */
@@ -418,10 +434,7 @@ static int
 send_refund(struct sl_store *s, const struct sl_coord_msg *q)
 {
 	char key[64], a[5][24];
-	const char *argv[9];
-	size_t len[9];
 	struct node *nd;
-	int k;
 
 	if (s->n_nodes == 0)
 		return -1;
@@ -439,16 +452,10 @@ send_refund(struct sl_store *s, const struct sl_coord_msg *q)
 	snprintf(a[3], 24, "%llu",
 		 (unsigned long long)part_of(q->back.burst, q->subs));
 	snprintf(a[4], 24, "%llu", (unsigned long long)q->back.units);
-	argv[0] = nd->fn ? "FCALL" : "EVALSHA";
-	argv[1] = nd->fn ? sl_fn_refund : nd->sha_refund;
-	argv[2] = "1";
-	argv[3] = key;
-	for (k = 0; k < 5; k++)
-		argv[4 + k] = a[k];
-	for (k = 0; k < 9; k++)
-		len[k] = strlen(argv[k]);
 	s->st.calls++;
-	return redisAsyncCommandArgv(nd->conn.ac, NULL, NULL, 9, argv, len);
+	return call_script(nd->conn.ac, NULL, NULL,
+			   nd->fn ? "FCALL" : "EVALSHA",
+			   nd->fn ? sl_fn_refund : nd->sha_refund, key, a, 5);
 }
 
 int
