@@ -5,6 +5,10 @@ Serves keep-alive HTTP/1.1 on the given ports (IPv4 and IPv6), reads
 Content-Length and chunked bodies, answers 200 with a short JSON body, and
 appends one JSON line per request to --log: what the backend actually
 received, so tests can compare it with what the client sent.
+
+For the response-side tests, the query may ask for another answer:
+size=N (a body of N bytes, 'a' to 'z' repeated), chunked=1 (sent in
+chunks of up to 1000 bytes), status=N; HEAD answers with the headers alone.
 """
 
 import argparse
@@ -15,6 +19,7 @@ import socket
 import socketserver
 import threading
 import time
+import urllib.parse
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -52,14 +57,31 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if self.log_file:
                 self.log_file.write(json.dumps(entry) + "\n")
                 self.log_file.flush()
-        out = json.dumps({"ok": True, "path": self.path}).encode() + b"\n"
-        self.send_response(200)
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        if "size" in q:
+            n = int(q["size"][0])
+            out = (bytes(range(ord("a"), ord("z") + 1)) * (n // 26 + 1))[:n]
+        else:
+            out = json.dumps({"ok": True, "path": self.path}).encode() + b"\n"
+        self.send_response(int(q.get("status", ["200"])[0]))
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
+        chunked = q.get("chunked", ["0"])[0] == "1"
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(len(out)))
         self.end_headers()
-        self.wfile.write(out)
+        if self.command == "HEAD":
+            return
+        if not chunked:
+            self.wfile.write(out)
+            return
+        for i in range(0, len(out), 1000):
+            part = out[i:i + 1000]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+        self.wfile.write(b"0\r\n\r\n")
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
 
     def log_message(self, fmt, *args):
         pass

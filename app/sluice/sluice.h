@@ -46,6 +46,11 @@ struct sl_policy {
 	uint8_t headers; /* SL_RH_* */
 	uint8_t expose_rule;
 	uint8_t keep_alive; /* response.keep_alive */
+	uint8_t budget;     /* response.headers_on_allow */
+	/* per rule: its budget may be given (headers_on_allow, enforcing),
+	 * and it is keyed on an identity the client claims (key, user) */
+	uint8_t budget_rule[SL_MAX_RULES];
+	uint8_t claimed[SL_MAX_RULES];
 	uint32_t jitter_ppm;
 	uint32_t dec_ppm[2];     /* decisions sampled: [0] allowed, [1] not */
 	struct sl_norm_cfg norm; /* how the backend resolves a target */
@@ -148,6 +153,15 @@ struct sl_xlate {
 	/* the last reply, kept (a reference) until the client acknowledges
 	 * it, to be sent again if the client shows it lost; NULL: not kept */
 	struct rte_mbuf *reply;
+	/* response.headers_on_allow: the budget of the last request
+	 * allowed, for its response (b_ord: which of the connection's) */
+	uint32_t b_limit, b_window_s, b_remaining, b_reset_s;
+	uint16_t b_ord;
+	uint16_t b_slot;   /* its strictest limit's rule slot; NONE: none */
+	uint8_t b_claimed; /* that rule is keyed on a claimed identity */
+	/* the last thing put in is a response's budget (fields inside the
+	 * server's stream), not a reply: reply is the frame carrying them */
+	uint8_t hdr;
 };
 
 /* Everything one worker writes; nothing here is shared. */

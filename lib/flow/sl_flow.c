@@ -758,7 +758,8 @@ server_synack(struct sl_flow *f, const struct sl_seg *s)
  * is unknown for the rest of the connection.
  */
 static void
-responses(struct sl_flow_table *t, struct sl_flow *f, const struct sl_seg *s)
+responses(struct sl_flow_table *t, struct sl_flow *f, const struct sl_seg *s,
+	  struct sl_resp_mark *mk)
 {
 	int32_t skip;
 
@@ -770,8 +771,11 @@ responses(struct sl_flow_table *t, struct sl_flow *f, const struct sl_seg *s)
 	if (skip < 0)
 		sl_resp_lost(&f->resp);
 	else
-		t->st.responses += sl_resp_consume(&f->resp, s->payload + skip,
-						   s->len - (uint32_t)skip);
+		t->st.responses +=
+			sl_resp_consume_mark(&f->resp, s->payload + skip,
+					     s->len - (uint32_t)skip, mk);
+	if (mk != NULL && mk->off != UINT32_MAX)
+		mk->off += (uint32_t)skip;
 	if (sl_resp_due(&f->resp) < 0)
 		t->st.resp_unframed++;
 }
@@ -780,9 +784,19 @@ void
 sl_flow_server_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 		       const struct sl_seg *s, uint64_t now)
 {
+	sl_flow_server_segment_mark(t, k, s, now, NULL);
+}
+
+void
+sl_flow_server_segment_mark(struct sl_flow_table *t,
+			    const struct sl_flow_key *k, const struct sl_seg *s,
+			    uint64_t now, struct sl_resp_mark *mk)
+{
 	struct sl_flow *f = sl_flow_lookup(t, k);
 	uint32_t end;
 
+	if (mk != NULL)
+		mk->off = UINT32_MAX;
 	if (f == NULL)
 		return;
 	if (s->flags & SL_FL_RST) {
@@ -793,7 +807,7 @@ sl_flow_server_segment(struct sl_flow_table *t, const struct sl_flow_key *k,
 	sl_flow_touch(t, f, now);
 	if ((s->flags & (SL_FL_SYN | SL_FL_ACK)) == (SL_FL_SYN | SL_FL_ACK))
 		server_synack(f, s);
-	responses(t, f, s);
+	responses(t, f, s, mk);
 	end = s->seq + s->len + ((s->flags & (SL_FL_SYN | SL_FL_FIN)) ? 1 : 0);
 	if (!f->s_seen || (int32_t)(end - f->s_next) > 0)
 		f->s_next = end;

@@ -298,6 +298,12 @@ enum sl_seg_verdict sl_flow_resume(struct sl_flow_table *t, struct sl_flow *f,
 void sl_flow_server_segment(struct sl_flow_table *t,
 			    const struct sl_flow_key *k, const struct sl_seg *s,
 			    uint64_t now);
+/* The same, and *mk: where a final response's status line ended in the
+ * segment's payload (mk->off UINT32_MAX: none, or bytes sent again). */
+void sl_flow_server_segment_mark(struct sl_flow_table *t,
+				 const struct sl_flow_key *k,
+				 const struct sl_seg *s, uint64_t now,
+				 struct sl_resp_mark *mk);
 
 /*
  * Prefetching for a burst: the hash of a key, the two bucket lines its

@@ -146,6 +146,16 @@ struct sl_resp {
 	uint8_t due;     /* responses due */
 	uint8_t ndigits; /* the chunked decoder's */
 	uint8_t done;    /* responses the last call completed */
+	uint16_t served; /* responses completed on the connection (wraps) */
+};
+
+/* Where the last call saw a final response's status line end. */
+struct sl_resp_mark {
+	uint32_t off;    /* just after its LF; UINT32_MAX: none ended */
+	uint16_t status; /* its status (200 or more) */
+	/* which response of the connection it is (served + 1 then); set by
+	 * the caller, only that one is marked (0: the first that ends) */
+	uint16_t ord;
 };
 
 void sl_resp_init(struct sl_resp *r);
@@ -156,6 +166,10 @@ void sl_resp_expect(struct sl_resp *r, int head);
 void sl_resp_unexpect(struct sl_resp *r);
 /* The server's next bytes, in order; returns responses completed. */
 unsigned int sl_resp_consume(struct sl_resp *r, const uint8_t *p, uint32_t n);
+/* The same, and *mk: the first final status line that ended in p (of
+ * response mk->ord, when not 0). */
+unsigned int sl_resp_consume_mark(struct sl_resp *r, const uint8_t *p,
+				  uint32_t n, struct sl_resp_mark *mk);
 /* The bytes can no longer be followed (a gap, a pickup mid-stream). */
 void sl_resp_lost(struct sl_resp *r);
 /* Responses still due; -1 when unknown (lost, or the stream left HTTP). */

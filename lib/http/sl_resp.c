@@ -35,6 +35,7 @@ enum {
 #define F_DIGITS   0x10 /* its value has begun */
 #define F_VAL_DONE 0x20 /* whitespace after it: only more may follow */
 #define F_CR       0x40 /* a CR ended the line: LF next */
+#define F_STATUS   0x80 /* in the status line (its reason phrase too) */
 
 static const char CL[] = "content-length";
 static const char TE[] = "transfer-encoding";
@@ -87,6 +88,7 @@ message_done(struct sl_resp *r)
 		r->heads >>= 1;
 	}
 	r->done++;
+	r->served++;
 	r->state = R_LINE;
 }
 
@@ -260,7 +262,7 @@ head_byte(struct sl_resp *r, uint8_t b)
 			return;
 		r->status = 0;
 		r->idx = 0;
-		r->flags = 0;
+		r->flags = F_STATUS;
 		r->state = R_STATUS;
 		status_byte(r, b);
 		return;
@@ -341,6 +343,7 @@ status_line(struct sl_resp *r, const uint8_t *p, size_t len)
 	}
 	r->status = (uint16_t)((p[9] - '0') * 100 + (p[10] - '0') * 10 +
 			       (p[11] - '0'));
+	r->flags = F_STATUS;
 	r->state = R_FIELD;
 }
 
@@ -453,13 +456,34 @@ chunked_bytes(struct sl_resp *r, const uint8_t *p, uint32_t n)
 	return (uint32_t)used;
 }
 
+/* A status line just ended at i: the first final one is marked. */
+static void
+mark(struct sl_resp *r, uint32_t i, struct sl_resp_mark *mk)
+{
+	r->flags &= (uint8_t)~F_STATUS;
+	if (mk == NULL || mk->off != UINT32_MAX || r->status < 200 ||
+	    (mk->ord != 0 && mk->ord != (uint16_t)(r->served + 1)))
+		return;
+	mk->off = i;
+	mk->status = r->status;
+	mk->ord = (uint16_t)(r->served + 1);
+}
+
 unsigned int
 sl_resp_consume(struct sl_resp *r, const uint8_t *p, uint32_t n)
+{
+	return sl_resp_consume_mark(r, p, n, NULL);
+}
+
+unsigned int
+sl_resp_consume_mark(struct sl_resp *r, const uint8_t *p, uint32_t n,
+		     struct sl_resp_mark *mk)
 {
 	uint32_t i = 0, k;
 
 	r->done = 0;
-
+	if (mk != NULL)
+		mk->off = UINT32_MAX;
 	while (i < n) {
 		switch (r->state) {
 		case R_LOST:
@@ -511,6 +535,8 @@ sl_resp_consume(struct sl_resp *r, const uint8_t *p, uint32_t n)
 		default:
 			head_byte(r, p[i++]);
 		}
+		if ((r->flags & F_STATUS) && r->state == R_FIELD)
+			mark(r, i, mk);
 	}
 	return r->done;
 }

@@ -434,16 +434,13 @@ sl_frag_may_carry_tcp(const struct sl_pkt *p)
 	}
 }
 
-uint32_t
-sl_tcp_trim(uint8_t *frame, struct sl_pkt *p, uint32_t keep)
+void
+sl_ip_set_payload_len(uint8_t *frame, struct sl_pkt *p, uint32_t len)
 {
 	uint8_t *ip = frame + p->l3_off;
-	uint32_t cut = p->payload_len - keep;
 
-	if (keep >= p->payload_len)
-		return p->payload_off + p->payload_len;
-	p->l3_len = (uint16_t)(p->l3_len - cut);
-	p->payload_len = keep;
+	p->l3_len = (uint16_t)(p->payload_off - p->l3_off + len);
+	p->payload_len = len;
 	if (p->af == SL_AF_INET) {
 		ip[2] = (uint8_t)(p->l3_len >> 8);
 		ip[3] = (uint8_t)p->l3_len;
@@ -454,6 +451,14 @@ sl_tcp_trim(uint8_t *frame, struct sl_pkt *p, uint32_t keep)
 		ip[4] = (uint8_t)(pl >> 8);
 		ip[5] = (uint8_t)pl;
 	}
+}
+
+uint32_t
+sl_tcp_trim(uint8_t *frame, struct sl_pkt *p, uint32_t keep)
+{
+	if (keep >= p->payload_len)
+		return p->payload_off + p->payload_len;
+	sl_ip_set_payload_len(frame, p, keep);
 	p->tcp_flags &= (uint8_t)~SL_TCP_FIN;
 	frame[p->l4_off + 13] = p->tcp_flags;
 	sl_tcp_cksum_set(frame, p);

@@ -105,6 +105,12 @@ int sl_frag_may_carry_tcp(const struct sl_pkt *p);
  * TCP checksums rewritten. Returns the new frame length.
  */
 uint32_t sl_tcp_trim(uint8_t *frame, struct sl_pkt *p, uint32_t keep);
+/*
+ * The IP header's length fields (and the IPv4 checksum) rewritten for a
+ * TCP payload of len bytes, and p with them; the TCP checksum is the
+ * caller's. IPv6: no extension headers (l3_len counts the 40 bytes).
+ */
+void sl_ip_set_payload_len(uint8_t *frame, struct sl_pkt *p, uint32_t len);
 
 /*
  * A classified TCP segment's sequence and acknowledgment numbers
@@ -221,6 +227,13 @@ uint32_t sl_reply_tpl_fill(const struct sl_reply_tpl *t,
  */
 uint32_t sl_reply_http(char *buf, uint32_t size,
 		       const struct sl_reply_info *ri);
+/*
+ * Writes into buf the RateLimit field lines of ri (ri->headers: draft,
+ * legacy or both), each ending in CRLF: what an allowed response is
+ * given. Returns their length, or 0 if size is too small.
+ */
+uint32_t sl_reply_budget(char *buf, uint32_t size,
+			 const struct sl_reply_info *ri);
 
 /*
  * Writes into out one TCP segment answering (to_client = 1) or following

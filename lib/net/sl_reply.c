@@ -227,6 +227,15 @@ sl_reply_http(char *buf, uint32_t size, const struct sl_reply_info *ri)
 	return w.overflow || bw.overflow ? 0 : w.n;
 }
 
+uint32_t
+sl_reply_budget(char *buf, uint32_t size, const struct sl_reply_info *ri)
+{
+	struct w w = {.b = buf, .size = size};
+
+	ratelimit_headers(&w, ri);
+	return w.overflow ? 0 : w.n;
+}
+
 int
 sl_reply_tpl_build(struct sl_reply_tpl *t, const struct sl_reply_info *ri)
 {

@@ -142,6 +142,11 @@ check_whole(struct loader *L, yaml_node_t *root)
 			L, root,
 			"dataplane: downstream_port and upstream_port must "
 			"differ");
+	if (c->response.headers_on_allow && !c->response.keep_alive)
+		sl_cfg_error_at(L, sl_cfg_value_of(L, root, "response"),
+				"response: headers_on_allow needs keep_alive: "
+				"true (the response grows: sequence numbers "
+				"are translated as for a kept 429)");
 	if (c->identity.use_xff && c->identity.trusted_hops == 0)
 		sl_cfg_error_at(L, root,
 				"identity: client_ip x-forwarded-for needs "

@@ -229,6 +229,7 @@ static const struct field response_fields[] = {
 	F_ENUM("headers", struct sl_config, response.headers, hstyle_names),
 	F_BOOL("expose_rule", struct sl_config, response.expose_rule),
 	F_BOOL("keep_alive", struct sl_config, response.keep_alive),
+	F_BOOL("headers_on_allow", struct sl_config, response.headers_on_allow),
 	F_END,
 };
 

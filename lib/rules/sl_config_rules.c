@@ -283,6 +283,7 @@ static const struct field rule_fields[] = {
 	F_UINT("sub_buckets", struct sl_rule, sub_buckets, 1, 16),
 	F_BOOL("shadow", struct sl_rule, shadow),
 	F_BOOL("global", struct sl_rule, global),
+	F_BOOL("headers_on_allow", struct sl_rule, headers_on_allow),
 	F_END,
 };
 
@@ -370,6 +371,7 @@ sl_cfg_rules(struct loader *L, yaml_node_t *v, void *o)
 		r->cost = 1;
 		r->accuracy_ppm = 20000;
 		r->sub_buckets = 1;
+		r->headers_on_allow = 1;
 		r->scope = 0xff;
 		r->line = (uint32_t)it->start_mark.line + 1;
 		sl_cfg_walk_map(L, it, "rule", rule_fields, r);

@@ -88,6 +88,9 @@ struct sl_rule {
 	 * the regions' weights, in limit and burst (rounded down: the
 	 * regions together never exceed what was written) */
 	uint8_t global;
+	/* response.headers_on_allow applies to this rule's budget (false:
+	 * its responses never carry it) */
+	uint8_t headers_on_allow;
 	uint64_t global_count, global_burst;
 	uint32_t slice_num, slice_den;
 	uint32_t line; /* where it was defined, for messages */
@@ -197,6 +200,10 @@ struct sl_config {
 		/* a 429 keeps the client's connection where its stream can
 		 * be translated (README "Keeping the connection") */
 		uint8_t keep_alive;
+		/* allowed responses carry the budget of their request's
+		 * strictest limit (RateLimit headers put into the server's
+		 * response head); needs keep_alive's translation */
+		uint8_t headers_on_allow;
 	} response;
 	/* the sampled decision stream: off while both rates are 0 */
 	struct {

@@ -115,6 +115,11 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "keepalive_translated", c->keepalive_translated);
 	U64(d, "keepalive_resent", c->keepalive_resent);
 	U64(d, "keepalive_unkept", c->keepalive_unkept);
+	U64(d, "budget_headers", c->budget_headers);
+	U64(d, "budget_resent", c->budget_resent);
+	U64(d, "budget_skipped", c->budget_skipped);
+	U64(d, "budget_unauthenticated", c->budget_unauthenticated);
+	U64(d, "budget_dropped", c->budget_dropped);
 	U64(d, "reply_alloc_failed", c->reply_alloc_failed);
 	U64(d, "coord_asks", c->coord_asks);
 	U64(d, "parked", c->parked);

@@ -54,7 +54,18 @@ struct sl_counters {
 	uint64_t keepalive_fallback;
 	uint64_t keepalive_translated;
 	uint64_t keepalive_resent;
-	uint64_t keepalive_unkept;   /* answers not kept: the share was full */
+	uint64_t keepalive_unkept; /* answers not kept: the share was full */
+	/* response.headers_on_allow: responses given their budget, given
+	 * it again (the server sent the head again), not given it (another
+	 * was unacknowledged, the share of kept frames full, its request not
+	 * the last decided), refused it (a claimed identity the backend
+	 * refused: 401, 403, 407), and server segments dropped because it
+	 * could not be put in again (the server sends them once more) */
+	uint64_t budget_headers;
+	uint64_t budget_resent;
+	uint64_t budget_skipped;
+	uint64_t budget_unauthenticated;
+	uint64_t budget_dropped;
 	uint64_t reply_alloc_failed; /* no mbuf for the RST to the backend */
 	uint64_t coord_asks;   /* lease requests sent to the coordinator */
 	uint64_t parked;       /* requests that waited for an answer */

@@ -190,6 +190,56 @@ unexpect(void **state)
 	assert_int_equal(sl_resp_due(&r), 0);
 }
 
+/*
+ * The status line ends where the fields begin: marked at that offset in
+ * whatever pieces the stream comes, for the response asked for (an
+ * interim 100 never, 0: the first final one).
+ */
+static void
+marks(void **state)
+{
+	static const char s[] =
+		"HTTP/1.1 100 Continue\r\n\r\n"
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nab"
+		"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+	const uint32_t len = (uint32_t)strlen(s);
+	const uint32_t at200 = 25 + 17, at404 = 25 + 17 + 19 + 2 + 2 + 24;
+	static const uint16_t ords[] = {0, 1, 2};
+	uint32_t cut, k;
+	(void)state;
+
+	for (k = 0; k < 3; k++) {
+		uint32_t want = ords[k] == 2 ? at404 : at200;
+		uint16_t st = ords[k] == 2 ? 404 : 200;
+
+		for (cut = 0; cut <= len; cut++) {
+			struct sl_resp r;
+			struct sl_resp_mark m1 = {.ord = ords[k]}, m2 = m1;
+
+			sl_resp_init(&r);
+			sl_resp_expect(&r, 0);
+			sl_resp_expect(&r, 0);
+			sl_resp_consume_mark(&r, (const uint8_t *)s, cut, &m1);
+			sl_resp_consume_mark(&r, (const uint8_t *)s + cut,
+					     len - cut, &m2);
+			if (want <= cut) {
+				assert_int_equal(m1.off, want);
+				assert_int_equal(m1.status, st);
+				/* (0: the first final one of each call) */
+				assert_int_equal(m2.off, ords[k] || cut >= at404
+								 ? UINT32_MAX
+								 : at404 - cut);
+			} else {
+				assert_int_equal(m1.off, UINT32_MAX);
+				assert_int_equal(m2.off, want - cut);
+				assert_int_equal(m2.status, st);
+			}
+			assert_int_equal(sl_resp_due(&r), 0);
+			assert_int_equal(r.served, 2);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -198,6 +248,7 @@ main(void)
 		cmocka_unit_test(no_body),
 		cmocka_unit_test(unknown),
 		cmocka_unit_test(unexpect),
+		cmocka_unit_test(marks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

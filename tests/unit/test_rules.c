@@ -164,6 +164,38 @@ all_errors_with_positions(void **state)
 	assert_true(strstr(err, ":13:11:") < strstr(err, ":26:11:"));
 }
 
+/* A budget on allowed responses needs the translation keep_alive sets
+ * up; a rule may keep its own budget out of them. */
+static void
+headers_on_allow(void **state)
+{
+	static const char bad[] = "version: 1\n"
+				  "rules:\n"
+				  "  - {name: a, scope: ip, limit: 1/s}\n"
+				  "response:\n"
+				  "  headers_on_allow: true\n";
+	static const char good[] =
+		"version: 1\n"
+		"rules:\n"
+		"  - {name: a, scope: ip, limit: 1/s}\n"
+		"  - {name: b, scope: ip, limit: 1/s, headers_on_allow: "
+		"false}\n"
+		"response: {keep_alive: true, headers_on_allow: true}\n";
+	char err[1024];
+	struct sl_config *c;
+
+	(void)state;
+	assert_null(load(bad, err, sizeof(err)));
+	assert_non_null(strstr(err, "t.yaml:5:3: response: headers_on_allow "
+				    "needs keep_alive: true"));
+	c = load(good, err, sizeof(err));
+	assert_non_null(c);
+	assert_true(c->response.headers_on_allow);
+	assert_int_equal(c->rules[0].headers_on_allow, 1);
+	assert_int_equal(c->rules[1].headers_on_allow, 0);
+	sl_config_free(c);
+}
+
 static void
 yaml_syntax_error(void **state)
 {
@@ -750,6 +782,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(full_example),
 		cmocka_unit_test(all_errors_with_positions),
+		cmocka_unit_test(headers_on_allow),
 		cmocka_unit_test(yaml_syntax_error),
 		cmocka_unit_test(values),
 		cmocka_unit_test(shipped_configs_are_valid),

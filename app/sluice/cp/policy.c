@@ -119,6 +119,7 @@ sl_policy_build(const struct sl_config *cfg)
 			     : SL_RH_DRAFT | SL_RH_LEGACY;
 	p->expose_rule = cfg->response.expose_rule;
 	p->keep_alive = cfg->response.keep_alive;
+	p->budget = cfg->response.keep_alive && cfg->response.headers_on_allow;
 	p->jitter_ppm = cfg->response.retry_jitter_ppm;
 	p->dec_ppm[0] = cfg->decisions.sample_ppm;
 	p->dec_ppm[1] = cfg->decisions.rejected_ppm;
@@ -134,6 +135,9 @@ sl_policy_build(const struct sl_config *cfg)
 		sl_rule_params(r, &r->limit, r->burst, &p->params[i]);
 		p->name_len[i] = (uint32_t)strlen(r->name);
 		p->slot[i] = (uint16_t)i; /* the reloader maps names to slots */
+		p->budget_rule[i] = r->headers_on_allow && !r->shadow;
+		p->claimed[i] =
+			r->scope == SL_SCOPE_KEY || r->scope == SL_SCOPE_USER;
 		ri.rule_len = p->name_len[i];
 		if (sl_reply_tpl_build(&p->tpl429_any[i], &ri) != 0)
 			goto fail;

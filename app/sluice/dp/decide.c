@@ -136,17 +136,39 @@ note_allowed(struct sl_worker *w, const struct sl_req *q,
 		      best == n ? 0 : cs[best].res.remaining, 0);
 }
 
+/* The response's budget: the enforcing limit with the least left. */
+static void
+budget_of(struct sl_worker *w, struct sl_verdict *v, const struct check *cs,
+	  uint32_t n)
+{
+	const struct sl_policy *pol = w->pol;
+	uint32_t i, best = n;
+
+	for (i = 0; i < n; i++)
+		if (!sl_ruleset_rule(pol->rs, cs[i].rule)->shadow &&
+		    (best == n || cs[i].res.remaining < cs[best].res.remaining))
+			best = i;
+	if (best < n)
+		sl_budget_set(w, v, cs[best].rule, cs[best].params.count,
+			      cs[best].params.period_ns, cs[best].res.remaining,
+			      cs[best].res.reset_ns);
+}
+
 static struct sl_verdict
 allowed(struct sl_worker *w, struct sl_req *q, uint32_t shadow_denied,
 	const struct check *cs, uint32_t n)
 {
+	struct sl_verdict v = sl_verdict_go();
+
 	sl_count_allowed(w, q);
 	count_shadow(w, q, shadow_denied);
 	if (sl_dec_pick(w, 0)) {
 		q->flags |= shadow_denied ? SL_DF_SHADOW : 0;
 		note_allowed(w, q, cs, n);
 	}
-	return sl_verdict_go();
+	if (w->pol->budget)
+		budget_of(w, &v, cs, n);
+	return v;
 }
 
 /* The lease client's view of a rule for this request. */

@@ -47,7 +47,30 @@ struct sl_verdict {
 	uint16_t park;                  /* PARK: the park queue's entry */
 	const struct sl_reply_tpl *tpl; /* STOP: the answer; NULL: none */
 	struct sl_reply_nums nums;
+	/* CONTINUE with response.headers_on_allow: the rule index whose
+	 * budget (nums) the response is given; -1: none */
+	int16_t budget;
 };
+
+/* budget.c: an allowed response's budget (response.headers_on_allow) */
+/* Allowed: the budget of the limit with the least left, as v's. */
+void sl_budget_set(struct sl_worker *w, struct sl_verdict *v, uint16_t rule,
+		   uint64_t count, uint64_t period_ns, uint64_t remaining,
+		   uint64_t reset_ns);
+/* Allowed request of f: its verdict's budget kept for its response,
+ * decided before the flow counted it (parked: after). */
+void sl_budget_note(struct sl_worker *w, struct sl_flow *f,
+		    const struct sl_pkt *p, const struct sl_verdict *v,
+		    int parked);
+/* Which response of f is due a budget (0: none), for the framer. */
+uint16_t sl_budget_due(struct sl_worker *w, const struct sl_flow *f);
+/* A server segment of a translated flow: its response's budget put in
+ * (or put in again). 1: m was sent or dropped here; 0: the caller goes
+ * on with it (seq, ack: its numbers for the client). */
+struct sl_resp_mark;
+int sl_budget_server(struct sl_worker *w, struct sl_flow *f, struct rte_mbuf *m,
+		     const struct sl_pkt *p, const struct sl_resp_mark *mk,
+		     uint32_t seq, uint32_t ack);
 
 /* decide.c */
 struct sl_verdict sl_decide(struct sl_worker *w, struct sl_req *r);
@@ -111,6 +134,13 @@ int sl_xlate_answer_acked(struct sl_worker *w, const struct sl_flow *f);
 void sl_xlate_answered(struct sl_worker *w, struct sl_flow *f,
 		       uint32_t head_seq, uint32_t head_len, uint32_t reply_seq,
 		       struct rte_mbuf *reply, uint32_t reply_len);
+/* f's sequence numbers translated from here on (with no shift yet):
+ * cseq, cack, its client's sequence and ack now. */
+struct sl_xlate *sl_xlate_track(struct sl_worker *w, struct sl_flow *f,
+				uint32_t cseq, uint32_t cack);
+/* Keeps frame m (a reference) until the client acknowledges what was
+ * put in last; 0, or -1 when the share for kept frames is full. */
+int sl_xlate_keep(struct sl_worker *w, struct sl_xlate *x, struct rte_mbuf *m);
 void sl_leased_free(struct sl_worker *w);
 
 /* degrade.c: decided alone, from this worker's slice of each limit. */
@@ -181,6 +211,7 @@ sl_verdict_go(void)
 	struct sl_verdict v;
 
 	v.action = SL_REQ_CONTINUE;
+	v.budget = -1;
 	return v;
 }
 

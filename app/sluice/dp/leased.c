@@ -229,10 +229,34 @@ note_degraded(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 	w->tiers_ctr[r->tier + 1].degraded++;
 }
 
+/* The response's budget: the authority's count at its last grant plus
+ * what this worker holds, for the limit with the least of it. */
+static void
+budget_of(struct sl_worker *w, struct sl_verdict *v, const struct sl_need *ns,
+	  uint32_t n, struct sl_lease **ls)
+{
+	uint32_t i, best = 0;
+	int rule;
+
+	for (i = 1; i < n; i++)
+		if (ls[i]->remaining + ls[i]->units <
+		    ls[best]->remaining + ls[best]->units)
+			best = i;
+	rule = ns[best].slot < SL_MAX_RULES
+		       ? w->pol->rule_of_slot[ns[best].slot]
+		       : -1;
+	if (rule >= 0)
+		sl_budget_set(w, v, (uint16_t)rule, ns[best].count,
+			      ns[best].period_ms * 1000000ULL,
+			      ls[best]->remaining + ls[best]->units,
+			      ls[best]->reset_ns);
+}
+
 static struct sl_verdict
 spend(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
       uint32_t n, struct sl_lease **ls)
 {
+	struct sl_verdict v = sl_verdict_go();
 	uint32_t i;
 
 	note_degraded(w, r, ns, n, ls);
@@ -258,7 +282,9 @@ spend(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 	sl_count_allowed(w, r);
 	if (sl_dec_pick(w, 0))
 		note_spent(w, r, ns, n, ls);
-	return sl_verdict_go();
+	if (w->pol->budget)
+		budget_of(w, &v, ns, n, ls);
+	return v;
 }
 
 /* Whether a rule slot is still in the running rules. */

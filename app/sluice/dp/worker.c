@@ -184,6 +184,8 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 			    .flow = f,
 			    .parkable = (uint8_t)parkable(in, ev)};
 	in->v = sl_decide(w, &r);
+	if (in->v.action == SL_REQ_CONTINUE && in->v.budget >= 0)
+		sl_budget_note(w, f, in->p, &in->v, 0);
 	if (in->v.action == SL_REQ_PARK && w->pol->tpl429_keep != NULL)
 		in->place.keep = (uint8_t)keepable(in, f, ev);
 	if (in->v.action == SL_REQ_STOP) {
@@ -423,14 +425,17 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 }
 
 /* The server's side: its ACKs commit decided bytes, its SYN-ACK says
- * whether timestamps were agreed, its first bytes answer an upgrade. */
+ * whether timestamps were agreed, its first bytes answer an upgrade; a
+ * response is given its budget. The frame goes on to the client. */
 static void
-server_side(struct sl_worker *w, uint8_t *frame, const struct sl_pkt *p)
+server_side(struct sl_worker *w, struct rte_mbuf *m, uint8_t *frame,
+	    const struct sl_pkt *p)
 {
 	struct sl_flow_key k;
 	struct sl_tcp_opts o = {0};
 	struct sl_seg s;
 	struct sl_flow *f = NULL;
+	struct sl_resp_mark mk;
 	uint32_t seq = 0;
 
 	flow_key(&k, p, 0);
@@ -454,12 +459,18 @@ server_side(struct sl_worker *w, uint8_t *frame, const struct sl_pkt *p)
 			f = NULL;
 		}
 	}
-	sl_flow_server_segment(w->flows, &k, &s, w->now);
+	mk.ord = f != NULL ? sl_budget_due(w, f) : 0;
+	sl_flow_server_segment_mark(w->flows, &k, &s, w->now, &mk);
+	/* (an RST removed the flow: its entry is no longer f's) */
+	if (f != NULL && !(p->tcp_flags & SL_TCP_RST) && w->pol->budget &&
+	    sl_budget_server(w, f, m, p, &mk, seq, s.ack))
+		return;
 	if (f != NULL) {
 		struct sl_pkt q = *p;
 
 		sl_xlate_server_out(w, f, frame, &q, seq, s.ack);
 	}
+	sl_tx_send(w, SL_DOWN, m);
 }
 
 static void
@@ -475,8 +486,7 @@ handle_parsed(struct sl_worker *w, struct rte_mbuf *m, int from,
 			return;
 		}
 		if (from == UP && sl_is_service_port(w->app, p->sport)) {
-			server_side(w, frame, p);
-			sl_tx_send(w, to, m);
+			server_side(w, m, frame, p);
 			return;
 		}
 	} else if (cls == SL_PKT_MALFORMED) {
@@ -551,6 +561,8 @@ complete(struct sl_worker *w, uint16_t i, const struct sl_verdict *v)
 		if (f != NULL)
 			sl_flow_resume(w->flows, f, pl + e->rest_off,
 				       e->rest_len, NULL, NULL);
+		if (f != NULL && v->budget >= 0)
+			sl_budget_note(w, f, &e->p, v, 1);
 		if (f != NULL && (f->nflags & SL_NF_XLATE))
 			forward_translated(w, f, e);
 		sl_tx_send(w, UP, e->m);

@@ -134,9 +134,11 @@ sl_xlate_client_in(struct sl_worker *w, struct sl_flow *f, struct sl_pkt *p,
 		let_go(w, x);
 	/* the answered head again: its answer was lost (or this copy is
 	 * late); either way not the server's to see */
-	if (p->payload_len > 0 && (int32_t)(end - x->c_at) > 0 &&
+	if (p->payload_len > 0 && x->c_len > 0 &&
+	    (int32_t)(end - x->c_at) > 0 &&
 	    (int32_t)(p->seq - (x->c_at + x->c_len)) < 0) {
-		if (sl_xlate_answer_acked(w, f))
+		/* (a budget put in since: its answer was acknowledged) */
+		if (x->hdr || sl_xlate_answer_acked(w, f))
 			return SL_XL_DROP;
 		w->ctr.keepalive_resent++;
 		if (x->reply == NULL)
@@ -203,19 +205,44 @@ sl_xlate_answer_acked(struct sl_worker *w, const struct sl_flow *f)
 	return (int32_t)(x->c_ack - (x->s_at + x->s_len)) >= 0;
 }
 
+struct sl_xlate *
+sl_xlate_track(struct sl_worker *w, struct sl_flow *f, uint32_t cseq,
+	       uint32_t cack)
+{
+	struct sl_xlate *x = xl_of(w, f);
+
+	if (f->nflags & SL_NF_XLATE)
+		return x;
+	let_go(w, x); /* an earlier connection's, in this entry */
+	memset(x, 0, sizeof(*x));
+	/* nothing taken out or put in yet: both points where the client is */
+	x->c_at = cseq;
+	x->s_at = x->c_ack = cack;
+	x->b_slot = UINT16_MAX;
+	f->nflags |= SL_NF_XLATE;
+	return x;
+}
+
+int
+sl_xlate_keep(struct sl_worker *w, struct sl_xlate *x, struct rte_mbuf *m)
+{
+	let_go(w, x); /* (acknowledged: the precondition of a new one) */
+	if (w->xl_held >= w->xl_held_max)
+		return -1;
+	rte_mbuf_refcnt_update(m, 1);
+	x->reply = m;
+	w->xl_held++;
+	return 0;
+}
+
 void
 sl_xlate_answered(struct sl_worker *w, struct sl_flow *f, uint32_t head_seq,
 		  uint32_t head_len, uint32_t reply_seq, struct rte_mbuf *reply,
 		  uint32_t reply_len)
 {
-	struct sl_xlate *x = xl_of(w, f);
+	struct sl_xlate *x = sl_xlate_track(w, f, head_seq, reply_seq);
 
-	if (!(f->nflags & SL_NF_XLATE)) {
-		let_go(w, x); /* an earlier connection's, in this entry */
-		memset(x, 0, sizeof(*x));
-		x->c_ack = reply_seq;
-		f->nflags |= SL_NF_XLATE;
-	}
+	x->hdr = 0;
 	x->c_del += head_len;
 	x->c_at = head_seq;
 	x->c_len = (uint16_t)head_len;
@@ -224,12 +251,6 @@ sl_xlate_answered(struct sl_worker *w, struct sl_flow *f, uint32_t head_seq,
 	x->s_len = (uint16_t)reply_len;
 	/* the server will never acknowledge the head: the reply did */
 	sl_flow_answered_to(f, head_seq + head_len);
-	let_go(w, x); /* (acknowledged: the precondition of a new one) */
-	if (w->xl_held < w->xl_held_max) {
-		rte_mbuf_refcnt_update(reply, 1);
-		x->reply = reply;
-		w->xl_held++;
-	} else {
+	if (sl_xlate_keep(w, x, reply) != 0)
 		w->ctr.keepalive_unkept++;
-	}
 }
