@@ -16,6 +16,12 @@
  * acknowledged the answer is kept (a reference to its mbuf, at most an
  * eighth of the pool in all, so clients that never acknowledge cannot
  * drain it) and sent again when the client sends the head again.
+ *
+ * An allowed response's budget (budget.c) is put in the same way: bytes
+ * the client gets that the server never sent, one in flight at a time,
+ * the frame that carried them kept in the same place (hdr says which).
+ * A flow is translated from its first budget on, with no shift until
+ * then (sl_xlate_track).
  */
 #include <rte_malloc.h>
 
