@@ -8,7 +8,8 @@ received, so tests can compare it with what the client sent.
 
 For the response-side tests, the query may ask for another answer:
 size=N (a body of N bytes, 'a' to 'z' repeated), chunked=1 (sent in
-chunks of up to 1000 bytes), status=N; HEAD answers with the headers alone.
+chunks of up to 1000 bytes), status=N, cost=N (X-RateLimit-Cost: N, what
+the request cost); HEAD answers with the headers alone.
 """
 
 import argparse
@@ -65,6 +66,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             out = json.dumps({"ok": True, "path": self.path}).encode() + b"\n"
         self.send_response(int(q.get("status", ["200"])[0]))
         self.send_header("Content-Type", "application/json")
+        if "cost" in q:
+            self.send_header("X-RateLimit-Cost", q["cost"][0])
         chunked = q.get("chunked", ["0"])[0] == "1"
         if chunked:
             self.send_header("Transfer-Encoding", "chunked")

@@ -47,6 +47,7 @@ struct sl_policy {
 	uint8_t expose_rule;
 	uint8_t keep_alive; /* response.keep_alive */
 	uint8_t budget;     /* response.headers_on_allow */
+	uint8_t any_cost;   /* a rule has cost_from_response */
 	/* per rule: its budget may be given (headers_on_allow, enforcing),
 	 * and it is keyed on an identity the client claims (key, user) */
 	uint8_t budget_rule[SL_MAX_RULES];
@@ -164,6 +165,20 @@ struct sl_xlate {
 	uint8_t hdr;
 };
 
+/*
+ * A request whose cost the response says (a rule's cost_from_response):
+ * its limit's bucket as the decision saw it, until its response head
+ * passes (ord: which response of the connection; the flow's xflags say
+ * whether one is pending).
+ */
+struct sl_cost_rec {
+	struct sl_need need; /* need.cost: the cost it was admitted at */
+	uint16_t ord;
+	uint16_t rule;  /* the rule's index then, for its field name */
+	uint8_t leased; /* spent from a lease (else this worker's bucket) */
+};
+#define SL_XF_COST 0x01 /* a cost record waits for its response */
+
 /* Everything one worker writes; nothing here is shared. */
 struct sl_worker {
 	struct sl_counters ctr;
@@ -174,6 +189,12 @@ struct sl_worker {
 	struct sl_flow_table *flows;
 	struct sl_xlate *xl; /* per flow entry; NULL: keep_alive off at start */
 	uint32_t xl_held, xl_held_max; /* replies kept: a share of the mbufs */
+	/* per flow entry: costs the response settles; NULL when no rule
+	 * took its cost from the response at start */
+	struct sl_cost_rec *costs;
+	/* the decision's, for its flow's entry once it is allowed */
+	struct sl_cost_rec cost_next;
+	uint8_t cost_next_set;
 	struct sl_bucket_table *buckets;
 	struct sl_bucket_table *logs; /* sliding_log state */
 	uint64_t now_ns;

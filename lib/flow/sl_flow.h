@@ -84,6 +84,7 @@ struct sl_flow {
 	uint32_t s_isn;     /* server ISN + 1: oldest valid ack */
 	uint8_t rec_n;      /* decided ranges kept (line three) */
 	uint8_t nflags;     /* SL_NF_* */
+	uint8_t xflags;     /* the caller's, cleared with a new connection */
 	/* line three, the decided ranges: written once per head, read on
 	 * resent bytes and the server's ACKs while rec_n says there are
 	 * some. Lines one and two are what every frame reads; at 120 bytes

@@ -268,6 +268,30 @@ f_limit(struct loader *L, yaml_node_t *v, void *o)
 	sl_cfg_get_rate(L, v, "limit", &((struct sl_rule *)o)->limit);
 }
 
+/* A field name (RFC 9110 5.1: a token), said where it is wrong. */
+static void
+f_cost_header(struct loader *L, yaml_node_t *v, void *o)
+{
+	static const char tchar[] = "!#$%&'*+-.^_`|~";
+	char *h = ((struct sl_rule *)o)->cost_header;
+	size_t i;
+
+	if (sl_cfg_get_str(L, v, "cost_from_response", h, SL_NAME_MAX) != 0)
+		return;
+	for (i = 0; h[i] != '\0'; i++)
+		if (!((h[i] >= 'a' && h[i] <= 'z') ||
+		      (h[i] >= 'A' && h[i] <= 'Z') ||
+		      (h[i] >= '0' && h[i] <= '9') ||
+		      strchr(tchar, h[i]) != NULL))
+			break;
+	if (i == 0 || h[i] != '\0') {
+		sl_cfg_error_at(L, v,
+				"cost_from_response: '%s' is not a field name",
+				h);
+		h[0] = '\0';
+	}
+}
+
 static const struct field rule_fields[] = {
 	F_FN("name", f_rname),
 	F_ENUM("scope", struct sl_rule, scope, scope_names),
@@ -284,6 +308,7 @@ static const struct field rule_fields[] = {
 	F_BOOL("shadow", struct sl_rule, shadow),
 	F_BOOL("global", struct sl_rule, global),
 	F_BOOL("headers_on_allow", struct sl_rule, headers_on_allow),
+	F_FN("cost_from_response", f_cost_header),
 	F_END,
 };
 

@@ -91,6 +91,10 @@ struct sl_rule {
 	/* response.headers_on_allow applies to this rule's budget (false:
 	 * its responses never carry it) */
 	uint8_t headers_on_allow;
+	/* cost_from_response: the response field (an integer the backend
+	 * sets) that says what the request cost; the difference to cost is
+	 * charged (or given back) once the response head passes. "": none */
+	char cost_header[SL_NAME_MAX];
 	uint64_t global_count, global_burst;
 	uint32_t slice_num, slice_den;
 	uint32_t line; /* where it was defined, for messages */

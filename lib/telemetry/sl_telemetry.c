@@ -120,6 +120,10 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "budget_skipped", c->budget_skipped);
 	U64(d, "budget_unauthenticated", c->budget_unauthenticated);
 	U64(d, "budget_dropped", c->budget_dropped);
+	U64(d, "cost_settled", c->cost_settled);
+	U64(d, "cost_charged", c->cost_charged);
+	U64(d, "cost_refunded", c->cost_refunded);
+	U64(d, "cost_unsettled", c->cost_unsettled);
 	U64(d, "reply_alloc_failed", c->reply_alloc_failed);
 	U64(d, "coord_asks", c->coord_asks);
 	U64(d, "parked", c->parked);

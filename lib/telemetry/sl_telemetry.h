@@ -66,6 +66,14 @@ struct sl_counters {
 	uint64_t budget_skipped;
 	uint64_t budget_unauthenticated;
 	uint64_t budget_dropped;
+	/* cost_from_response: requests whose response said their cost
+	 * (the units charged more, and given back), and those it could not
+	 * (no such field, not a number, the head not whole in the segment
+	 * its status line ended in, another request's record over it) */
+	uint64_t cost_settled;
+	uint64_t cost_charged;
+	uint64_t cost_refunded;
+	uint64_t cost_unsettled;
 	uint64_t reply_alloc_failed; /* no mbuf for the RST to the backend */
 	uint64_t coord_asks;   /* lease requests sent to the coordinator */
 	uint64_t parked;       /* requests that waited for an answer */

@@ -165,7 +165,8 @@ all_errors_with_positions(void **state)
 }
 
 /* A budget on allowed responses needs the translation keep_alive sets
- * up; a rule may keep its own budget out of them. */
+ * up; a rule may keep its own budget out of them. A rule's cost from the
+ * response names a field. */
 static void
 headers_on_allow(void **state)
 {
@@ -179,8 +180,14 @@ headers_on_allow(void **state)
 		"rules:\n"
 		"  - {name: a, scope: ip, limit: 1/s}\n"
 		"  - {name: b, scope: ip, limit: 1/s, headers_on_allow: "
-		"false}\n"
+		"false,\n"
+		"     cost_from_response: X-RateLimit-Cost}\n"
 		"response: {keep_alive: true, headers_on_allow: true}\n";
+	static const char badname[] =
+		"version: 1\n"
+		"rules:\n"
+		"  - {name: a, scope: ip, limit: 1/s, cost_from_response: 'a "
+		"b'}\n";
 	char err[1024];
 	struct sl_config *c;
 
@@ -193,7 +200,12 @@ headers_on_allow(void **state)
 	assert_true(c->response.headers_on_allow);
 	assert_int_equal(c->rules[0].headers_on_allow, 1);
 	assert_int_equal(c->rules[1].headers_on_allow, 0);
+	assert_string_equal(c->rules[0].cost_header, "");
+	assert_string_equal(c->rules[1].cost_header, "X-RateLimit-Cost");
 	sl_config_free(c);
+	assert_null(load(badname, err, sizeof(err)));
+	assert_non_null(strstr(err, "t.yaml:3:58: cost_from_response: 'a b' "
+				    "is not a field name"));
 }
 
 static void

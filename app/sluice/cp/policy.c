@@ -138,6 +138,7 @@ sl_policy_build(const struct sl_config *cfg)
 		p->budget_rule[i] = r->headers_on_allow && !r->shadow;
 		p->claimed[i] =
 			r->scope == SL_SCOPE_KEY || r->scope == SL_SCOPE_USER;
+		p->any_cost |= r->cost_header[0] != '\0' && !r->shadow;
 		ri.rule_len = p->name_len[i];
 		if (sl_reply_tpl_build(&p->tpl429_any[i], &ri) != 0)
 			goto fail;

@@ -28,6 +28,7 @@ scope_bytes(struct scope_id *s, uint8_t scope, const struct sl_http_req *req,
 struct check {
 	uint16_t rule;
 	uint8_t denied;
+	struct sl_bucket_key key;
 	struct sl_limit_state *st;
 	struct sl_limit_params params;
 	struct sl_limit_result res;
@@ -66,6 +67,7 @@ check_one(struct sl_worker *w, const struct sl_req *q, struct check *c,
 	struct sl_bucket_table *t =
 		r->algo == SL_ALGO_SLIDING_LOG ? w->logs : w->buckets;
 
+	c->key = k;
 	c->st = first && t == sl_hint_table(w)
 			? sl_hinted_get(w, q->flow, &k)
 			: sl_bucket_get(t, &k, w->now_ns);
@@ -272,6 +274,33 @@ tier_of(struct sl_worker *w, const struct sl_http_req *req, int key_tier)
 	return (int16_t)sl_ruleset_default_tier(w->pol->rs);
 }
 
+/* The first enforcing limit whose response says its cost, kept for the
+ * flow (cost.c). */
+static void
+cost_of(struct sl_worker *w, const struct check *cs, uint32_t n)
+{
+	const struct sl_policy *pol = w->pol;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct sl_rule *r = sl_ruleset_rule(pol->rs, cs[i].rule);
+
+		if (r->shadow || r->cost_header[0] == '\0')
+			continue;
+		sl_cost_set(
+			w,
+			&(struct sl_need){.key = cs[i].key,
+					  .count = cs[i].params.count,
+					  .burst = cs[i].params.burst,
+					  .period_ms = cs[i].params.period_ms,
+					  .cost = r->cost,
+					  .slot = pol->slot[cs[i].rule],
+					  .algo = cs[i].params.algo},
+			cs[i].rule, 0);
+		return;
+	}
+}
+
 /* Without a coordinator: every limit from this worker's own buckets. */
 static struct sl_verdict
 decide_local(struct sl_worker *w, struct sl_req *q, const uint16_t *idx,
@@ -305,6 +334,8 @@ decide_local(struct sl_worker *w, struct sl_req *q, const uint16_t *idx,
 	}
 	if (strict < 0) {
 		commit_all(w, cs, n);
+		if (pol->any_cost)
+			cost_of(w, cs, n);
 		return allowed(w, q, shadow_denied, cs, n);
 	}
 	q->flags |= shadow_denied ? SL_DF_SHADOW : 0;
@@ -337,6 +368,7 @@ sl_decide(struct sl_worker *w, struct sl_req *q)
 	q->flags = 0;
 	q->tier = -1;
 	q->id = &id;
+	w->cost_next_set = 0;
 	count_identity(w, &id,
 		       sl_ident_extract(&w->app->ident, req, q->p->af,
 					q->p->src, &id));

@@ -45,14 +45,15 @@ sl_report_taken(struct sl_worker *w, const struct sl_bucket_key *k,
  * Any ask, not only the last one: reported while an earlier one is on
  * its way, a unit and the grant that already counted it crossed (up to
  * 156 admitted where 120 could be, test_race under ThreadSanitizer). */
-static void
-taken(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l)
+void
+sl_lease_taken(struct sl_worker *w, const struct sl_bucket_key *k,
+	       struct sl_lease *l, uint32_t units)
 {
 	if (sl_lease_asks_out(l, w->now_ns, sl_ask_stale_ns(w)) > 0) {
-		l->owed += n->cost;
+		l->owed += units;
 		return;
 	}
-	sl_report_taken(w, &n->key, l, n->cost);
+	sl_report_taken(w, k, l, units);
 }
 
 /* Whether the store refused the key lately, to this worker or to any
@@ -131,7 +132,7 @@ sl_degrade(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 		sl_ledger_charge(&ls[i]->share, &ls[i]->slice, ns[i].cost,
 				 w->now_ns);
 		w->rules[ns[i].slot].allowed++;
-		taken(w, &ns[i], ls[i]);
+		sl_lease_taken(w, &ns[i].key, ls[i], ns[i].cost);
 		sl_lease_touch(w, ls[i]);
 	}
 	sl_count_allowed(w, r);

@@ -52,6 +52,22 @@ struct sl_verdict {
 	int16_t budget;
 };
 
+/* cost.c: cost settled from the response (a rule's cost_from_response) */
+int sl_cost_init(struct sl_worker *w);
+void sl_cost_free(struct sl_worker *w);
+/* The decision spent need n of rule (first of the request's): kept for
+ * its flow once the request is allowed (sl_cost_note). */
+void sl_cost_set(struct sl_worker *w, const struct sl_need *n, uint16_t rule,
+		 int leased);
+void sl_cost_note(struct sl_worker *w, struct sl_flow *f, int parked);
+/* Which response of f settles a cost (0: none), for the framer. */
+uint16_t sl_cost_due(struct sl_worker *w, const struct sl_flow *f);
+/* A server segment's payload pl, mk where its status lines ended. */
+void sl_cost_response(struct sl_worker *w, struct sl_flow *f, const uint8_t *pl,
+		      uint32_t len, const struct sl_resp_mark *mk);
+/* leased.c: d more units of need n spent (or -d not after all). */
+void sl_leased_settle(struct sl_worker *w, const struct sl_need *n, int64_t d);
+
 /* budget.c: an allowed response's budget (response.headers_on_allow) */
 /* Allowed: the budget of the limit with the least left, as v's. */
 void sl_budget_set(struct sl_worker *w, struct sl_verdict *v, uint16_t rule,
@@ -152,6 +168,9 @@ int sl_lease_units_msg(struct sl_worker *w, const struct sl_bucket_key *k,
 /* Units admitted without a grant, reported for the authority to count. */
 void sl_report_taken(struct sl_worker *w, const struct sl_bucket_key *k,
 		     const struct sl_lease *l, uint64_t units);
+/* The same, unless an ask is out: its answer's units cover them. */
+void sl_lease_taken(struct sl_worker *w, const struct sl_bucket_key *k,
+		    struct sl_lease *l, uint32_t units);
 /* Decided from the worker's slices: late, no answer came in time (else
  * the request could not wait for one). */
 struct sl_verdict sl_degrade(struct sl_worker *w, struct sl_req *r,

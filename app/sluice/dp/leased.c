@@ -252,6 +252,26 @@ budget_of(struct sl_worker *w, struct sl_verdict *v, const struct sl_need *ns,
 			      ls[best]->reset_ns);
 }
 
+/* The first limit whose response says its cost, kept for the flow. */
+static void
+cost_of(struct sl_worker *w, const struct sl_need *ns, uint32_t n)
+{
+	const struct sl_policy *pol = w->pol;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		int rule = ns[i].slot < SL_MAX_RULES
+				   ? pol->rule_of_slot[ns[i].slot]
+				   : -1;
+
+		if (rule >= 0 &&
+		    sl_ruleset_rule(pol->rs, (uint32_t)rule)->cost_header[0]) {
+			sl_cost_set(w, &ns[i], (uint16_t)rule, 1);
+			return;
+		}
+	}
+}
+
 static struct sl_verdict
 spend(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
       uint32_t n, struct sl_lease **ls)
@@ -284,6 +304,8 @@ spend(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 		note_spent(w, r, ns, n, ls);
 	if (w->pol->budget)
 		budget_of(w, &v, ns, n, ls);
+	if (w->pol->any_cost)
+		cost_of(w, ns, n);
 	return v;
 }
 
@@ -345,6 +367,7 @@ sl_leased_resolve(struct sl_worker *w, struct sl_parked *e,
 			      &unknown);
 	int late = w->now_ns >= e->deadline_ns;
 
+	w->cost_next_set = 0;
 	if (st == ST_OK) {
 		*v = spend(w, &r, e->need, e->n_need, ls);
 	} else if (st == ST_REFUSED && unknown && !late) {
@@ -468,4 +491,32 @@ sl_leased_free(struct sl_worker *w)
 	sl_bucket_table_free(w->leases);
 	w->leases = NULL;
 	sl_tiers_free(w);
+}
+
+void
+sl_leased_settle(struct sl_worker *w, const struct sl_need *n, int64_t d)
+{
+	struct sl_lease *l;
+	uint64_t u = d > 0 ? (uint64_t)d : (uint64_t)-d, from_lease = 0;
+
+	sl_bucket_begin(w->leases);
+	l = lease_of(w, &n->key);
+	renumber(w, n, l);
+	sl_lease_number(w, l, n);
+	if (d > 0) {
+		/* units held cover it first; the rest the authority is told
+		 * of, as units taken (its bucket into debt if need be) */
+		if (w->now_ns < l->expires_ns)
+			from_lease = l->units < u ? l->units : u;
+		l->units -= from_lease;
+		l->spent_pending += (uint32_t)u;
+		if (u > from_lease)
+			sl_lease_taken(w, &n->key, l,
+				       (uint32_t)(u - from_lease));
+	} else {
+		sl_lease_charge_pending(l, w->now_ns);
+		sl_ledger_credit(&l->share, &l->slice, u, w->now_ns);
+		send_back(w, &n->key, l, u);
+	}
+	sl_lease_touch(w, l);
 }

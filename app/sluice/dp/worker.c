@@ -60,7 +60,7 @@ sl_worker_init(struct sl_worker *w, const struct sl_app *app,
 					0, rte_lcore_to_socket_id(lcore));
 	if (w->flows == NULL || w->buckets == NULL || w->logs == NULL ||
 	    w->norm_buf == NULL || sl_leased_init(w) != 0 ||
-	    sl_xlate_init(w) != 0)
+	    sl_xlate_init(w) != 0 || sl_cost_init(w) != 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -93,6 +93,7 @@ sl_worker_free(struct sl_worker *w)
 	w->norm_buf = NULL;
 	sl_leased_free(w);
 	sl_xlate_free(w);
+	sl_cost_free(w);
 }
 
 /* The segment being inspected, for the flow's event callback. */
@@ -186,6 +187,8 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 	in->v = sl_decide(w, &r);
 	if (in->v.action == SL_REQ_CONTINUE && in->v.budget >= 0)
 		sl_budget_note(w, f, in->p, &in->v, 0);
+	if (in->v.action == SL_REQ_CONTINUE && w->cost_next_set)
+		sl_cost_note(w, f, 0);
 	if (in->v.action == SL_REQ_PARK && w->pol->tpl429_keep != NULL)
 		in->place.keep = (uint8_t)keepable(in, f, ev);
 	if (in->v.action == SL_REQ_STOP) {
@@ -434,7 +437,7 @@ server_side(struct sl_worker *w, struct rte_mbuf *m, uint8_t *frame,
 	struct sl_flow_key k;
 	struct sl_tcp_opts o = {0};
 	struct sl_seg s;
-	struct sl_flow *f = NULL;
+	struct sl_flow *f = NULL, *any = NULL; /* f: translated */
 	struct sl_resp_mark mk;
 	uint32_t seq = 0;
 
@@ -450,21 +453,30 @@ server_side(struct sl_worker *w, struct rte_mbuf *m, uint8_t *frame,
 	/* a kept connection: the flow reads the ack in the client's
 	 * numbers; the frame goes on in them (worked out before the flow,
 	 * which an RST removes) */
-	if (unlikely(w->xl != NULL)) {
-		f = sl_flow_lookup(w->flows, &k);
-		if (f != NULL && (f->nflags & SL_NF_XLATE)) {
+	mk.ord = 0;
+	if (unlikely(w->xl != NULL || w->costs != NULL)) {
+		any = sl_flow_lookup(w->flows, &k);
+		if (any != NULL && (any->nflags & SL_NF_XLATE)) {
+			f = any;
 			s.ack = sl_xlate_server_in(w, f, p);
 			seq = sl_xlate_server_seq(w, f, p->seq);
-		} else {
-			f = NULL;
 		}
+		/* the framer marks the response a cost or a budget is for */
+		if (any != NULL)
+			mk.ord = sl_cost_due(w, any);
+		if (f != NULL && mk.ord == 0)
+			mk.ord = sl_budget_due(w, f);
 	}
-	mk.ord = f != NULL ? sl_budget_due(w, f) : 0;
 	sl_flow_server_segment_mark(w->flows, &k, &s, w->now, &mk);
-	/* (an RST removed the flow: its entry is no longer f's) */
-	if (f != NULL && !(p->tcp_flags & SL_TCP_RST) && w->pol->budget &&
-	    sl_budget_server(w, f, m, p, &mk, seq, s.ack))
-		return;
+	/* (an RST removed the flow: its entry is no longer the same, but
+	 * the RST still goes on in the client's numbers) */
+	if (any != NULL && !(p->tcp_flags & SL_TCP_RST)) {
+		sl_cost_response(w, any, frame + p->payload_off, p->payload_len,
+				 &mk);
+		if (f != NULL && w->pol->budget &&
+		    sl_budget_server(w, f, m, p, &mk, seq, s.ack))
+			return;
+	}
 	if (f != NULL) {
 		struct sl_pkt q = *p;
 
@@ -563,6 +575,8 @@ complete(struct sl_worker *w, uint16_t i, const struct sl_verdict *v)
 				       e->rest_len, NULL, NULL);
 		if (f != NULL && v->budget >= 0)
 			sl_budget_note(w, f, &e->p, v, 1);
+		if (f != NULL && w->cost_next_set)
+			sl_cost_note(w, f, 1);
 		if (f != NULL && (f->nflags & SL_NF_XLATE))
 			forward_translated(w, f, e);
 		sl_tx_send(w, UP, e->m);
