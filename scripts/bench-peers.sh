@@ -94,7 +94,7 @@ if "$RESULTS":  # one JSON line per run, for scripts/charts.py
 PY
 }
 
-sluice_conf() { # rate keep_alive
+sluice_conf() { # rate keep_alive headers_on_allow
 	cat >"$T/sluice.yaml" <<CONF
 version: 1
 dataplane: {service_ports: [80], flows_per_worker: 65536, head_buffers_per_worker: 1024, mbufs: 16383}
@@ -102,23 +102,27 @@ identity: {api_key_header: X-API-Key}
 tiers: [free]
 rules:
   - {name: bench, scope: key, limit: $1/s, burst: $1}
-response: {keep_alive: $2}
+response: {keep_alive: $2, headers_on_allow: $3}
 CONF
 }
 
 # sluice on each of the two PMDs that reach a veth without a DPDK NIC:
 # net_af_packet (a socket per port, a copy each way) and net_af_xdp (an
 # XDP program steering frames into a umem ring; generic XDP on a veth);
-# and on net_af_xdp with response.keep_alive (a 429 keeps the connection)
-for variant in af_packet af_xdp af_xdp+keep; do
-	pmd=${variant%+keep}
+# and on net_af_xdp with response.keep_alive (a 429 keeps the connection),
+# then with response.headers_on_allow too (every allowed response given
+# its budget: the frame split, the fields put in, the numbers translated)
+for variant in af_packet af_xdp af_xdp+keep af_xdp+budget; do
+	pmd=${variant%+*}
 	keep=false
+	budget=false
 	[ "$variant" != "$pmd" ] && keep=true
-	echo "== sluice on net_$pmd, keep_alive $keep (bridging the namespaces)"
+	[ "${variant#*+}" = budget ] && budget=true
+	echo "== sluice on net_$pmd, keep_alive $keep, headers_on_allow $budget (bridging the namespaces)"
 	for path in allow reject; do
 		rate=$RATE_ALLOW
 		[ $path = reject ] && rate=1
-		sluice_conf $rate $keep
+		sluice_conf $rate $keep $budget
 		build/app/sluice/sluice "${EALMEM[@]}" --no-pci -l 0,1 --file-prefix "$P" --log-level lib.eal:warning \
 			--vdev "net_${pmd}0,iface=$P-c1" --vdev "net_${pmd}1,iface=$P-s1" \
 			-- --config "$T/sluice.yaml" >"$T/sluice.log" 2>&1 &
