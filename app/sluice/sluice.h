@@ -160,6 +160,7 @@ struct sl_xlate {
 	uint16_t b_ord;
 	uint16_t b_slot;   /* its strictest limit's rule slot; NONE: none */
 	uint8_t b_claimed; /* that rule is keyed on a claimed identity */
+	uint16_t txt_off;  /* where in reply the budget's bytes are */
 	/* the last thing put in is a response's budget (fields inside the
 	 * server's stream), not a reply: reply is the frame carrying them */
 	uint8_t hdr;

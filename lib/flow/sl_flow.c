@@ -369,6 +369,7 @@ on_syn(struct sl_flow_table *t, struct sl_flow *f, const struct sl_flow_key *k,
 	f->c_next = s->seq + 1;
 	f->nflags = SL_NF_SYN | (s->has_ts ? SL_NF_CTS : 0);
 	f->xflags = 0;
+	f->mss_k = (uint8_t)(s->mss >> 8);
 	f->ts_recent = s->tsval;
 	return f;
 }

@@ -75,7 +75,10 @@ struct sl_flow {
 	uint8_t s_fin;
 	uint8_t s_seen;
 	uint8_t in_use;
-	uint8_t parked;    /* a request on it waits for a decision */
+	uint8_t parked; /* a request on it waits for a decision */
+	/* the client's MSS (its SYN's), in 256-byte units rounded down;
+	 * 0: not seen */
+	uint8_t mss_k;
 	uint16_t park_idx; /* the caller's, while parked */
 	uint32_t
 		bucket_hint; /* the caller's: its last decision's limit state */
@@ -206,6 +209,7 @@ struct sl_seg {
 	uint32_t tsval; /* valid when has_ts */
 	uint8_t flags;  /* TCP flags, URG included */
 	uint8_t has_ts;
+	uint16_t mss; /* a SYN's MSS option; 0: none */
 	const uint8_t *payload;
 	uint32_t len;
 };

@@ -387,6 +387,7 @@ sl_tcp_opts_parse(const uint8_t *frame, const struct sl_pkt *p,
 
 	o->has_ts = o->has_sig = 0;
 	o->tsval = 0;
+	o->mss = 0;
 	while (i < n) {
 		uint8_t kind = b[i], l;
 
@@ -406,6 +407,8 @@ sl_tcp_opts_parse(const uint8_t *frame, const struct sl_pkt *p,
 			o->tsval = rd32(b + i + 2);
 		} else if (kind == 19 || kind == 29) {
 			o->has_sig = 1;
+		} else if (kind == 2 && l == 4) {
+			o->mss = (uint16_t)(b[i + 2] << 8 | b[i + 3]);
 		}
 		i += l;
 	}

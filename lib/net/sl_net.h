@@ -75,6 +75,7 @@ struct sl_tcp_opts {
 	uint32_t tsval;
 	uint8_t has_ts;
 	uint8_t has_sig; /* MD5 (RFC 2385, kind 19) or TCP-AO (RFC 5925, 29) */
+	uint16_t mss;    /* a SYN's maximum segment size; 0: none */
 };
 
 /*

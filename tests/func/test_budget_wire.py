@@ -3,10 +3,11 @@
 14): the real sluice binary between two raw wires the test plays both
 ends of (tests/func/wire.py), every frame checked.
 
-- the response's segment goes to the client as two: its status line with
-  the RateLimit fields after it, then the rest, numbered on by the
-  fields' length; checksums right, over IPv4 and over IPv6 in a VLAN
-  with timestamps;
+- the response's segment reaches the client with the RateLimit fields
+  after its status line: one frame grown by them where the client's MSS
+  has room, else two (the status line and fields, then the rest),
+  numbered on by the fields' length; checksums right, over IPv4 and over
+  IPv6 in a VLAN with timestamps;
 - the server sends the segment again (its ACK lost): the client gets the
   same two frames, byte for byte; sent again in two pieces cut before
   the point, the client's stream is the same bytes at the same numbers;
@@ -14,7 +15,7 @@ ends of (tests/func/wire.py), every frame checked.
   the next request's response is given the next budget (one less), at
   numbers shifted by both;
 - a status line cut across two server segments: the fields go after it,
-  in the second.
+  in the second; a response longer than the MSS takes, in two frames.
 
 usage: test_budget_wire.py PATH/TO/sluice
 """
@@ -36,6 +37,7 @@ from wire import Conn, req  # noqa: E402
 
 LINE = b"HTTP/1.1 200 OK\r\n"
 RESP = LINE + b"Content-Length: 300\r\n\r\n" + b"x" * 300
+BIG = LINE + b"Content-Length: 1300\r\n\r\n" + b"y" * 1300
 
 
 def fields(remaining):
@@ -54,24 +56,36 @@ def stream(frames):
 
 def given(w, res, f, resp, remaining, what, shift=0):
     """The server's response (at its own numbers: shift behind the
-    client's) goes out as the status line plus fields, then the rest.
-    Returns the fields' length and the two frames."""
-    oc, os_ = w.step("s", f.s(resp, seq=f.sseq - shift), want=2)
-    if not res.eq((len(oc), len(os_)), (2, 0), what + ": two frames to the client"):
+    client's) reaches the client with the fields after its status line:
+    one frame where the client's MSS has room (536 here: no MSS option in
+    the SYN), else two (the status line and fields, then the rest).
+    Returns the fields' length and the frames."""
+    room = 536 - (12 if f.ts else 0)
+    oc, os_ = w.step("s", f.s(resp, seq=f.sseq - shift),
+                     want=1 if len(resp) + 80 <= room else 2)
+    res.eq(len(os_), 0, what + ": nothing to the server")
+    if not res.check(oc, what + ": to the client"):
         return 0, []
-    a, b = Ether(oc[0])[TCP], Ether(oc[1])[TCP]
-    pa, pb = bytes(a.payload), bytes(b.payload)
-    res.check(pa.startswith(LINE + fields(remaining)) and pa.endswith(b"\r\n"),
-              what + ": the status line, then the budget: %r" % pa[:120])
+    segs = sorted((Ether(x)[TCP].seq, bytes(Ether(x)[TCP].payload), x) for x in oc)
+    data = b"".join(x[1] for x in segs)
+    n = len(data) - len(resp)
     res.check(re.match(rb'^HTTP/1.1 200 OK\r\nRateLimit-Policy: "ten";q=10;w=60\r\n'
-                       rb'RateLimit: "ten";r=\d+;t=\d+\r\n$', pa) is not None,
-              what + ": exactly those two fields")
-    n = len(pa) - len(LINE)
-    res.eq(pb, resp[len(LINE):], what + ": then the rest of the segment")
-    res.eq((a.seq, b.seq), (f.sseq, f.sseq + len(LINE) + n), what + ": numbered in sequence")
-    res.eq((a.ack, b.ack), (f.cseq, f.cseq), what + ": acks in the client's numbers")
-    res.check(pktcheck.cksums_ok(oc[0]) and pktcheck.cksums_ok(oc[1]), what + ": checksums")
-    res.eq(str(a.flags), "PA", what + ": the first part keeps PSH ACK")
+                       rb'RateLimit: "ten";r=%d;t=\d+\r\n' % remaining, data) is not None,
+              what + ": the status line, then exactly the budget: %r" % data[:120])
+    res.eq(data[len(LINE) + n:], resp[len(LINE):], what + ": then the rest, unchanged")
+    res.eq(len(oc), 1 if len(resp) + n <= room else 2,
+           what + ": one frame where the MSS has room, else two")
+    at = f.sseq
+    for seq, pay, x in segs:
+        t = Ether(x)[TCP]
+        res.eq((seq, t.ack), (at, f.cseq), what + ": numbered in sequence, acks translated")
+        # (grown, or the part with the fields: within the MSS; the rest
+        # is no longer than the server made it)
+        res.check((len(pay) <= room if seq == segs[0][0] else len(pay) < len(resp)) and
+                  pktcheck.cksums_ok(x), what + ": within the MSS, checksums")
+        at += len(pay)
+    if len(segs) == 2:
+        res.eq(str(Ether(segs[0][2])[TCP].flags), "PA", what + ": the first part keeps PSH ACK")
     return n, oc
 
 
@@ -87,7 +101,7 @@ def budget(w, res, f, label):
            label + ": sent again, the same frames byte for byte")
     # sent again cut before the point, then from there: the same stream
     oc1, _ = w.step("s", f.s(RESP[:10]))
-    oc2, _ = w.step("s", f.s(RESP[10:], seq=f.sseq + 10), want=2)
+    oc2, _ = w.step("s", f.s(RESP[10:], seq=f.sseq + 10))
     res.eq(stream(oc1 + oc2), stream(first), label + ": cut elsewhere, the same bytes at "
            "the same numbers")
     f.sseq += len(RESP) + n
@@ -107,10 +121,16 @@ def budget(w, res, f, label):
     oc, _ = w.step("s", f.s(RESP[:8], seq=f.sseq - shift))
     res.eq([bytes(Ether(x)[TCP].payload) for x in oc], [RESP[:8]],
            label + ": half a status line goes on as it is")
-    oc, _ = w.step("s", f.s(RESP[8:], seq=f.sseq + 8 - shift), want=2)
-    pay = [bytes(Ether(x)[TCP].payload) for x in oc]
-    res.check(len(pay) == 2 and pay[0].startswith(LINE[8:] + fields(7)) and
-              pay[1] == RESP[len(LINE):], label + ": its other half, then the budget, then the rest")
+    oc, _ = w.step("s", f.s(RESP[8:], seq=f.sseq + 8 - shift))
+    pay = b"".join(bytes(Ether(x)[TCP].payload) for x in oc)
+    res.check(pay.startswith(LINE[8:] + fields(7)) and pay.endswith(b"\r\n" + RESP[len(LINE):]),
+              label + ": its other half, then the budget, then the rest")
+    n3 = len(pay) + 8 - len(RESP)
+    f.sseq += len(RESP) + n3
+    shift += n3
+    # a response longer than the client's MSS takes: two frames
+    w.step("c", f.data(req("/v1/d", "X-API-Key: k-%s" % label)))
+    n4, _ = given(w, res, f, BIG, 6, label + ": a response of 1 300 bytes", shift=shift)
 
 
 def main():
@@ -125,7 +145,7 @@ def main():
             budget(w, res, Conn(42002, v6=True, vlan=9, ts=True), "v6")
             st = s.stats()
             res.eq(s.stop(), 0, "sluice exits 0 on SIGINT")
-    res.eq(st["budget_headers"], 6, "budget_headers: three responses on each connection")
+    res.eq(st["budget_headers"], 8, "budget_headers: four responses on each connection")
     res.eq(st["budget_resent"], 4, "budget_resent: sent again whole and cut, on each")
     res.eq(st["budget_dropped"], 0, "budget_dropped")
     return res.finish()

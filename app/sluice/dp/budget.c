@@ -7,9 +7,11 @@
  * with the roles swapped: bytes the client gets that the server never
  * sent, at a point in the server's stream (xlate.c's s_at, s_len).
  *
- * The segment the status line ends in goes out as two: its bytes up to
- * the point plus the fields (a fresh mbuf: small, whatever the MSS),
- * then the rest (the server's own mbuf, its headers moved up). A segment
+ * The segment the status line ends in grows by the fields where the
+ * client's MSS (its SYN's) allows — most responses — and otherwise goes
+ * out as two: its bytes up to the point plus the fields (a fresh mbuf:
+ * small, whatever the MSS), then the rest (the server's own mbuf, its
+ * headers moved up). A segment
  * the server sends again across the point is given the same fields
  * again, from the frame kept until the client acknowledges them, so the
  * client's stream is the same however the server segments it. One
@@ -166,6 +168,42 @@ split(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m,
 	return 0;
 }
 
+/* The most payload the client takes in one segment of this frame's
+ * options (536, the least any host takes, where its SYN was not seen). */
+static uint32_t
+room_of(const struct sl_flow *f, const struct sl_pkt *p)
+{
+	uint32_t mss = f->mss_k ? (uint32_t)f->mss_k << 8 : 536;
+
+	return mss - (p->tcp_hlen - 20u);
+}
+
+/*
+ * The fields put into m's payload at off, m growing by n: one frame,
+ * where the client's MSS and the mbuf have room (most responses: a
+ * frame costs more on the way than the bytes moved). -1: no room.
+ */
+static int
+grow(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m,
+     const struct sl_pkt *p, uint32_t off, const char *txt, uint32_t n,
+     uint32_t seq, uint32_t ack)
+{
+	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
+	uint32_t end = p->payload_off + p->payload_len;
+	uint8_t *at = frame + p->payload_off + off;
+	struct sl_pkt q = *p;
+
+	if (m->nb_segs > 1 || p->payload_len + n > room_of(f, p) ||
+	    end + n > (uint32_t)(m->buf_len - m->data_off))
+		return -1;
+	memmove(at + n, at, p->payload_len - off);
+	memcpy(at, txt, n);
+	sl_ip_set_payload_len(frame, &q, p->payload_len + n);
+	m->data_len = m->pkt_len = end + n; /* (any padding gone) */
+	finish(w, f, m, &q, seq, ack);
+	return 0;
+}
+
 static void
 send_two(struct sl_worker *w, struct rte_mbuf *a, struct rte_mbuf *b)
 {
@@ -205,17 +243,24 @@ again(struct sl_worker *w, struct sl_flow *f, struct sl_xlate *x,
 	uint32_t point = x->s_at - (x->s_ins - x->s_len); /* server's */
 	const struct rte_mbuf *r = x->reply;
 	struct rte_mbuf *a, *b;
+	const char *txt;
 
-	if (r == NULL || r->data_len < x->s_len ||
-	    split(w, f, m, p, point - p->seq,
-		  rte_pktmbuf_mtod_offset(r, const char *,
-					  r->data_len - x->s_len),
-		  x->s_len, seq, ack, &a, &b) != 0) {
+	if (r == NULL || r->data_len < x->txt_off + x->s_len) {
 		w->ctr.budget_dropped++;
 		rte_pktmbuf_free(m);
 		return 1;
 	}
-	send_two(w, a, b);
+	txt = rte_pktmbuf_mtod_offset(r, const char *, x->txt_off);
+	if (grow(w, f, m, p, point - p->seq, txt, x->s_len, seq, ack) == 0) {
+		sl_tx_send(w, SL_DOWN, m);
+	} else if (split(w, f, m, p, point - p->seq, txt, x->s_len, seq, ack,
+			 &a, &b) == 0) {
+		send_two(w, a, b);
+	} else {
+		w->ctr.budget_dropped++;
+		rte_pktmbuf_free(m);
+		return 1;
+	}
 	w->ctr.budget_resent++;
 	return 1;
 }
@@ -241,8 +286,14 @@ sl_budget_server(struct sl_worker *w, struct sl_flow *f, struct rte_mbuf *m,
 	if (!due_budget(w, x, f, mk))
 		return 0;
 	n = fields(w, x, slot, txt, sizeof(txt));
-	if (n == 0 ||
-	    split(w, f, m, p, mk->off, txt, n, seq, ack, &a, &b) != 0) {
+	b = NULL;
+	if (n != 0 && grow(w, f, m, p, mk->off, txt, n, seq, ack) == 0) {
+		a = m;
+		x->txt_off = (uint16_t)(p->payload_off + mk->off);
+	} else if (n != 0 &&
+		   split(w, f, m, p, mk->off, txt, n, seq, ack, &a, &b) == 0) {
+		x->txt_off = (uint16_t)(a->data_len - n);
+	} else {
 		w->ctr.budget_skipped++;
 		return 0;
 	}

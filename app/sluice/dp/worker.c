@@ -409,6 +409,7 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 			    .tsval = o.tsval,
 			    .flags = p->tcp_flags,
 			    .has_ts = o.has_ts,
+			    .mss = o.mss,
 			    .payload = frame + p->payload_off,
 			    .len = p->payload_len};
 	/* the verdict is written by the event that decides, if one does */
