@@ -208,7 +208,7 @@ setup(struct bench_env *e)
 	e->cfg->dataplane.flow_idle_ms = 3600000;
 	sl_app_setup(e->app, e->cfg);
 	e->app->pool = rte_pktmbuf_pool_create(
-		"bench", o->packets * (1 + o->workers) + 4096, 256, 0,
+		"bench", o->packets * (3 + o->workers) + 4096, 256, 0,
 		RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
 	if (e->app->pool == NULL)
 		rte_exit(EXIT_FAILURE, "mbuf pool: %s (try -m 1024)\n",
@@ -226,6 +226,21 @@ setup(struct bench_env *e)
 	*e->tight_keep = *e->tight;
 	e->tight_keep->cfg = e->cfg_keep;
 	e->tight_keep->policy = sl_bench_policy(e->cfg_keep, 1, 3600000);
+	e->cfg_budget = calloc(1, sizeof(*e->cfg_budget));
+	e->keep = calloc(1, sizeof(*e->keep));
+	e->budget = calloc(1, sizeof(*e->budget));
+	e->resp = calloc(o->packets, sizeof(*e->resp));
+	if (e->cfg_budget == NULL || e->keep == NULL || e->budget == NULL ||
+	    e->resp == NULL)
+		rte_exit(EXIT_FAILURE, "out of memory\n");
+	*e->cfg_budget = *e->cfg_keep;
+	e->cfg_budget->response.headers_on_allow = 1;
+	*e->keep = *e->app;
+	e->keep->cfg = e->cfg_keep;
+	e->keep->policy = sl_bench_policy(e->cfg_keep, 1000000000, 1000);
+	*e->budget = *e->app;
+	e->budget->cfg = e->cfg_budget;
+	e->budget->policy = sl_bench_policy(e->cfg_budget, 1000000000, 1000);
 	for (m = 0; m < M__N; m++)
 		if (sl_bench_passes[m].setup != NULL)
 			e->w[m] = sl_bench_passes[m].setup(e);

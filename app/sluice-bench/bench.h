@@ -73,6 +73,8 @@ enum {
 	M_REJECT_KEEP,
 	M_SAMPLE,
 	M_LEASED,
+	M_RESPOND,
+	M_RESPOND_BUDGET,
 	M_SCAN,
 	M__N
 };
@@ -86,6 +88,11 @@ struct bench_env {
 	/* the same with response.keep_alive: a 429 keeps the connection */
 	struct sl_app *tight_keep;
 	struct sl_config *cfg_keep;
+	/* limits that allow everything, with keep_alive, and with it and
+	 * headers_on_allow (every allowed response given its budget) */
+	struct sl_app *keep, *budget;
+	struct sl_config *cfg_budget;
+	struct rte_mbuf **resp; /* a round's server responses */
 	struct corpus c;
 	struct sl_worker *w[M__N];
 	uint64_t found; /* the scan's blank lines */
@@ -114,6 +121,9 @@ void sl_bench_write_frame(struct rte_mbuf *m, uint32_t flow, const char *head,
 			  int hlen);
 int sl_bench_build_corpus(struct corpus *c, const struct bopts *o,
 			  struct rte_mempool *mp);
+/* The server's first response on request frame data's connection. */
+void sl_bench_response_frame(struct rte_mbuf *out, const struct rte_mbuf *data,
+			     const char *payload, uint32_t len);
 void sl_bench_prime(struct sl_worker *w, struct rte_mbuf **data, uint32_t n,
 		    int open);
 

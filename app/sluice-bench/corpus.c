@@ -261,6 +261,29 @@ ctl_burst(struct sl_worker *w, struct rte_mbuf **data, uint32_t b, int open,
 	sl_worker_flush(w);
 }
 
+void
+sl_bench_response_frame(struct rte_mbuf *out, const struct rte_mbuf *data,
+			const char *payload, uint32_t len)
+{
+	const uint8_t *d = rte_pktmbuf_mtod(data, const uint8_t *);
+	uint32_t seq = (uint32_t)d[38] << 24 | (uint32_t)d[39] << 16 |
+		       (uint32_t)d[40] << 8 | d[41];
+	uint8_t *f;
+	struct sl_pkt p;
+
+	/* the server's data starts at 0: its ISN was UINT32_MAX */
+	ctl_frame(out, d, 0x18, 1, 0, seq + data->data_len - 54u);
+	f = rte_pktmbuf_mtod(out, uint8_t *);
+	memcpy(f + 54, payload, len);
+	f[16] = (uint8_t)((40 + len) >> 8);
+	f[17] = (uint8_t)(40 + len);
+	out->data_len = out->pkt_len = 54 + len;
+	sl_pkt_parse(f, out->data_len, &p);
+	sl_ipv4_cksum_set(f, &p);
+	sl_pkt_parse(f, out->data_len, &p);
+	sl_tcp_cksum_set(f, &p);
+}
+
 /*
  * Untimed, before a pass: what real connections carry besides requests.
  * open: each frame's connection is new, so its handshake is seen first

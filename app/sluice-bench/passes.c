@@ -5,6 +5,17 @@
  * must have decided).
  */
 #include "bench.h"
+#include "dp.h"
+
+/* A small API response: what the budget is put into. */
+static const char RESPONSE[] =
+	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	"Content-Length: 180\r\nCache-Control: no-store\r\n\r\n"
+	"{\"id\":12345,\"items\":[{\"name\":\"alpha\",\"qty\":1},"
+	"{\"name\":\"beta\",\"qty\":2},{\"name\":\"gamma\",\"qty\":3}],"
+	"\"next\":null,\"cursor\":"
+	"\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\","
+	"\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n";
 
 uint64_t
 sl_bench_pass_forward(const struct sl_app *app, struct corpus *c)
@@ -165,6 +176,43 @@ round_leased(struct bench_env *e, int m, uint32_t r)
 	return sl_bench_pass_leased(e->w[m], &e->c);
 }
 
+/*
+ * The server's responses: each request of the round on a new connection
+ * (untimed, as round_fresh's, with what the last round kept let go),
+ * then timed, the response to each on its way to the client.
+ */
+static uint64_t
+round_respond(struct bench_env *e, int m, uint32_t r)
+{
+	struct sl_worker *w = e->w[m];
+	uint32_t i, n = e->c.n;
+	uint64_t t0;
+
+	sl_xlate_free(w);
+	if (sl_worker_reset_flows(w) != 0 || sl_xlate_init(w) != 0)
+		rte_exit(EXIT_FAILURE, "out of memory\n");
+	/* no client acknowledges here: a round keeps a frame per response,
+	 * let go at the next (the pool has room for them) */
+	w->xl_held_max = n;
+	sl_bench_set_round(&e->c, r);
+	sl_bench_prime(w, e->c.m, n, 1);
+	sl_bench_pass_worker(w, &e->c);
+	if (rte_pktmbuf_alloc_bulk(w->app->pool, e->resp, n) != 0)
+		rte_exit(EXIT_FAILURE, "bench: out of mbufs for responses\n");
+	for (i = 0; i < n; i++)
+		sl_bench_response_frame(e->resp[i], e->c.m[i], RESPONSE,
+					sizeof(RESPONSE) - 1);
+	t0 = rte_rdtsc_precise();
+	for (i = 0; i < n; i += SL_BURST) {
+		w->now = rte_rdtsc();
+		sl_worker_burst(w, &e->resp[i],
+				(uint16_t)RTE_MIN((uint32_t)SL_BURST, n - i),
+				1);
+	}
+	sl_worker_flush(w);
+	return rte_rdtsc_precise() - t0;
+}
+
 static uint64_t
 round_scan(struct bench_env *e, int m, uint32_t r)
 {
@@ -209,6 +257,18 @@ setup_tight_keep(struct bench_env *e)
 
 	w->xl_held_max = 0;
 	return w;
+}
+
+static struct sl_worker *
+setup_keep(struct bench_env *e)
+{
+	return sl_bench_worker(e->keep, 0);
+}
+
+static struct sl_worker *
+setup_budget(struct bench_env *e)
+{
+	return sl_bench_worker(e->budget, 0);
 }
 
 static struct sl_worker *
@@ -311,6 +371,23 @@ check_leased(const struct bench_env *e, int m, char *buf, size_t len)
 	return buf;
 }
 
+/* Every response given its budget (or, without it, forwarded). */
+static const char *
+check_budget(const struct bench_env *e, int m, char *buf, size_t len)
+{
+	const struct sl_worker *w = e->w[m];
+	uint64_t want = m == M_RESPOND_BUDGET ? all_requests(e) : 0;
+
+	if (check_all_allowed(e, m, buf, len) != NULL)
+		return buf;
+	if (w->ctr.budget_headers == want)
+		return NULL;
+	snprintf(buf, len, "%s: budgets %lu (%lu skipped) of %lu",
+		 sl_bench_passes[m].name, w->ctr.budget_headers,
+		 w->ctr.budget_skipped, want);
+	return buf;
+}
+
 const struct bench_pass sl_bench_passes[M__N] = {
 	[M_FWD] = {"forward", "forward (tx_burst, untouched)", NULL,
 		   round_forward, NULL},
@@ -331,5 +408,10 @@ const struct bench_pass sl_bench_passes[M__N] = {
 		      setup_sampled, round_sampled, check_sampled},
 	[M_LEASED] = {"leased", "decide, keep-alive, leased (appliance)",
 		      setup_leased, round_leased, check_leased},
+	[M_RESPOND] = {"respond", "server response, new flow (keep_alive)",
+		       setup_keep, round_respond, check_budget},
+	[M_RESPOND_BUDGET] = {"respond-budget",
+			      "server response given its budget", setup_budget,
+			      round_respond, check_budget},
 	[M_SCAN] = {"scan", "scan floor (blank line)", NULL, round_scan, NULL},
 };

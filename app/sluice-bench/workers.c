@@ -35,6 +35,7 @@ sl_bench_policy(struct sl_config *cfg, uint64_t count, uint64_t period_ms)
 	r->burst = count;
 	r->cost = 1;
 	r->accuracy_ppm = 20000; /* the default 2 % */
+	r->headers_on_allow = 1; /* (the default) */
 	cfg->rules = r;
 	cfg->n_rules = 1;
 	p = sl_policy_build(cfg);
