@@ -15,12 +15,16 @@ ends of (tests/func/wire.py), every frame checked.
   the next request's response is given the next budget (one less), at
   numbers shifted by both;
 - a status line cut across two server segments: the fields go after it,
-  in the second; a response longer than the MSS takes, in two frames.
+  in the second; a response longer than the MSS takes, in two frames;
+- four responses sent in random pieces with random pieces sent again
+  (seeded, SL_SEED): every byte reaches the client at one number, the
+  stream is each response with its budget, acks translated both ways.
 
 usage: test_budget_wire.py PATH/TO/sluice
 """
 
 import os
+import random
 import re
 import sys
 
@@ -133,6 +137,57 @@ def budget(w, res, f, label):
     n4, _ = given(w, res, f, BIG, 6, label + ": a response of 1 300 bytes", shift=shift)
 
 
+def shuffled(w, res, f, seed):
+    """Responses the server sends in random pieces, with random pieces of
+    what it already sent sent again (cut anywhere, across the point or
+    not): every byte reaches the client at one number, the same each time
+    it comes, and the client's stream is the response with its budget
+    after the status line; the client's ack of it all reaches the server
+    as the server's end."""
+    rnd = random.Random(seed)
+    w.handshake(f, res)
+    shift = 0
+    ok_stream = ok_same = ok_ack = True
+    for k in range(4):
+        body = bytes(rnd.choice(b"abcdefghij") for _ in range(rnd.randrange(50, 1500)))
+        resp = LINE + b"Content-Length: %d\r\n\r\n" % len(body) + body
+        # (its ack in the server's numbers, once a budget went in)
+        _, os_ = w.step("c", f.data(req("/v1/s%d" % k, "X-API-Key: k-shuf")))
+        ok_ack &= len(os_) == 1 and Ether(os_[0])[TCP].ack == f.sseq - shift
+        got = {}
+        sent = 0
+        s0 = f.sseq - shift  # the response's start, in the server's numbers
+        while sent < len(resp):
+            if sent and rnd.random() < 0.4:  # some of it again, cut anywhere
+                # (half of them from the head: across the point)
+                a = rnd.randrange(0, min(sent, 20) if rnd.random() < 0.5 else sent)
+                b = rnd.randrange(a + 1, sent + 1)
+            else:
+                a, b = sent, min(len(resp), sent + rnd.randrange(1, 400))
+                sent = b
+            oc, _ = w.step("s", f.s(resp[a:b], seq=s0 + a), quiet=0.05)
+            for x in oc:
+                t = Ether(x)[TCP]
+                for i, byte in enumerate(bytes(t.payload)):
+                    q = (t.seq + i) & 0xffffffff
+                    if got.setdefault(q, byte) != byte:
+                        ok_same = False
+                ok_ack &= t.ack == f.cseq and pktcheck.cksums_ok(x)
+        n = len(got) - len(resp)
+        data = bytes(got.get((f.sseq + i) & 0xffffffff, 0) for i in range(len(got)))
+        ok_stream &= (re.match(rb'^HTTP/1.1 200 OK\r\nRateLimit-Policy: "ten";q=10;w=60\r\n'
+                               rb'RateLimit: "ten";r=\d+;t=\d+\r\n', data) is not None and
+                      data[len(LINE) + n:] == resp[len(LINE):])
+        f.sseq += len(resp) + n
+        shift += n
+        # the client acknowledges all of it, with a bare ACK
+        oc, os_ = w.step("c", f.c(flags="A"))
+        ok_ack &= len(os_) == 1 and Ether(os_[0])[TCP].ack == f.sseq - shift
+    res.check(ok_same, "shuffled (seed %d): every byte at one number, the same each time" % seed)
+    res.check(ok_stream, "shuffled: the client's stream is each response with its budget")
+    res.check(ok_ack, "shuffled: acks translated both ways, checksums right")
+
+
 def main():
     binary = sys.argv[1]
     res = sltest.Results("budget_wire")
@@ -143,10 +198,12 @@ def main():
             w.drain()
             budget(w, res, Conn(42001), "v4")
             budget(w, res, Conn(42002, v6=True, vlan=9, ts=True), "v6")
+            shuffled(w, res, Conn(42003), int(os.environ.get("SL_SEED", "1")))
             st = s.stats()
             res.eq(s.stop(), 0, "sluice exits 0 on SIGINT")
-    res.eq(st["budget_headers"], 8, "budget_headers: four responses on each connection")
-    res.eq(st["budget_resent"], 4, "budget_resent: sent again whole and cut, on each")
+    res.eq(st["budget_headers"], 12, "budget_headers: four responses on each connection")
+    res.check(st["budget_resent"] > 4, "budget_resent: sent again whole and cut, on each, "
+              "and shuffled pieces across the point (%d)" % st["budget_resent"])
     res.eq(st["budget_dropped"], 0, "budget_dropped")
     return res.finish()
 
