@@ -45,18 +45,6 @@ sl_cost_free(struct sl_worker *w)
 }
 
 void
-sl_cost_set(struct sl_worker *w, const struct sl_need *n, uint16_t rule,
-	    int leased)
-{
-	if (w->costs == NULL || w->cost_next_set)
-		return; /* (the first such limit of the request) */
-	w->cost_next.need = *n;
-	w->cost_next.rule = rule;
-	w->cost_next.leased = (uint8_t)leased;
-	w->cost_next_set = 1;
-}
-
-void
 sl_cost_note(struct sl_worker *w, struct sl_flow *f, int parked)
 {
 	struct sl_cost_rec *r;

@@ -121,18 +121,27 @@ count_shadow(struct sl_worker *w, const struct sl_req *q,
 	w->tiers_ctr[q->tier + 1].shadow_rejected += shadow_denied > 0;
 }
 
-/* For the decision stream: the enforcing limit closest to refusing. */
-static void
-note_allowed(struct sl_worker *w, const struct sl_req *q,
-	     const struct check *cs, uint32_t n)
+/* The enforcing limit closest to refusing; n when none enforces. */
+static uint32_t
+least_left(const struct sl_policy *pol, const struct check *cs, uint32_t n)
 {
-	const struct sl_policy *pol = w->pol;
 	uint32_t i, best = n;
 
 	for (i = 0; i < n; i++)
 		if (!sl_ruleset_rule(pol->rs, cs[i].rule)->shadow &&
 		    (best == n || cs[i].res.remaining < cs[best].res.remaining))
 			best = i;
+	return best;
+}
+
+/* For the decision stream: the enforcing limit closest to refusing. */
+static void
+note_allowed(struct sl_worker *w, const struct sl_req *q,
+	     const struct check *cs, uint32_t n)
+{
+	const struct sl_policy *pol = w->pol;
+	uint32_t best = least_left(pol, cs, n);
+
 	sl_dec_record(w, q, SL_V_ALLOWED,
 		      best == n ? SL_DEC_NO_RULE : pol->slot[cs[best].rule],
 		      best == n ? 0 : cs[best].res.remaining, 0);
@@ -143,13 +152,8 @@ static void
 budget_of(struct sl_worker *w, struct sl_verdict *v, const struct check *cs,
 	  uint32_t n)
 {
-	const struct sl_policy *pol = w->pol;
-	uint32_t i, best = n;
+	uint32_t best = least_left(w->pol, cs, n);
 
-	for (i = 0; i < n; i++)
-		if (!sl_ruleset_rule(pol->rs, cs[i].rule)->shadow &&
-		    (best == n || cs[i].res.remaining < cs[best].res.remaining))
-			best = i;
 	if (best < n)
 		sl_budget_set(w, v, cs[best].rule, cs[best].params.count,
 			      cs[best].params.period_ns, cs[best].res.remaining,

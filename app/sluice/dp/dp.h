@@ -56,9 +56,19 @@ struct sl_verdict {
 int sl_cost_init(struct sl_worker *w);
 void sl_cost_free(struct sl_worker *w);
 /* The decision spent need n of rule (first of the request's): kept for
- * its flow once the request is allowed (sl_cost_note). */
-void sl_cost_set(struct sl_worker *w, const struct sl_need *n, uint16_t rule,
-		 int leased);
+ * its flow once the request is allowed (sl_cost_note). Inline: the lease
+ * client sets it, and cost.c settles through the lease client. */
+static inline void
+sl_cost_set(struct sl_worker *w, const struct sl_need *n, uint16_t rule,
+	    int leased)
+{
+	if (w->costs == NULL || w->cost_next_set)
+		return; /* (the first such limit of the request) */
+	w->cost_next.need = *n;
+	w->cost_next.rule = rule;
+	w->cost_next.leased = (uint8_t)leased;
+	w->cost_next_set = 1;
+}
 void sl_cost_note(struct sl_worker *w, struct sl_flow *f, int parked);
 /* Which response of f settles a cost (0: none), for the framer. */
 uint16_t sl_cost_due(struct sl_worker *w, const struct sl_flow *f);
