@@ -11,10 +11,10 @@
  * client's MSS (its SYN's) allows — most responses — and otherwise goes
  * out as two: its bytes up to the point plus the fields (a fresh mbuf:
  * small, whatever the MSS), then the rest (the server's own mbuf, its
- * headers moved up). A segment
- * the server sends again across the point is given the same fields
- * again, from the frame kept until the client acknowledges them, so the
- * client's stream is the same however the server segments it. One
+ * headers moved up). A segment the server sends again across the point
+ * is given the same fields again, from the frame kept until the client
+ * acknowledges them, so the client's stream is the same however the
+ * server segments it. One
  * budget is in flight at a time, as one 429 is; a response that comes
  * while the last is unacknowledged goes without (counted).
  *
