@@ -174,6 +174,15 @@ unsigned int sl_resp_consume_mark(struct sl_resp *r, const uint8_t *p,
 void sl_resp_lost(struct sl_resp *r);
 /* Responses still due; -1 when unknown (lost, or the stream left HTTP). */
 int sl_resp_due(const struct sl_resp *r);
+/*
+ * The field name (any case) in the head's field lines at p (from just
+ * after the status line): 1 and *v its value, a whole number at most
+ * max; 0 when the head ends without it; -1 when the head does not end
+ * in these n bytes, the value is not such a number, or two copies
+ * disagree.
+ */
+int sl_resp_field_u64(const uint8_t *p, uint32_t n, const char *name,
+		      uint64_t max, uint64_t *v);
 
 const char *sl_http_err_name(enum sl_http_err e);
 

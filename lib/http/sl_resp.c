@@ -319,7 +319,7 @@ same_name(const uint8_t *p, const char *name, size_t len)
 	size_t i;
 
 	for (i = 0; i < len; i++)
-		if (lower(p[i]) != (uint8_t)name[i])
+		if (lower(p[i]) != lower((uint8_t)name[i]))
 			return 0;
 	return 1;
 }
@@ -539,4 +539,55 @@ sl_resp_consume_mark(struct sl_resp *r, const uint8_t *p, uint32_t n,
 			mark(r, i, mk);
 	}
 	return r->done;
+}
+
+/* A whole number no larger than max, and nothing else in [p, end). */
+static int
+number_value(const uint8_t *p, const uint8_t *end, uint64_t max, uint64_t *v)
+{
+	uint64_t n = 0;
+
+	trim(&p, &end);
+	if (p == end)
+		return -1;
+	for (; p < end; p++) {
+		if (!is_digit(*p))
+			return -1;
+		n = n * 10 + (uint64_t)(*p - '0');
+		if (n > max)
+			return -1;
+	}
+	*v = n;
+	return 0;
+}
+
+int
+sl_resp_field_u64(const uint8_t *p, uint32_t n, const char *name, uint64_t max,
+		  uint64_t *v)
+{
+	size_t nl = strlen(name);
+	const uint8_t *end = p + n;
+	int found = 0;
+
+	while (p < end) {
+		const uint8_t *lf = memchr(p, '\n', (size_t)(end - p));
+		const uint8_t *le;
+		uint64_t x = 0;
+
+		if (lf == NULL)
+			return -1;
+		le = lf > p && lf[-1] == '\r' ? lf - 1 : lf;
+		if (le == p)
+			return found;
+		if ((size_t)(le - p) > nl && p[nl] == ':' &&
+		    same_name(p, name, nl)) {
+			if (number_value(p + nl + 1, le, max, &x) != 0 ||
+			    (found && x != *v))
+				return -1;
+			*v = x;
+			found = 1;
+		}
+		p = lf + 1;
+	}
+	return -1;
 }

@@ -39,5 +39,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (sl_resp_due(&a) != sl_resp_due(&b) || sl_resp_due(&a) > expected ||
 	    sl_resp_due(&a) < -1)
 		abort();
+	/* the same bytes as a head's field lines (cost_from_response) */
+	{
+		uint64_t v = 0;
+		int got = sl_resp_field_u64(data, (uint32_t)size,
+					    "X-RateLimit-Cost", 1000000, &v);
+
+		if (got < -1 || got > 1 || v > 1000000)
+			abort();
+	}
 	return 0;
 }

@@ -240,6 +240,38 @@ marks(void **state)
 	}
 }
 
+/* A whole-number field read from a head's field lines, in any case. */
+static void
+field_u64(void **state)
+{
+	static const char *const heads[] = {
+		"Content-Length: 2\r\nx-ratelimit-cost:  7 \r\n\r\nab",
+		"Content-Length: 2\r\n\r\nab",
+		"Content-Length: 2\r\nX-RateLimit-Cost: 7",
+		"X-RateLimit-Cost: 7x\r\n\r\n",
+		"X-RateLimit-Cost: 7\r\nX-RateLimit-Cost: 8\r\n\r\n",
+		"X-RateLimit-Cost: 7\r\nX-RateLimit-Cost: 7\r\n\r\n",
+		"X-RateLimit-Cost: 1000001\r\n\r\n",
+		"X-RateLimit-Cost:\r\n\r\n",
+		"X-RateLimit-Costs: 3\n\n",
+	};
+	static const int want[] = {1, 0, -1, -1, -1, 1, -1, -1, 0};
+	size_t i;
+	(void)state;
+
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		uint64_t v = 0;
+
+		assert_int_equal(sl_resp_field_u64((const uint8_t *)heads[i],
+						   (uint32_t)strlen(heads[i]),
+						   "X-RateLimit-Cost", 1000000,
+						   &v),
+				 want[i]);
+		if (want[i] == 1)
+			assert_int_equal(v, 7);
+	}
+}
+
 int
 main(void)
 {
@@ -249,6 +281,7 @@ main(void)
 		cmocka_unit_test(unknown),
 		cmocka_unit_test(unexpect),
 		cmocka_unit_test(marks),
+		cmocka_unit_test(field_u64),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

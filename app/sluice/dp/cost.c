@@ -73,80 +73,6 @@ sl_cost_due(struct sl_worker *w, const struct sl_flow *f)
 	return w->costs[sl_flow_index(w->flows, f)].ord;
 }
 
-static uint8_t
-lower(uint8_t b)
-{
-	return b >= 'A' && b <= 'Z' ? (uint8_t)(b | 0x20) : b;
-}
-
-static int
-same_name(const uint8_t *p, const char *name, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (lower(p[i]) != lower((uint8_t)name[i]))
-			return 0;
-	return 1;
-}
-
-/* A field value that is a whole number (optional whitespace around). */
-static int
-number(const uint8_t *p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t n = 0;
-	int digits = 0;
-
-	while (p < end && (*p == ' ' || *p == '\t'))
-		p++;
-	while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
-		end--;
-	for (; p < end; p++, digits++) {
-		if (*p < '0' || *p > '9' || digits >= 7)
-			return -1;
-		n = n * 10 + (uint64_t)(*p - '0');
-	}
-	if (digits == 0 || n > COST_MAX)
-		return -1;
-	*v = n;
-	return 0;
-}
-
-/*
- * The named field in the head's lines at p: 1 and *v, 0 when the head
- * ends without it, -1 when it does not end here or the value is no
- * number (or two copies disagree).
- */
-static int
-field_value(const uint8_t *p, uint32_t n, const char *name, uint64_t *v)
-{
-	size_t nl = strlen(name);
-	const uint8_t *end = p + n;
-	int found = 0;
-
-	while (p < end) {
-		const uint8_t *lf = memchr(p, '\n', (size_t)(end - p));
-		const uint8_t *le;
-		uint64_t x = 0;
-
-		if (lf == NULL)
-			return -1;
-		le = lf > p && lf[-1] == '\r' ? lf - 1 : lf;
-		if (le == p)
-			return found;
-		if ((size_t)(le - p) > nl && p[nl] == ':' &&
-		    same_name(p, name, nl)) {
-			if (number(p + nl + 1, le, &x) != 0 ||
-			    (found && x != *v))
-				return -1;
-			*v = x;
-			found = 1;
-		}
-		p = lf + 1;
-	}
-	return -1;
-}
-
 /* What was charged at admission set right: d more units, or -d back. */
 static void
 settle_local(struct sl_worker *w, const struct sl_need *n, int64_t d)
@@ -206,8 +132,8 @@ sl_cost_response(struct sl_worker *w, struct sl_flow *f, const uint8_t *pl,
 	}
 	rule = sl_ruleset_rule(pol->rs, r->rule);
 	got = rule->cost_header[0] != '\0'
-		      ? field_value(pl + mk->off, len - mk->off,
-				    rule->cost_header, &said)
+		      ? sl_resp_field_u64(pl + mk->off, len - mk->off,
+					  rule->cost_header, COST_MAX, &said)
 		      : -1;
 	if (got < 0) {
 		w->ctr.cost_unsettled++;
