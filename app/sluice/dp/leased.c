@@ -191,22 +191,34 @@ ask_missing(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 	return 0;
 }
 
-/*
- * For the decision stream: the authority's count at its last grant plus
- * what this worker still holds, for the limit with the least of it.
- */
-static void
-note_spent(struct sl_worker *w, const struct sl_req *r,
-	   const struct sl_need *ns, uint32_t n, struct sl_lease **ls)
+/* What a lease's limit has left as this worker knows it: the authority's
+ * count at its last grant plus what the worker still holds. */
+static uint64_t
+left_of(const struct sl_lease *l)
+{
+	return l->remaining + l->units;
+}
+
+/* The limit of the request with the least left. */
+static uint32_t
+least_left(struct sl_lease **ls, uint32_t n)
 {
 	uint32_t i, best = 0;
 
 	for (i = 1; i < n; i++)
-		if (ls[i]->remaining + ls[i]->units <
-		    ls[best]->remaining + ls[best]->units)
+		if (left_of(ls[i]) < left_of(ls[best]))
 			best = i;
-	sl_dec_record(w, r, SL_V_ALLOWED, ns[best].slot,
-		      ls[best]->remaining + ls[best]->units, 0);
+	return best;
+}
+
+/* For the decision stream: the limit with the least left. */
+static void
+note_spent(struct sl_worker *w, const struct sl_req *r,
+	   const struct sl_need *ns, uint32_t n, struct sl_lease **ls)
+{
+	uint32_t best = least_left(ls, n);
+
+	sl_dec_record(w, r, SL_V_ALLOWED, ns[best].slot, left_of(ls[best]), 0);
 }
 
 /* A request decided with units of a degraded answer is counted so, as
@@ -229,27 +241,21 @@ note_degraded(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 	w->tiers_ctr[r->tier + 1].degraded++;
 }
 
-/* The response's budget: the authority's count at its last grant plus
- * what this worker holds, for the limit with the least of it. */
+/* The response's budget: the limit with the least left. */
 static void
 budget_of(struct sl_worker *w, struct sl_verdict *v, const struct sl_need *ns,
 	  uint32_t n, struct sl_lease **ls)
 {
-	uint32_t i, best = 0;
+	uint32_t best = least_left(ls, n);
 	int rule;
 
-	for (i = 1; i < n; i++)
-		if (ls[i]->remaining + ls[i]->units <
-		    ls[best]->remaining + ls[best]->units)
-			best = i;
 	rule = ns[best].slot < SL_MAX_RULES
 		       ? w->pol->rule_of_slot[ns[best].slot]
 		       : -1;
 	if (rule >= 0)
 		sl_budget_set(w, v, (uint16_t)rule, ns[best].count,
 			      ns[best].period_ms * 1000000ULL,
-			      ls[best]->remaining + ls[best]->units,
-			      ls[best]->reset_ns);
+			      left_of(ls[best]), ls[best]->reset_ns);
 }
 
 /* The first limit whose response says its cost, kept for the flow. */
