@@ -76,26 +76,29 @@ static const struct field dataplane_fields[] = {
 
 #define ID(L) (&(L)->cfg->identity)
 
-static void
-header_name(struct loader *L, yaml_node_t *v, const char *what, char *dst)
+int
+sl_cfg_header_name(struct loader *L, yaml_node_t *v, const char *what,
+		   char *dst)
 {
-	if (sl_cfg_get_str(L, v, what, dst, SL_NAME_MAX) == 0 &&
-	    dst[0] != '\0' && !sl_cfg_is_token(dst, 1))
-		sl_cfg_error_at(L, v, "%s: '%s' is not a valid header name",
-				what, dst);
+	if (sl_cfg_get_str(L, v, what, dst, SL_NAME_MAX) != 0)
+		return -1;
+	if (dst[0] == '\0' || sl_cfg_is_token(dst, 1))
+		return 0;
+	sl_cfg_error_at(L, v, "%s: '%s' is not a valid header name", what, dst);
+	return -1;
 }
 
 static void
 f_keyhdr(struct loader *L, yaml_node_t *v, void *o)
 {
 	(void)o;
-	header_name(L, v, "api_key_header", ID(L)->api_key_header);
+	sl_cfg_header_name(L, v, "api_key_header", ID(L)->api_key_header);
 }
 static void
 f_userhdr(struct loader *L, yaml_node_t *v, void *o)
 {
 	(void)o;
-	header_name(L, v, "user_header", ID(L)->user_header);
+	sl_cfg_header_name(L, v, "user_header", ID(L)->user_header);
 }
 
 static const struct field identity_fields[] = {

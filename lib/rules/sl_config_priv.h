@@ -136,6 +136,10 @@ uint32_t sl_cfg_seq_len(yaml_node_t *n);
 void sl_cfg_walk_map(struct loader *L, yaml_node_t *n, const char *section,
 		     const struct field *fields, void *obj);
 int sl_cfg_is_token(const char *s, int allow_dot);
+/* A header name (SL_NAME_MAX) into dst, said where it is no token
+ * (-1); "" stays "" (none). */
+int sl_cfg_header_name(struct loader *L, yaml_node_t *v, const char *what,
+		       char *dst);
 yaml_node_t *sl_cfg_value_of(struct loader *L, yaml_node_t *map,
 			     const char *name);
 int sl_cfg_has_key(struct loader *L, yaml_node_t *map, const char *name);

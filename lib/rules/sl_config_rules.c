@@ -268,28 +268,17 @@ f_limit(struct loader *L, yaml_node_t *v, void *o)
 	sl_cfg_get_rate(L, v, "limit", &((struct sl_rule *)o)->limit);
 }
 
-/* A field name (RFC 9110 5.1: a token), said where it is wrong. */
+/* A header name, as identity's are; given, it may not be empty. */
 static void
 f_cost_header(struct loader *L, yaml_node_t *v, void *o)
 {
-	static const char tchar[] = "!#$%&'*+-.^_`|~";
 	char *h = ((struct sl_rule *)o)->cost_header;
-	size_t i;
 
-	if (sl_cfg_get_str(L, v, "cost_from_response", h, SL_NAME_MAX) != 0)
-		return;
-	for (i = 0; h[i] != '\0'; i++)
-		if (!((h[i] >= 'a' && h[i] <= 'z') ||
-		      (h[i] >= 'A' && h[i] <= 'Z') ||
-		      (h[i] >= '0' && h[i] <= '9') ||
-		      strchr(tchar, h[i]) != NULL))
-			break;
-	if (i == 0 || h[i] != '\0') {
+	if (sl_cfg_header_name(L, v, "cost_from_response", h) == 0 &&
+	    h[0] == '\0')
 		sl_cfg_error_at(L, v,
-				"cost_from_response: '%s' is not a field name",
-				h);
-		h[0] = '\0';
-	}
+				"cost_from_response: expected a header "
+				"name");
 }
 
 static const struct field rule_fields[] = {

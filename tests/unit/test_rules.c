@@ -205,7 +205,7 @@ headers_on_allow(void **state)
 	sl_config_free(c);
 	assert_null(load(badname, err, sizeof(err)));
 	assert_non_null(strstr(err, "t.yaml:3:58: cost_from_response: 'a b' "
-				    "is not a field name"));
+				    "is not a valid header name"));
 }
 
 static void
