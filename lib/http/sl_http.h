@@ -174,6 +174,10 @@ unsigned int sl_resp_consume_mark(struct sl_resp *r, const uint8_t *p,
 void sl_resp_lost(struct sl_resp *r);
 /* Responses still due; -1 when unknown (lost, or the stream left HTTP). */
 int sl_resp_due(const struct sl_resp *r);
+/* Which response of the connection (as sl_resp_mark counts them) the
+ * last request gets: expected already (sl_resp_expect) or about to be;
+ * -1 when unknown. */
+int sl_resp_ord_last(const struct sl_resp *r, int expected);
 /*
  * The field name (any case) in the head's field lines at p (from just
  * after the status line): 1 and *v its value, a whole number at most

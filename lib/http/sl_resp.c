@@ -59,6 +59,16 @@ sl_resp_due(const struct sl_resp *r)
 	return r->state == R_LOST || r->state == R_TUNNEL ? -1 : r->due;
 }
 
+int
+sl_resp_ord_last(const struct sl_resp *r, int expected)
+{
+	int due = sl_resp_due(r);
+
+	if (due < 0)
+		return -1;
+	return (uint16_t)(r->served + due + (expected ? 0 : 1));
+}
+
 void
 sl_resp_expect(struct sl_resp *r, int head)
 {

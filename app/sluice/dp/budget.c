@@ -14,9 +14,9 @@
  * headers moved up). A segment the server sends again across the point
  * is given the same fields again, from the frame kept until the client
  * acknowledges them, so the client's stream is the same however the
- * server segments it. One
- * budget is in flight at a time, as one 429 is; a response that comes
- * while the last is unacknowledged goes without (counted).
+ * server segments it. One budget is in flight at a time, as one 429 is;
+ * a response that comes while the last is unacknowledged goes without
+ * (counted).
  *
  * Which response: the budget is kept with the ordinal of the response
  * its request will get (responses completed, plus those due); a
@@ -30,8 +30,6 @@
 #include <rte_mbuf.h>
 
 #include "dp.h"
-
-#define NS 1000000000ULL
 
 static uint32_t
 clamp32(uint64_t v)
@@ -48,9 +46,9 @@ sl_budget_set(struct sl_worker *w, struct sl_verdict *v, uint16_t rule,
 		return;
 	v->budget = (int16_t)rule;
 	v->nums.limit = count;
-	v->nums.window_s = (period_ns + NS - 1) / NS;
+	v->nums.window_s = sl_secs_up(period_ns);
 	v->nums.remaining = remaining;
-	v->nums.reset_s = (reset_ns + NS - 1) / NS;
+	v->nums.reset_s = sl_secs_up(reset_ns);
 }
 
 void
@@ -58,14 +56,14 @@ sl_budget_note(struct sl_worker *w, struct sl_flow *f, const struct sl_pkt *p,
 	       const struct sl_verdict *v, int parked)
 {
 	const struct sl_policy *pol = w->pol;
-	int due = sl_resp_due(&f->resp);
+	/* not yet counted as due, unless it waited (counted then) */
+	int ord = sl_resp_ord_last(&f->resp, parked);
 	struct sl_xlate *x;
 
-	if (v->budget < 0 || w->xl == NULL || !pol->budget || due < 0)
+	if (v->budget < 0 || w->xl == NULL || !pol->budget || ord < 0)
 		return;
 	x = sl_xlate_track(w, f, p->seq, p->ack);
-	/* not yet counted as due, unless it waited (counted then) */
-	x->b_ord = (uint16_t)(f->resp.served + due + (parked ? 0 : 1));
+	x->b_ord = (uint16_t)ord;
 	x->b_slot = pol->slot[v->budget];
 	x->b_claimed = pol->claimed[v->budget];
 	x->b_limit = clamp32(v->nums.limit);

@@ -48,12 +48,12 @@ void
 sl_cost_note(struct sl_worker *w, struct sl_flow *f, int parked)
 {
 	struct sl_cost_rec *r;
-	int due = sl_resp_due(&f->resp);
+	int ord = sl_resp_ord_last(&f->resp, parked);
 
 	if (!w->cost_next_set)
 		return;
 	w->cost_next_set = 0;
-	if (due < 0) { /* responses no longer framed */
+	if (ord < 0) { /* responses no longer framed */
 		w->ctr.cost_unsettled++;
 		return;
 	}
@@ -61,7 +61,7 @@ sl_cost_note(struct sl_worker *w, struct sl_flow *f, int parked)
 	if (f->xflags & SL_XF_COST) /* the one before, pipelined */
 		w->ctr.cost_unsettled++;
 	*r = w->cost_next;
-	r->ord = (uint16_t)(f->resp.served + due + (parked ? 0 : 1));
+	r->ord = (uint16_t)ord;
 	f->xflags |= SL_XF_COST;
 }
 

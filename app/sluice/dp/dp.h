@@ -234,6 +234,13 @@ sl_verdict_stop(const struct sl_reply_tpl *tpl)
 	return v;
 }
 
+/* Whole seconds, rounded up: what a reply's numbers say of a time. */
+static inline uint64_t
+sl_secs_up(uint64_t ns)
+{
+	return ns / 1000000000ULL + (ns % 1000000000ULL != 0);
+}
+
 static inline struct sl_verdict
 sl_verdict_go(void)
 {

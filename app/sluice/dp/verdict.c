@@ -5,19 +5,11 @@
  */
 #include "dp.h"
 
-#define NS 1000000000ULL
-
-static uint64_t
-secs_up(uint64_t ns)
-{
-	return ns / NS + (ns % NS != 0);
-}
-
 uint64_t
 sl_retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
 		 uint64_t period_ns)
 {
-	uint64_t s = ns == SL_NEVER ? secs_up(period_ns) : secs_up(ns);
+	uint64_t s = ns == SL_NEVER ? sl_secs_up(period_ns) : sl_secs_up(ns);
 	uint64_t spread;
 
 	if (s == 0)
@@ -48,9 +40,9 @@ sl_verdict_limited(struct sl_worker *w, const struct sl_req *r,
 	v.nums.retry_after_s =
 		sl_retry_seconds(w, x->retry_ns, pol->jitter_ppm, x->period_ns);
 	v.nums.limit = x->count;
-	v.nums.window_s = secs_up(x->period_ns);
+	v.nums.window_s = sl_secs_up(x->period_ns);
 	v.nums.remaining = x->remaining;
-	v.nums.reset_s = secs_up(x->reset_ns);
+	v.nums.reset_s = sl_secs_up(x->reset_ns);
 	v.tpl = x->rule >= 0 ? tpl429(pol, (uint32_t)x->rule, &v.nums) : NULL;
 	sl_count_rejected(w, r, x->slot, x->remaining, x->retry_ns);
 	return v;
