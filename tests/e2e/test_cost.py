@@ -91,8 +91,7 @@ def main():
                 scenario(res, t, "leased")
                 res.eq(t.sluice.stop(), 0, "leased: clean shutdown")
         finally:
-            redis.kill()
-            redis.wait()
+            sltest.stop_all({port: redis})
     return res.finish()
 
 
