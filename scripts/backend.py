@@ -9,7 +9,8 @@ received, so tests can compare it with what the client sent.
 For the response-side tests, the query may ask for another answer:
 size=N (a body of N bytes, 'a' to 'z' repeated), chunked=1 (sent in
 chunks of up to 1000 bytes), status=N, cost=N (X-RateLimit-Cost: N, what
-the request cost); HEAD answers with the headers alone.
+the request cost), cut=N (the head sent in two segments, cut N bytes
+into the X-RateLimit-Cost line); HEAD answers with the headers alone.
 """
 
 import argparse
@@ -73,7 +74,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
         else:
             self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
+        if "cut" in q:
+            self._cut_head(int(q["cut"][0]))
+        else:
+            self.end_headers()
         if self.command == "HEAD":
             return
         if not chunked:
@@ -83,6 +87,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             part = out[i:i + 1000]
             self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
         self.wfile.write(b"0\r\n\r\n")
+
+    def _cut_head(self, n):
+        """The head in two segments, cut n bytes into the X-RateLimit-Cost
+        line (or after the status line): a reader must read on."""
+        self._headers_buffer.append(b"\r\n")
+        head = b"".join(self._headers_buffer)
+        self._headers_buffer = []
+        at = head.find(b"X-RateLimit-Cost")
+        at = (at if at >= 0 else head.find(b"\r\n") + 2) + n
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.wfile.write(head[:at])
+        time.sleep(0.05)
+        self.wfile.write(head[at:])
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
 

@@ -167,16 +167,21 @@ struct sl_xlate {
 };
 
 /*
- * A request whose cost the response says (a rule's cost_from_response):
- * its limit's bucket as the decision saw it, until its response head
- * passes (ord: which response of the connection; the flow's xflags say
- * whether one is pending).
+ * Requests whose cost the response says (a rule's cost_from_response),
+ * in flight on one connection at one limit: its bucket as the decision
+ * saw it, until their response heads pass (due bit i: response ord + i
+ * of the connection; the flow's xflags say whether any is due).
  */
 struct sl_cost_rec {
 	struct sl_need need; /* need.cost: the cost it was admitted at */
+	/* the head of response cut_ord, cut across segments: read so far */
+	struct sl_resp_field cut;
+	uint32_t due;
 	uint16_t ord;
+	uint16_t cut_ord;
 	uint16_t rule;  /* the rule's index then, for its field name */
 	uint8_t leased; /* spent from a lease (else this worker's bucket) */
+	uint8_t cutting;
 };
 #define SL_XF_COST 0x01 /* a cost record waits for its response */
 

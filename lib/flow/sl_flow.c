@@ -764,6 +764,7 @@ responses(struct sl_flow_table *t, struct sl_flow *f, const struct sl_seg *s,
 	  struct sl_resp_mark *mk)
 {
 	int32_t skip;
+	uint32_t i;
 
 	if (s->len == 0 || sl_resp_due(&f->resp) < 0)
 		return;
@@ -778,6 +779,10 @@ responses(struct sl_flow_table *t, struct sl_flow *f, const struct sl_seg *s,
 					     s->len - (uint32_t)skip, mk);
 	if (mk != NULL && mk->off != UINT32_MAX)
 		mk->off += (uint32_t)skip;
+	if (mk != NULL && mk->from != UINT32_MAX)
+		mk->from += (uint32_t)skip;
+	for (i = 0; mk != NULL && i < mk->n_ends; i++)
+		mk->end[i].off += (uint32_t)skip;
 	if (sl_resp_due(&f->resp) < 0)
 		t->st.resp_unframed++;
 }
@@ -797,8 +802,11 @@ sl_flow_server_segment_mark(struct sl_flow_table *t,
 	struct sl_flow *f = sl_flow_lookup(t, k);
 	uint32_t end;
 
-	if (mk != NULL)
+	if (mk != NULL) {
 		mk->off = UINT32_MAX;
+		mk->n_ends = 0;
+		mk->from = UINT32_MAX;
+	}
 	if (f == NULL)
 		return;
 	if (s->flags & SL_FL_RST) {

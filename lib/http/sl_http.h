@@ -149,6 +149,9 @@ struct sl_resp {
 	uint16_t served; /* responses completed on the connection (wraps) */
 };
 
+/* As many as can be due (sl_resp_expect follows no more). */
+#define SL_RESP_ENDS 32
+
 /* Where the last call saw a final response's status line end. */
 struct sl_resp_mark {
 	uint32_t off;    /* just after its LF; UINT32_MAX: none ended */
@@ -156,6 +159,15 @@ struct sl_resp_mark {
 	/* which response of the connection it is (served + 1 then); set by
 	 * the caller, only that one is marked (0: the first that ends) */
 	uint16_t ord;
+	/* set by the caller: every final status line that ended is listed
+	 * too, in order (pipelined responses, each settling its own) */
+	uint8_t all;
+	uint8_t n_ends;
+	uint32_t from; /* where the bytes read begin; UINT32_MAX: none */
+	struct {
+		uint32_t off;
+		uint16_t ord;
+	} end[SL_RESP_ENDS];
 };
 
 void sl_resp_init(struct sl_resp *r);
@@ -187,6 +199,20 @@ int sl_resp_ord_last(const struct sl_resp *r, int expected);
  */
 int sl_resp_field_u64(const uint8_t *p, uint32_t n, const char *name,
 		      uint64_t max, uint64_t *v);
+
+/* The same, read across segments: the state between them. */
+struct sl_resp_field {
+	uint64_t v; /* the copies' value */
+	uint64_t x; /* this copy's, so far */
+	uint16_t k; /* bytes of the name matched */
+	uint8_t st;
+	uint8_t found;
+};
+void sl_resp_field_init(struct sl_resp_field *s);
+/* The next n bytes of the head (the first from just after the status
+ * line): as sl_resp_field_u64, or 2 while the head goes on past them. */
+int sl_resp_field_feed(struct sl_resp_field *s, const uint8_t *p, uint32_t n,
+		       const char *name, uint64_t max, uint64_t *v);
 
 const char *sl_http_err_name(enum sl_http_err e);
 

@@ -471,7 +471,13 @@ static void
 mark(struct sl_resp *r, uint32_t i, struct sl_resp_mark *mk)
 {
 	r->flags &= (uint8_t)~F_STATUS;
-	if (mk == NULL || mk->off != UINT32_MAX || r->status < 200 ||
+	if (mk == NULL || r->status < 200)
+		return;
+	if (mk->all && mk->n_ends < SL_RESP_ENDS) {
+		mk->end[mk->n_ends].off = i;
+		mk->end[mk->n_ends++].ord = (uint16_t)(r->served + 1);
+	}
+	if (mk->off != UINT32_MAX ||
 	    (mk->ord != 0 && mk->ord != (uint16_t)(r->served + 1)))
 		return;
 	mk->off = i;
@@ -492,8 +498,11 @@ sl_resp_consume_mark(struct sl_resp *r, const uint8_t *p, uint32_t n,
 	uint32_t i = 0, k;
 
 	r->done = 0;
-	if (mk != NULL)
+	if (mk != NULL) {
 		mk->off = UINT32_MAX;
+		mk->n_ends = 0;
+		mk->from = 0;
+	}
 	while (i < n) {
 		switch (r->state) {
 		case R_LOST:
@@ -551,53 +560,125 @@ sl_resp_consume_mark(struct sl_resp *r, const uint8_t *p, uint32_t n,
 	return r->done;
 }
 
-/* A whole number no larger than max, and nothing else in [p, end). */
-static int
-number_value(const uint8_t *p, const uint8_t *end, uint64_t max, uint64_t *v)
-{
-	uint64_t n = 0;
+/*
+ * The field's value read a byte at a time, so that a head cut across
+ * segments is read on from where the last one ended: the meaning is the
+ * whole-line reading's (a name in any case, then ':', optional
+ * whitespace, a whole number, optional whitespace, CR LF or LF).
+ */
+enum {
+	FS_START,
+	FS_CR0,
+	FS_NAME,
+	FS_OTHER,
+	FS_LEAD,
+	FS_DIGIT,
+	FS_TRAIL,
+	FS_CR
+};
 
-	trim(&p, &end);
-	if (p == end)
+void
+sl_resp_field_init(struct sl_resp_field *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+/* A copy's value ended: it must agree with any before it. */
+static int
+fs_copy(struct sl_resp_field *s)
+{
+	if (s->found && s->x != s->v)
 		return -1;
-	for (; p < end; p++) {
-		if (!is_digit(*p))
-			return -1;
-		n = n * 10 + (uint64_t)(*p - '0');
-		if (n > max)
-			return -1;
+	s->v = s->x;
+	s->found = 1;
+	s->st = FS_START;
+	s->k = 0;
+	return 2;
+}
+
+/* One byte of a value (after the ':'): 2 to go on, else the answer. */
+static int
+fs_value_byte(struct sl_resp_field *s, uint8_t b, uint64_t max)
+{
+	int ows = b == ' ' || b == '\t';
+
+	if (is_digit(b) && (s->st == FS_LEAD || s->st == FS_DIGIT)) {
+		s->x = s->x * 10 + (uint64_t)(b - '0');
+		s->st = FS_DIGIT;
+		return s->x > max ? -1 : 2;
 	}
-	*v = n;
-	return 0;
+	if (ows && s->st != FS_CR)
+		s->st = s->st == FS_LEAD ? FS_LEAD : FS_TRAIL;
+	else if (b == '\r' && (s->st == FS_DIGIT || s->st == FS_TRAIL))
+		s->st = FS_CR;
+	else if (b == '\n' && s->st != FS_LEAD)
+		return fs_copy(s);
+	else
+		return -1; /* (empty, or not a whole number) */
+	return 2;
+}
+
+/* One byte of a field line's start: 2 to go on, else the answer. */
+static int
+fs_name_byte(struct sl_resp_field *s, uint8_t b, const char *name, size_t nl)
+{
+	if (b == '\n' && (s->st == FS_START || s->st == FS_CR0))
+		return s->found; /* the empty line: the head ends */
+	if (b == '\n') {
+		s->st = FS_START;
+	} else if (s->st == FS_START && b == '\r') {
+		s->st = FS_CR0;
+	} else if (s->st == FS_CR0) {
+		s->st = FS_OTHER;
+	} else if (s->k == nl) {
+		s->st = b == ':' ? FS_LEAD : FS_OTHER;
+		s->x = 0;
+	} else if (lower(b) == lower((uint8_t)name[s->k])) {
+		s->st = FS_NAME;
+		s->k++;
+	} else {
+		s->st = FS_OTHER;
+	}
+	if (s->st == FS_START || s->st == FS_OTHER)
+		s->k = 0;
+	return 2;
+}
+
+int
+sl_resp_field_feed(struct sl_resp_field *s, const uint8_t *p, uint32_t n,
+		   const char *name, uint64_t max, uint64_t *v)
+{
+	size_t nl = strlen(name);
+	const uint8_t *end = p + n;
+	int got = 2;
+
+	while (p < end && got == 2) {
+		if (s->st == FS_OTHER) {
+			const uint8_t *lf = memchr(p, '\n', (size_t)(end - p));
+
+			if (lf == NULL)
+				return 2;
+			s->st = FS_START;
+			p = lf + 1;
+			continue;
+		}
+		got = s->st >= FS_LEAD ? fs_value_byte(s, *p, max)
+				       : fs_name_byte(s, *p, name, nl);
+		p++;
+	}
+	if (got == 1)
+		*v = s->v;
+	return got;
 }
 
 int
 sl_resp_field_u64(const uint8_t *p, uint32_t n, const char *name, uint64_t max,
 		  uint64_t *v)
 {
-	size_t nl = strlen(name);
-	const uint8_t *end = p + n;
-	int found = 0;
+	struct sl_resp_field s;
+	int got;
 
-	while (p < end) {
-		const uint8_t *lf = memchr(p, '\n', (size_t)(end - p));
-		const uint8_t *le;
-		uint64_t x = 0;
-
-		if (lf == NULL)
-			return -1;
-		le = lf > p && lf[-1] == '\r' ? lf - 1 : lf;
-		if (le == p)
-			return found;
-		if ((size_t)(le - p) > nl && p[nl] == ':' &&
-		    same_name(p, name, nl)) {
-			if (number_value(p + nl + 1, le, max, &x) != 0 ||
-			    (found && x != *v))
-				return -1;
-			*v = x;
-			found = 1;
-		}
-		p = lf + 1;
-	}
-	return -1;
+	sl_resp_field_init(&s);
+	got = sl_resp_field_feed(&s, p, n, name, max, v);
+	return got == 2 ? -1 : got;
 }

@@ -124,6 +124,7 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "cost_charged", c->cost_charged);
 	U64(d, "cost_refunded", c->cost_refunded);
 	U64(d, "cost_unsettled", c->cost_unsettled);
+	U64(d, "cost_presumed", c->cost_presumed);
 	U64(d, "reply_alloc_failed", c->reply_alloc_failed);
 	U64(d, "coord_asks", c->coord_asks);
 	U64(d, "parked", c->parked);

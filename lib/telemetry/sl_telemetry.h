@@ -69,11 +69,14 @@ struct sl_counters {
 	/* cost_from_response: requests whose response said their cost
 	 * (the units charged more, and given back), and those it could not
 	 * (no such field, not a number, the head not whole in the segment
-	 * its status line ended in, another request's record over it) */
+	 * its status line ended in, the framer lost, a reload moved it) */
 	uint64_t cost_settled;
 	uint64_t cost_charged;
 	uint64_t cost_refunded;
 	uint64_t cost_unsettled;
+	/* charged at admission what the response could say at most: its
+	 * connection's record waited for another limit's */
+	uint64_t cost_presumed;
 	uint64_t reply_alloc_failed; /* no mbuf for the RST to the backend */
 	uint64_t coord_asks;   /* lease requests sent to the coordinator */
 	uint64_t parked;       /* requests that waited for an answer */

@@ -12,11 +12,22 @@ real redis-server, 20 units a minute, burst 20:
 - a key whose responses say nothing is held to the declared 1: 20, then
   refused;
 - a value that is no number leaves the declared cost (counted);
+- a head the backend sends in two segments, cut anywhere in the field's
+  line, is read on from where the first ended: 24 costing 0 all pass, and
+  of those costing 5 the fifth is refused;
+- ten requests costing 5, pipelined in one segment: all ten admitted (each
+  at the declared 1, before any response), and every one of their
+  responses settled: 50 units spent, the bucket 30 into debt, so the
+  key's next request is refused (settling only the last, it had 6 left);
+- two keys pipelined on one connection: the second cannot wait in the
+  record the first holds, and is charged at once the most it could cost
+  (a burst): overcharged, never under;
 - counters: settled, units charged and given back.
 
 usage: test_cost.py PATH/TO/sluice
 """
 
+import json
 import os
 import sys
 import tempfile
@@ -40,12 +51,30 @@ STORE = """store:
 """
 
 
+PIPELINE = r"""
+import json, re, socket, sys
+n, keys = int(sys.argv[3]), sys.argv[2].encode().split(b",")
+s = socket.create_connection((sys.argv[1], 80), timeout=10)
+s.sendall(b"".join(b"GET /bulk/p%d?cost=5 HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n\r\n"
+                   % (i, keys[i % len(keys)]) for i in range(n)))
+data = b""
+while len(re.findall(rb"HTTP/1.1 (\d{3}) ", data)) < n or not data.endswith(b"}\n"):
+    c = s.recv(65536)
+    if not c:
+        break
+    data += c
+print(json.dumps([int(x) for x in re.findall(rb"HTTP/1.1 (\d{3}) ", data)]))
+"""
+
+
 def codes(t, key, query, n):
-    """n requests on one connection (curl), their statuses."""
+    """n requests on one connection (curl), their statuses; %d in the
+    query is the request's number."""
     args = ["curl", "-sS", "--max-time", "30", "-H", "X-API-Key: " + key,
             "-w", "%{http_code}\\n"]
     for i in range(n):
-        args += ["-o", "/dev/null", "http://%s/bulk/%d?%s" % (S4, i, query)]
+        q = query % i if "%d" in query else query
+        args += ["-o", "/dev/null", "http://%s/bulk/%d?%s" % (S4, i, q)]
     r = t.client(*args, timeout=60)
     return [int(x) for x in r.stdout.split()]
 
@@ -62,12 +91,35 @@ def scenario(res, t, label):
     none_ok = got.count(200)
     got = codes(t, "k-bad-" + label, "cost=lots", 3)
     res.eq(got, [200] * 3, label + ": a value that is no number: declared 1 each")
+    # heads cut 0..23 bytes into "X-RateLimit-Cost: 0\r\n..." (before the
+    # name, inside it, at the colon, the value, the CR LF, the next line):
+    # each read on in the next segment (one unread: the declared 1 stands,
+    # the 21st refused)
+    got = codes(t, "k-cut0-" + label, "cost=0&cut=%d", 24)
+    res.eq(got, [200] * 24, label + ": heads cut anywhere in the field: 24 of 24 cost 0")
+    got = codes(t, "k-cut5-" + label, "cost=5&cut=%d", 6)
+    res.eq(got, [200] * 4 + [429] * 2,
+           label + ": heads cut across segments, cost 5: the fifth refused")
+    r = t.client("/usr/bin/python3", "-c", PIPELINE, S4, "k-pipe-" + label, "10", timeout=30)
+    got = json.loads(r.stdout or "[]")
+    res.eq(got, [200] * 10, label + ": ten pipelined: admitted at 1 each " + r.stderr[-200:])
+    got = codes(t, "k-pipe-" + label, "cost=5", 1)
+    res.eq(got, [429], label + ": and all ten settled: the key's next request refused")
+    # two keys pipelined on one connection: the second cannot wait in the
+    # record the first holds; it is charged the most it could cost (20)
+    mix = ["k-mixa-" + label, "k-mixb-" + label]
+    r = t.client("/usr/bin/python3", "-c", PIPELINE, S4, ",".join(mix), "2", timeout=30)
+    res.eq(json.loads(r.stdout or "[]"), [200, 200], label + ": two keys pipelined")
+    got = codes(t, mix[0], "cost=5", 1) + codes(t, mix[1], "cost=5", 1)
+    res.eq(got, [200, 429], label + ": the first settled (5), the second presumed (20)")
     s = t.sluice.stats()
     print("%s: %s" % (label, {k: v for k, v in s.items() if k.startswith("cost_")}))
-    res.eq(s["cost_charged"], 4 * 4, label + ": 4 units more for each of the four")
-    res.eq(s["cost_refunded"], 30, label + ": 1 back for each of the thirty")
+    res.eq(s["cost_charged"], (4 + 4 + 10 + 2) * 4 + 19,
+           label + ": 4 units more for each request costing 5, 19 presumed")
+    res.eq(s["cost_refunded"], 30 + 24, label + ": 1 back for each costing 0")
     res.eq(s["cost_unsettled"], 3, label + ": the three without a number")
-    res.eq(s["cost_settled"], 4 + 30 + none_ok,
+    res.eq(s["cost_presumed"], 1, label + ": one presumed")
+    res.eq(s["cost_settled"], 4 + 30 + none_ok + 24 + 4 + 10 + 2,
            label + ": settled: every other request allowed")
 
 

@@ -47,6 +47,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (got < -1 || got > 1 || v > 1000000)
 			abort();
+		/* read across two segments, cut where the first byte says:
+		 * the same answer */
+		if (size > 0) {
+			struct sl_resp_field s;
+			uint32_t cut = data[0] % (uint32_t)size;
+			uint64_t w = 0;
+			int two;
+
+			sl_resp_field_init(&s);
+			two = sl_resp_field_feed(
+				&s, data, cut, "X-RateLimit-Cost", 1000000, &w);
+			if (two == 2)
+				two = sl_resp_field_feed(
+					&s, data + cut, (uint32_t)size - cut,
+					"X-RateLimit-Cost", 1000000, &w);
+			if ((two == 2 ? -1 : two) != got ||
+			    (got == 1 && w != v))
+				abort();
+		}
 	}
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <cmocka.h>
 
 #include "sl_http.h"
@@ -272,6 +273,131 @@ field_u64(void **state)
 	}
 }
 
+/*
+ * The field read a line at a time, written apart from the library's
+ * byte-at-a-time reader, as the oracle it is held to.
+ */
+static int
+oracle_field(const char *h, size_t n, const char *name, uint64_t max,
+	     uint64_t *v)
+{
+	const char *p = h, *end = h + n;
+	size_t nl = strlen(name);
+	int found = 0;
+
+	while (p < end) {
+		const char *lf = memchr(p, '\n', (size_t)(end - p));
+		const char *le, *a, *b;
+		uint64_t x = 0;
+
+		if (lf == NULL)
+			return -1;
+		le = lf > p && lf[-1] == '\r' ? lf - 1 : lf;
+		if (le == p)
+			return found;
+		if ((size_t)(le - p) > nl && p[nl] == ':' &&
+		    strncasecmp(p, name, nl) == 0) {
+			for (a = p + nl + 1;
+			     a < le && (*a == ' ' || *a == '\t'); a++)
+				;
+			for (b = le; b > a && (b[-1] == ' ' || b[-1] == '\t');
+			     b--)
+				;
+			if (a == b)
+				return -1;
+			for (; a < b; a++) {
+				if (*a < '0' || *a > '9')
+					return -1;
+				x = x * 10 + (uint64_t)(*a - '0');
+				if (x > max)
+					return -1;
+			}
+			if (found && x != *v)
+				return -1;
+			*v = x;
+			found = 1;
+		}
+		p = lf + 1;
+	}
+	return -1;
+}
+
+/* h fed in pieces cut at a and b (a <= b): the whole reading's answer */
+static int
+fed_in_three(const char *h, size_t n, size_t a, size_t b, uint64_t *v)
+{
+	struct sl_resp_field s;
+	size_t cut[4] = {0, a, b, n}, i;
+	int got = 2;
+
+	sl_resp_field_init(&s);
+	for (i = 0; i < 3 && got == 2; i++)
+		got = sl_resp_field_feed(&s, (const uint8_t *)h + cut[i],
+					 (uint32_t)(cut[i + 1] - cut[i]),
+					 "X-RateLimit-Cost", 1000, v);
+	return got == 2 ? -1 : got;
+}
+
+/* Heads of lines drawn from a pool (seeded, repeatable): every one,
+ * cut at every pair of places, reads as the oracle reads it whole. */
+static void
+field_across_segments(void **state)
+{
+	static const char *const lines[] = {
+		"X-RateLimit-Cost: 5\r\n",
+		"x-ratelimit-cost:\t12 \r\n",
+		"X-RateLimit-Cost: 5\n",
+		"X-RateLimit-Cost:  \r\n",
+		"X-RateLimit-Cost: 1001\r\n",
+		"X-RateLimit-Cost: 5 5\r\n",
+		"X-RateLimit-Cost: 5\r \r\n",
+		"X-RateLimit-Costs: 9\r\n",
+		"X-RateLimit-Cos: 9\r\n",
+		"Server: x\r\n",
+		"\rX: y\r\n",
+		" X-RateLimit-Cost: 3\r\n",
+		"X-RateLimit-Cost : 3\r\n",
+		"Content-Length: 2\r\n",
+		"X-RateLimit-Cost: 0\r\n",
+		"X-RateLimit-Cost: 12\r\n",
+		"X-RateLimit-Cost:5x\r\n",
+	};
+	static const char *const ends[] = {"\r\n", "\n", "", "\r"};
+	uint32_t seed = 7, k;
+	(void)state;
+
+	for (k = 0; k < 3000; k++) {
+		char h[256] = "";
+		size_t n, a, b;
+		uint32_t j, nlines;
+		uint64_t want_v = 0;
+		int want;
+
+		seed = seed * 1103515245u + 12345u;
+		nlines = (seed >> 16) % 4;
+		for (j = 0; j < nlines; j++) {
+			seed = seed * 1103515245u + 12345u;
+			strcat(h, lines[(seed >> 16) %
+					(sizeof(lines) / sizeof(lines[0]))]);
+		}
+		strcat(h, ends[(seed >> 8) % 4]);
+		n = strlen(h);
+		want = oracle_field(h, n, "X-RateLimit-Cost", 1000, &want_v);
+		for (a = 0; a <= n; a++)
+			for (b = a; b <= n; b++) {
+				uint64_t v = 0;
+				int got = fed_in_three(h, n, a, b, &v);
+
+				if (got != want || (want == 1 && v != want_v))
+					fail_msg("[%s] cut at %zu, %zu: %d "
+						 "(%lu), "
+						 "want %d (%lu)",
+						 h, a, b, got, (unsigned long)v,
+						 want, (unsigned long)want_v);
+			}
+	}
+}
+
 int
 main(void)
 {
@@ -282,6 +408,7 @@ main(void)
 		cmocka_unit_test(unexpect),
 		cmocka_unit_test(marks),
 		cmocka_unit_test(field_u64),
+		cmocka_unit_test(field_across_segments),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,14 +6,18 @@
  * cost; the difference is charged (into debt, if need be: the next
  * requests wait) or given back, to the bucket the decision spent from —
  * this worker's own, or the lease's and through it the store's (the
- * seed's bulk endpoint that fans out to fifty calls).
+ * seed's bulk endpoint that fans out to fifty calls). Degraded
+ * admissions are settled too: they were charged to the lease's slice.
  *
- * One record per connection, for the request decided last (as the
- * budget is, budget.c): a pipelined request's record replaces the one
- * before it, which is counted unsettled. The field is read from the
- * segment the status line ends in; a head cut across segments before
- * the field is read is counted unsettled too, as is a value that is not
- * a number. Unsettled means the declared cost stands.
+ * One record per connection, for every request in flight on it at the
+ * same limit (a pipelining client's: one key, one rule): which of the
+ * next 32 responses settle a cost at it. A request that cannot join it
+ * (another limit while the record waits) is charged at once what its
+ * response could charge at most: pipelining never undercharges. The
+ * field is read from the head as its segments pass, however they cut
+ * it. A value that is not a number is counted unsettled, as is a
+ * response the framer could not follow and a record whose rule a reload
+ * moved. Unsettled: the declared cost stands.
  */
 #include <rte_malloc.h>
 
@@ -45,32 +49,22 @@ sl_cost_free(struct sl_worker *w)
 }
 
 void
-sl_cost_note(struct sl_worker *w, struct sl_flow *f, int parked)
+sl_cost_pick(struct sl_worker *w, const struct sl_need *ns, uint32_t n)
 {
-	struct sl_cost_rec *r;
-	int ord = sl_resp_ord_last(&f->resp, parked);
+	const struct sl_policy *pol = w->pol;
+	uint32_t i;
 
-	if (!w->cost_next_set)
-		return;
-	w->cost_next_set = 0;
-	if (ord < 0) { /* responses no longer framed */
-		w->ctr.cost_unsettled++;
-		return;
+	for (i = 0; i < n; i++) {
+		int rule = ns[i].slot < SL_MAX_RULES
+				   ? pol->rule_of_slot[ns[i].slot]
+				   : -1;
+
+		if (rule >= 0 &&
+		    sl_ruleset_rule(pol->rs, (uint32_t)rule)->cost_header[0]) {
+			sl_cost_set(w, &ns[i], (uint16_t)rule, 1);
+			return;
+		}
 	}
-	r = &w->costs[sl_flow_index(w->flows, f)];
-	if (f->xflags & SL_XF_COST) /* the one before, pipelined */
-		w->ctr.cost_unsettled++;
-	*r = w->cost_next;
-	r->ord = (uint16_t)ord;
-	f->xflags |= SL_XF_COST;
-}
-
-uint16_t
-sl_cost_due(struct sl_worker *w, const struct sl_flow *f)
-{
-	if (w->costs == NULL || !(f->xflags & SL_XF_COST))
-		return 0;
-	return w->costs[sl_flow_index(w->flows, f)].ord;
 }
 
 /* What was charged at admission set right: d more units, or -d back. */
@@ -107,42 +101,11 @@ cap_of(const struct sl_need *n)
 	return n->count;
 }
 
-void
-sl_cost_response(struct sl_worker *w, struct sl_flow *f, const uint8_t *pl,
-		 uint32_t len, const struct sl_resp_mark *mk)
+/* The units a response said its request cost set right, d from the
+ * declared: charged (at most a cap) or given back. */
+static void
+settle(struct sl_worker *w, const struct sl_cost_rec *r, int64_t d)
 {
-	struct sl_cost_rec *r;
-	const struct sl_policy *pol = w->pol;
-	const struct sl_rule *rule;
-	uint64_t said = 0;
-	int64_t d;
-	int got;
-
-	if (w->costs == NULL || !(f->xflags & SL_XF_COST) ||
-	    mk->off == UINT32_MAX)
-		return;
-	r = &w->costs[sl_flow_index(w->flows, f)];
-	if (r->ord != mk->ord)
-		return;
-	f->xflags &= (uint8_t)~SL_XF_COST;
-	/* the rule as it was decided: a reload since may have moved it */
-	if (r->rule >= pol->n_rules || pol->slot[r->rule] != r->need.slot) {
-		w->ctr.cost_unsettled++;
-		return;
-	}
-	rule = sl_ruleset_rule(pol->rs, r->rule);
-	got = rule->cost_header[0] != '\0'
-		      ? sl_resp_field_u64(pl + mk->off, len - mk->off,
-					  rule->cost_header, COST_MAX, &said)
-		      : -1;
-	if (got < 0) {
-		w->ctr.cost_unsettled++;
-		return;
-	}
-	w->ctr.cost_settled++;
-	if (got == 0 || said == r->need.cost)
-		return; /* (no field: the declared cost was right) */
-	d = (int64_t)said - (int64_t)r->need.cost;
 	if (d > (int64_t)cap_of(&r->need))
 		d = (int64_t)cap_of(&r->need);
 	if (d > 0)
@@ -153,4 +116,138 @@ sl_cost_response(struct sl_worker *w, struct sl_flow *f, const uint8_t *pl,
 		sl_leased_settle(w, &r->need, d);
 	else
 		settle_local(w, &r->need, d);
+}
+
+/* Response ord's bit in r->due (0: outside its window). */
+static uint32_t
+due_bit(const struct sl_cost_rec *r, uint16_t ord)
+{
+	uint16_t k = (uint16_t)(ord - r->ord);
+
+	return k < 32 ? 1u << k : 0;
+}
+
+/* Whether a request's cost may wait in the flow's record: the same
+ * limit, bucket and declared cost, its response within the window. */
+static int
+joins(const struct sl_cost_rec *r, const struct sl_cost_rec *n, int ord)
+{
+	return due_bit(r, (uint16_t)ord) != 0 && n->rule == r->rule &&
+	       n->leased == r->leased && n->need.slot == r->need.slot &&
+	       n->need.cost == r->need.cost &&
+	       n->need.key.k1 == r->need.key.k1 &&
+	       n->need.key.k2 == r->need.key.k2;
+}
+
+void
+sl_cost_note(struct sl_worker *w, struct sl_flow *f, int parked)
+{
+	struct sl_cost_rec *r;
+	int ord = sl_resp_ord_last(&f->resp, parked);
+
+	if (!w->cost_next_set)
+		return;
+	w->cost_next_set = 0;
+	if (ord < 0) { /* responses no longer framed */
+		w->ctr.cost_unsettled++;
+		return;
+	}
+	r = &w->costs[sl_flow_index(w->flows, f)];
+	if (!(f->xflags & SL_XF_COST)) {
+		*r = w->cost_next;
+		r->ord = (uint16_t)ord;
+		r->due = 1;
+		r->cutting = 0;
+		f->xflags |= SL_XF_COST;
+	} else if (joins(r, &w->cost_next, ord)) {
+		r->due |= due_bit(r, (uint16_t)ord);
+	} else {
+		/* its response will not be read for it: the most it could
+		 * say, now */
+		w->ctr.cost_presumed++;
+		settle(w, &w->cost_next,
+		       (int64_t)cap_of(&w->cost_next.need) -
+			       (int64_t)w->cost_next.need.cost);
+	}
+}
+
+int
+sl_cost_due(struct sl_worker *w, const struct sl_flow *f)
+{
+	return w->costs != NULL && (f->xflags & SL_XF_COST);
+}
+
+/* Response ord's head, its next n bytes at h: settled once it ends. */
+static void
+read_head(struct sl_worker *w, struct sl_cost_rec *r, uint16_t ord,
+	  const uint8_t *h, uint32_t n)
+{
+	const struct sl_policy *pol = w->pol;
+	uint64_t said = 0;
+	int got = -1;
+
+	/* the rule as it was decided: a reload since may have moved it */
+	if (r->rule < pol->n_rules && pol->slot[r->rule] == r->need.slot)
+		got = sl_resp_field_feed(
+			&r->cut, h, n,
+			sl_ruleset_rule(pol->rs, r->rule)->cost_header,
+			COST_MAX, &said);
+	r->cutting = got == 2;
+	r->cut_ord = ord;
+	if (got == 2)
+		return; /* read on in the next segment */
+	r->due &= ~due_bit(r, ord);
+	if (got < 0) {
+		w->ctr.cost_unsettled++;
+		return;
+	}
+	w->ctr.cost_settled++;
+	if (got == 1 && said != r->need.cost) /* (none: it was right) */
+		settle(w, r, (int64_t)said - (int64_t)r->need.cost);
+}
+
+/* Responses the record waited for that passed unread (a gap, a
+ * retransmission's new bytes, the framer lost): the declared cost. */
+static void
+drop_passed(struct sl_worker *w, struct sl_cost_rec *r, const struct sl_flow *f)
+{
+	uint32_t gone = r->due;
+	uint16_t done = (uint16_t)(f->resp.served - r->ord + 1);
+
+	if (sl_resp_due(&f->resp) >= 0 && done < 32)
+		gone &= (1u << done) - 1;
+	else if (sl_resp_due(&f->resp) >= 0 && done >= 0x8000)
+		gone = 0; /* (none of them yet) */
+	w->ctr.cost_unsettled += (uint64_t)__builtin_popcount(gone);
+	r->due &= ~gone;
+}
+
+void
+sl_cost_response(struct sl_worker *w, struct sl_flow *f, const uint8_t *pl,
+		 uint32_t len, const struct sl_resp_mark *mk)
+{
+	struct sl_cost_rec *r;
+	uint32_t i;
+
+	if (!sl_cost_due(w, f))
+		return;
+	r = &w->costs[sl_flow_index(w->flows, f)];
+	if (r->cutting && mk->from != UINT32_MAX)
+		read_head(w, r, r->cut_ord, pl + mk->from, len - mk->from);
+	for (i = 0; i < mk->n_ends; i++) {
+		if (!(r->due & due_bit(r, mk->end[i].ord)))
+			continue;
+		sl_resp_field_init(&r->cut);
+		read_head(w, r, mk->end[i].ord, pl + mk->end[i].off,
+			  len - mk->end[i].off);
+	}
+	drop_passed(w, r, f);
+	if (!(r->due & due_bit(r, r->cut_ord)))
+		r->cutting = 0;
+	while (r->due != 0 && !(r->due & 1)) {
+		r->due >>= 1;
+		r->ord++;
+	}
+	if (r->due == 0)
+		f->xflags &= (uint8_t)~SL_XF_COST;
 }

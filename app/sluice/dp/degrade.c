@@ -139,5 +139,7 @@ sl_degrade(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 	if (sl_dec_pick(w, 0))
 		sl_dec_record(w, r, SL_V_ALLOWED, ns[best].slot,
 			      left - ns[best].cost, 0);
+	if (w->pol->any_cost)
+		sl_cost_pick(w, ns, n);
 	return sl_verdict_go();
 }

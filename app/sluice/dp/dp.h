@@ -69,9 +69,12 @@ sl_cost_set(struct sl_worker *w, const struct sl_need *n, uint16_t rule,
 	w->cost_next.leased = (uint8_t)leased;
 	w->cost_next_set = 1;
 }
+/* The first of a leased decision's needs whose rule reads its cost
+ * from the response, kept by sl_cost_set. */
+void sl_cost_pick(struct sl_worker *w, const struct sl_need *ns, uint32_t n);
 void sl_cost_note(struct sl_worker *w, struct sl_flow *f, int parked);
-/* Which response of f settles a cost (0: none), for the framer. */
-uint16_t sl_cost_due(struct sl_worker *w, const struct sl_flow *f);
+/* Whether responses of f settle a cost: the framer lists them all. */
+int sl_cost_due(struct sl_worker *w, const struct sl_flow *f);
 /* A server segment's payload pl, mk where its status lines ended. */
 void sl_cost_response(struct sl_worker *w, struct sl_flow *f, const uint8_t *pl,
 		      uint32_t len, const struct sl_resp_mark *mk);

@@ -258,26 +258,6 @@ budget_of(struct sl_worker *w, struct sl_verdict *v, const struct sl_need *ns,
 			      left_of(ls[best]), ls[best]->reset_ns);
 }
 
-/* The first limit whose response says its cost, kept for the flow. */
-static void
-cost_of(struct sl_worker *w, const struct sl_need *ns, uint32_t n)
-{
-	const struct sl_policy *pol = w->pol;
-	uint32_t i;
-
-	for (i = 0; i < n; i++) {
-		int rule = ns[i].slot < SL_MAX_RULES
-				   ? pol->rule_of_slot[ns[i].slot]
-				   : -1;
-
-		if (rule >= 0 &&
-		    sl_ruleset_rule(pol->rs, (uint32_t)rule)->cost_header[0]) {
-			sl_cost_set(w, &ns[i], (uint16_t)rule, 1);
-			return;
-		}
-	}
-}
-
 static struct sl_verdict
 spend(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
       uint32_t n, struct sl_lease **ls)
@@ -311,7 +291,7 @@ spend(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 	if (w->pol->budget)
 		budget_of(w, &v, ns, n, ls);
 	if (w->pol->any_cost)
-		cost_of(w, ns, n);
+		sl_cost_pick(w, ns, n);
 	return v;
 }
 

@@ -455,6 +455,7 @@ server_side(struct sl_worker *w, struct rte_mbuf *m, uint8_t *frame,
 	 * numbers; the frame goes on in them (worked out before the flow,
 	 * which an RST removes) */
 	mk.ord = 0;
+	mk.all = 0;
 	if (unlikely(w->xl != NULL || w->costs != NULL)) {
 		any = sl_flow_lookup(w->flows, &k);
 		if (any != NULL && (any->nflags & SL_NF_XLATE)) {
@@ -462,10 +463,11 @@ server_side(struct sl_worker *w, struct rte_mbuf *m, uint8_t *frame,
 			s.ack = sl_xlate_server_in(w, f, p);
 			seq = sl_xlate_server_seq(w, f, p->seq);
 		}
-		/* the framer marks the response a cost or a budget is for */
+		/* the framer marks the response a budget is for, and lists
+		 * every one where costs are due */
 		if (any != NULL)
-			mk.ord = sl_cost_due(w, any);
-		if (f != NULL && mk.ord == 0)
+			mk.all = (uint8_t)sl_cost_due(w, any);
+		if (f != NULL)
 			mk.ord = sl_budget_due(w, f);
 	}
 	sl_flow_server_segment_mark(w->flows, &k, &s, w->now, &mk);
