@@ -10,7 +10,8 @@ For the response-side tests, the query may ask for another answer:
 size=N (a body of N bytes, 'a' to 'z' repeated), chunked=1 (sent in
 chunks of up to 1000 bytes), status=N, cost=N (X-RateLimit-Cost: N, what
 the request cost), cut=N (the head sent in two segments, cut N bytes
-into the X-RateLimit-Cost line); HEAD answers with the headers alone.
+into the X-RateLimit-Cost line), delay=S (answered S seconds late, at most
+5); HEAD answers with the headers alone.
 """
 
 import argparse
@@ -60,6 +61,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.log_file.write(json.dumps(entry) + "\n")
                 self.log_file.flush()
         q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        if "delay" in q:
+            time.sleep(min(float(q["delay"][0]), 5.0))
         if "size" in q:
             n = int(q["size"][0])
             out = (bytes(range(ord("a"), ord("z") + 1)) * (n // 26 + 1))[:n]

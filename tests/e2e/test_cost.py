@@ -22,6 +22,8 @@ real redis-server, 20 units a minute, burst 20:
 - two keys pipelined on one connection: the second cannot wait in the
   record the first holds, and is charged at once the most it could cost
   (a burst): overcharged, never under;
+- a client that resets its connection before the response comes back is
+  charged the same way;
 - counters: settled, units charged and given back.
 
 usage: test_cost.py PATH/TO/sluice
@@ -64,6 +66,16 @@ while len(re.findall(rb"HTTP/1.1 (\d{3}) ", data)) < n or not data.endswith(b"}\
         break
     data += c
 print(json.dumps([int(x) for x in re.findall(rb"HTTP/1.1 (\d{3}) ", data)]))
+"""
+
+RESET = r"""
+import socket, struct, sys, time
+s = socket.create_connection((sys.argv[1], 80), timeout=10)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+s.sendall(b"GET /bulk/r?cost=5&delay=0.3 HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n\r\n"
+          % sys.argv[2].encode())
+time.sleep(0.05)
+s.close()  # an RST, before the backend answers
 """
 
 
@@ -112,13 +124,22 @@ def scenario(res, t, label):
     res.eq(json.loads(r.stdout or "[]"), [200, 200], label + ": two keys pipelined")
     got = codes(t, mix[0], "cost=5", 1) + codes(t, mix[1], "cost=5", 1)
     res.eq(got, [200, 429], label + ": the first settled (5), the second presumed (20)")
+    # a client that resets its connection before the response comes back
+    r = t.client("/usr/bin/python3", "-c", RESET, S4, "k-rst-" + label, timeout=30)
+    res.eq(r.returncode, 0, label + ": request sent, connection reset " + r.stderr[-200:])
+    try:
+        t.sluice.wait_for(lambda st: st["cost_presumed"] >= 2, timeout=10)
+    except AssertionError:
+        pass  # (what it reached is checked below)
+    got = codes(t, "k-rst-" + label, "cost=5", 1)
+    res.eq(got, [429], label + ": reset before its response: charged the most it could cost")
     s = t.sluice.stats()
     print("%s: %s" % (label, {k: v for k, v in s.items() if k.startswith("cost_")}))
-    res.eq(s["cost_charged"], (4 + 4 + 10 + 2) * 4 + 19,
-           label + ": 4 units more for each request costing 5, 19 presumed")
+    res.eq(s["cost_charged"], (4 + 4 + 10 + 2) * 4 + 19 * 2,
+           label + ": 4 units more for each request costing 5, 19 presumed twice")
     res.eq(s["cost_refunded"], 30 + 24, label + ": 1 back for each costing 0")
     res.eq(s["cost_unsettled"], 3, label + ": the three without a number")
-    res.eq(s["cost_presumed"], 1, label + ": one presumed")
+    res.eq(s["cost_presumed"], 2, label + ": two presumed")
     res.eq(s["cost_settled"], 4 + 30 + none_ok + 24 + 4 + 10 + 2,
            label + ": settled: every other request allowed")
 

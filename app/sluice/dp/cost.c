@@ -13,7 +13,8 @@
  * same limit (a pipelining client's: one key, one rule): which of the
  * next 32 responses settle a cost at it. A request that cannot join it
  * (another limit while the record waits) is charged at once what its
- * response could charge at most: pipelining never undercharges. The
+ * response could charge at most: pipelining never undercharges; so is
+ * every request still due when its client resets the connection. The
  * field is read from the head as its segments pass, however they cut
  * it. A value that is not a number is counted unsettled, as is a
  * response the framer could not follow and a record whose rule a reload
@@ -250,4 +251,19 @@ sl_cost_response(struct sl_worker *w, struct sl_flow *f, const uint8_t *pl,
 	}
 	if (r->due == 0)
 		f->xflags &= (uint8_t)~SL_XF_COST;
+}
+
+void
+sl_cost_abandoned(struct sl_worker *w, struct sl_flow *f)
+{
+	struct sl_cost_rec *r;
+
+	if (!sl_cost_due(w, f))
+		return;
+	r = &w->costs[sl_flow_index(w->flows, f)];
+	for (; r->due != 0; r->due &= r->due - 1) {
+		w->ctr.cost_presumed++;
+		settle(w, r, (int64_t)cap_of(&r->need) - (int64_t)r->need.cost);
+	}
+	f->xflags &= (uint8_t)~SL_XF_COST;
 }

@@ -425,6 +425,8 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 		return;
 	v = sl_flow_client_segment_of(w->flows, f, &k, h, &s, w->now, on_event,
 				      &in);
+	if (unlikely(f != NULL && !f->in_use && (f->xflags & SL_XF_COST)))
+		sl_cost_abandoned(w, f); /* reset before its responses */
 	carry_out(w, &in, v, &k);
 }
 
