@@ -355,6 +355,7 @@ on_syn(struct sl_flow_table *t, struct sl_flow *f, const struct sl_flow_key *k,
 		f = sl_flow_insert(t, k, h, now);
 	} else {
 		/* a new connection on a reused 4-tuple, or the SYN again */
+		sl_flow_gone(t, f);
 		sl_flow_release_head(t, f);
 		memset(&f->body_remaining, 0,
 		       offsetof(struct sl_flow, bucket) -

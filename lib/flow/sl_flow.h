@@ -122,6 +122,10 @@ struct sl_flow_params {
 	 * keeps senders who know the code from aiming their 4-tuples at one
 	 * bucket */
 	uint64_t hash_seed;
+	/* called as a connection whose xflags the caller set ends: reset,
+	 * closed, expired, evicted, or its 4-tuple taken by a new SYN */
+	void (*gone)(void *arg, struct sl_flow *f);
+	void *gone_arg;
 };
 
 /* Why a request event fired; the request is valid only for SL_EV_REQUEST. */

@@ -74,6 +74,15 @@ enum sl_norm_reason sl_flow_seg_check(const struct sl_flow *f,
 uint64_t sl_flow_key_hash(const struct sl_flow_table *t,
 			  const struct sl_flow_key *k);
 
+/* The caller is told a connection it marked ends, before it is gone. */
+static inline void
+sl_flow_gone(struct sl_flow_table *t, struct sl_flow *f)
+{
+	if (f->xflags != 0 && t->p.gone != NULL)
+		t->p.gone(t->p.gone_arg, f);
+	f->xflags = 0;
+}
+
 static inline void
 sl_flow_touch(struct sl_flow_table *t, struct sl_flow *f, uint64_t now)
 {

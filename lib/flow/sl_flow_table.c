@@ -369,6 +369,7 @@ sl_flow_set_estab(struct sl_flow_table *t, const struct sl_flow *f)
 void
 sl_flow_remove(struct sl_flow_table *t, struct sl_flow *f)
 {
+	sl_flow_gone(t, f);
 	sl_flow_release_head(t, f);
 	if (t->last == f)
 		t->last = NULL;

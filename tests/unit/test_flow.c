@@ -875,6 +875,84 @@ flow_hash_keyed_and_spread(void **state)
 	sl_flow_table_free(c);
 }
 
+static void
+count_gone(void *arg, struct sl_flow *f)
+{
+	assert_int_not_equal(f->xflags, 0);
+	(*(int *)arg)++;
+}
+
+/* Marks the flow of k (the caller's xflags), as the cost record does. */
+static void
+mark(struct sl_flow_table *t, const struct sl_flow_key *k)
+{
+	struct sl_flow *f = sl_flow_lookup(t, k);
+
+	assert_non_null(f);
+	f->xflags = 1;
+}
+
+/*
+ * The caller is told once when a connection it marked ends, however it
+ * ends: reset by either side, closed and expired, idle, evicted, its
+ * 4-tuple taken by a new connection; never for one it did not mark.
+ */
+static void
+gone_told_once_per_marked_end(void **state)
+{
+	struct sl_flow_params p = params(4, 4, 1024);
+	struct sl_flow_table *t;
+	struct sl_flow_key k = key(1);
+	struct seen s = {0};
+	uint32_t l4 = (uint32_t)strlen(R4), i;
+	int gone = 0;
+
+	(void)state;
+	p.gone = count_gone;
+	p.gone_arg = &gone;
+	t = sl_flow_table_create(&p);
+	/* the server's RST; the client's exact one */
+	open_flow(t, &k, &s);
+	mark(t, &k);
+	srv(t, &k, 5001, 0, RST, NULL, 0);
+	assert_int_equal(gone, 1);
+	open_flow(t, &k, &s);
+	mark(t, &k);
+	assert_int_equal(seg(t, &k, 1000, RST, NULL, 0, &s), SL_SEG_FORWARD);
+	assert_int_equal(gone, 2);
+	/* unmarked: not told */
+	open_flow(t, &k, &s);
+	srv(t, &k, 5001, 0, RST, NULL, 0);
+	assert_int_equal(gone, 2);
+	/* idle past its timeout */
+	open_flow(t, &k, &s);
+	mark(t, &k);
+	assert_int_equal(sl_flow_expire(t, 5000, 16), 1);
+	assert_int_equal(gone, 3);
+	/* closed both ways, then a new SYN on the same 4-tuple */
+	open_flow(t, &k, &s);
+	mark(t, &k);
+	assert_int_equal(seg(t, &k, 1000, ACK, R4, l4, &s), SL_SEG_FORWARD);
+	assert_int_equal(
+		seg_at(t, &k, 1000 + l4, SACK, FIN | ACK, NULL, 0, 1, &s),
+		SL_SEG_FORWARD);
+	srv(t, &k, 5001, 1001 + l4, FIN | ACK, NULL, 0);
+	assert_int_equal(seg_at(t, &k, 777777, 0, SYN, NULL, 0, 2, &s),
+			 SL_SEG_FORWARD);
+	assert_int_equal(gone, 4);
+	assert_int_equal(sl_flow_lookup(t, &k)->xflags, 0);
+	/* evicted by newer connections when the table is full */
+	mark(t, &k);
+	for (i = 10; i < 15; i++) {
+		struct sl_flow_key o = key(i);
+
+		seg_at(t, &o, 999, 0, SYN, NULL, 0, 100 + i, &s);
+	}
+	assert_null(sl_flow_lookup(t, &k));
+	assert_int_equal(gone, 5);
+	sl_flow_table_free(t);
+}
+
 int
 main(void)
 {
@@ -898,6 +976,7 @@ main(void)
 		cmocka_unit_test(refusal_keeps_answer_order),
 		cmocka_unit_test(head_buffer_budget),
 		cmocka_unit_test(flow_hash_keyed_and_spread),
+		cmocka_unit_test(gone_told_once_per_marked_end),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,9 @@
  * next 32 responses settle a cost at it. A request that cannot join it
  * (another limit while the record waits) is charged at once what its
  * response could charge at most: pipelining never undercharges; so is
- * every request still due when its client resets the connection. The
+ * every request still due when its connection ends, however it ends (a
+ * client must not save by not listening, resetting, or holding its
+ * window shut until the connection times out). The
  * field is read from the head as its segments pass, however they cut
  * it. A value that is not a number is counted unsettled, as is a
  * response the framer could not follow and a record whose rule a reload
@@ -254,8 +256,9 @@ sl_cost_response(struct sl_worker *w, struct sl_flow *f, const uint8_t *pl,
 }
 
 void
-sl_cost_abandoned(struct sl_worker *w, struct sl_flow *f)
+sl_cost_abandoned(void *arg, struct sl_flow *f)
 {
+	struct sl_worker *w = arg;
 	struct sl_cost_rec *r;
 
 	if (!sl_cost_due(w, f))

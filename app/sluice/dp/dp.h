@@ -73,9 +73,9 @@ sl_cost_set(struct sl_worker *w, const struct sl_need *n, uint16_t rule,
  * from the response, kept by sl_cost_set. */
 void sl_cost_pick(struct sl_worker *w, const struct sl_need *ns, uint32_t n);
 void sl_cost_note(struct sl_worker *w, struct sl_flow *f, int parked);
-/* The client reset f with costs still due: each charged the most its
- * response could have said (a client must not save by not listening). */
-void sl_cost_abandoned(struct sl_worker *w, struct sl_flow *f);
+/* f ends with costs still due (the flow table's gone callback; arg: the
+ * worker): each charged the most its response could have said. */
+void sl_cost_abandoned(void *arg, struct sl_flow *f);
 /* Whether responses of f settle a cost: the framer lists them all. */
 int sl_cost_due(struct sl_worker *w, const struct sl_flow *f);
 /* A server segment's payload pl, mk where its status lines ended. */

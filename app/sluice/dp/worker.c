@@ -18,7 +18,7 @@
 
 /* The flow table's parameters, for a worker's first table and any reset. */
 static struct sl_flow_params
-flow_params(const struct sl_worker *w, int track_only)
+flow_params(struct sl_worker *w, int track_only)
 {
 	const struct sl_config *c = w->app->cfg;
 
@@ -35,6 +35,8 @@ flow_params(const struct sl_worker *w, int track_only)
 		.http = &w->app->http,
 		.track_only = (uint8_t)track_only,
 		.hash_seed = w->flow_seed,
+		.gone = sl_cost_abandoned,
+		.gone_arg = w,
 	};
 }
 
@@ -425,8 +427,6 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 		return;
 	v = sl_flow_client_segment_of(w->flows, f, &k, h, &s, w->now, on_event,
 				      &in);
-	if (unlikely(f != NULL && !f->in_use && (f->xflags & SL_XF_COST)))
-		sl_cost_abandoned(w, f); /* reset before its responses */
 	carry_out(w, &in, v, &k);
 }
 
