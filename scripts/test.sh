@@ -1,9 +1,9 @@
 #!/bin/bash
-# Sets everything up, builds, and runs every test suite: unit (cmocka),
-# packet (net_pcap + scapy) and end-to-end (namespaces, af_packet, curl,
-# a real backend); then all of them again with the whole program built
-# with ASan and UBSan; the two-thread race test under ThreadSanitizer;
-# and the fuzzers for a bounded time.
+# Sets everything up, builds, and runs every test suite: unit (cmocka)
+# and packet (net_pcap + scapy), then with the whole program built with
+# ASan and UBSan all of them again and end-to-end (namespaces, af_packet,
+# curl, a real backend; its accuracy test in both builds); the two-thread
+# race test under ThreadSanitizer; and the fuzzers for a bounded time.
 # Exits non-zero on any failure. Run as root on Debian 12.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +40,12 @@ scripts/format.sh --check || { rc=1; fmt=1; }
 # no dependency cycle between C files (scripts/cycles.allow is empty)
 /usr/bin/python3 scripts/check-cycles.py || { rc=1; fmt=$((fmt + 1)); }
 build build
-meson test -C build --print-errorlogs --num-processes 1 || rc=1
+# the end-to-end suite runs once, below, under ASan and UBSan; of it the
+# optimised build runs the test whose figures are its speed's: accuracy
+meson test -C build --print-errorlogs --num-processes 1 --suite unit \
+	--suite app --suite func || rc=1
+meson test -C build --print-errorlogs --no-rebuild accuracy \
+	--logbase testlog-accuracy || rc=1
 build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined \
 	-Db_lundef=false
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -72,6 +77,7 @@ scripts/fuzz.sh 15 flow || { rc=1; fz=$((fz + 1)); }
 # the head parser, the response framing, the frame parser and the config
 # loader: briefer
 scripts/fuzz.sh 8 http resp frame config || { rc=1; fz=$((fz + 1)); }
-summary "$((fmt + fz))" build/meson-logs/testlog.json build-asan/meson-logs/testlog.json \
+summary "$((fmt + fz))" build/meson-logs/testlog.json \
+	build/meson-logs/testlog-accuracy.json build-asan/meson-logs/testlog.json \
 	build-asan/meson-logs/testlog-func.json build-tsan/meson-logs/testlog-tsan.json
 exit $rc
