@@ -51,25 +51,6 @@ sl_cost_free(struct sl_worker *w)
 	w->costs = NULL;
 }
 
-void
-sl_cost_pick(struct sl_worker *w, const struct sl_need *ns, uint32_t n)
-{
-	const struct sl_policy *pol = w->pol;
-	uint32_t i;
-
-	for (i = 0; i < n; i++) {
-		int rule = ns[i].slot < SL_MAX_RULES
-				   ? pol->rule_of_slot[ns[i].slot]
-				   : -1;
-
-		if (rule >= 0 &&
-		    sl_ruleset_rule(pol->rs, (uint32_t)rule)->cost_header[0]) {
-			sl_cost_set(w, &ns[i], (uint16_t)rule, 1);
-			return;
-		}
-	}
-}
-
 /* What was charged at admission set right: d more units, or -d back. */
 static void
 settle_local(struct sl_worker *w, const struct sl_need *n, int64_t d)

@@ -69,9 +69,27 @@ sl_cost_set(struct sl_worker *w, const struct sl_need *n, uint16_t rule,
 	w->cost_next.leased = (uint8_t)leased;
 	w->cost_next_set = 1;
 }
-/* The first of a leased decision's needs whose rule reads its cost
- * from the response, kept by sl_cost_set. */
-void sl_cost_pick(struct sl_worker *w, const struct sl_need *ns, uint32_t n);
+/* The first of a leased or degraded decision's needs whose rule reads
+ * its cost from the response, kept by sl_cost_set. Inline for the same
+ * reason. */
+static inline void
+sl_cost_pick(struct sl_worker *w, const struct sl_need *ns, uint32_t n)
+{
+	const struct sl_policy *pol = w->pol;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		int rule = ns[i].slot < SL_MAX_RULES
+				   ? pol->rule_of_slot[ns[i].slot]
+				   : -1;
+
+		if (rule >= 0 &&
+		    sl_ruleset_rule(pol->rs, (uint32_t)rule)->cost_header[0]) {
+			sl_cost_set(w, &ns[i], (uint16_t)rule, 1);
+			return;
+		}
+	}
+}
 void sl_cost_note(struct sl_worker *w, struct sl_flow *f, int parked);
 /* f ends with costs still due (the flow table's gone callback; arg: the
  * worker): each charged the most its response could have said. */
