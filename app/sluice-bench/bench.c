@@ -241,6 +241,15 @@ setup(struct bench_env *e)
 	*e->budget = *e->app;
 	e->budget->cfg = e->cfg_budget;
 	e->budget->policy = sl_bench_policy(e->cfg_budget, 1000000000, 1000);
+	e->cfg_cost = calloc(1, sizeof(*e->cfg_cost));
+	e->cost = calloc(1, sizeof(*e->cost));
+	if (e->cfg_cost == NULL || e->cost == NULL)
+		rte_exit(EXIT_FAILURE, "out of memory\n");
+	*e->cfg_cost = *e->cfg_keep;
+	*e->cost = *e->app;
+	e->cost->cfg = e->cfg_cost;
+	e->cost->policy = sl_bench_cost_policy(e->cfg_cost, 1000000000, 1000,
+					       "X-RateLimit-Cost");
 	for (m = 0; m < M__N; m++)
 		if (sl_bench_passes[m].setup != NULL)
 			e->w[m] = sl_bench_passes[m].setup(e);

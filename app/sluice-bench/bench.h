@@ -75,6 +75,7 @@ enum {
 	M_LEASED,
 	M_RESPOND,
 	M_RESPOND_BUDGET,
+	M_RESPOND_COST,
 	M_SCAN,
 	M__N
 };
@@ -92,6 +93,9 @@ struct bench_env {
 	 * headers_on_allow (every allowed response given its budget) */
 	struct sl_app *keep, *budget;
 	struct sl_config *cfg_budget;
+	/* keep_alive, and a rule whose cost the response says */
+	struct sl_app *cost;
+	struct sl_config *cfg_cost;
 	struct rte_mbuf **resp; /* a round's server responses */
 	struct corpus c;
 	struct sl_worker *w[M__N];
@@ -131,6 +135,9 @@ void sl_bench_prime(struct sl_worker *w, struct rte_mbuf **data, uint32_t n,
 struct sl_worker *sl_bench_worker(const struct sl_app *app, int track_only);
 struct sl_policy *sl_bench_policy(struct sl_config *cfg, uint64_t count,
 				  uint64_t period_ms);
+struct sl_policy *sl_bench_cost_policy(struct sl_config *cfg, uint64_t count,
+				       uint64_t period_ms,
+				       const char *cost_header);
 struct sl_worker *sl_bench_passthrough_worker(const struct sl_app *app);
 struct sl_worker *sl_bench_leased_worker(const struct sl_app *app,
 					 struct sl_config *cfg);

@@ -17,6 +17,17 @@ static const char RESPONSE[] =
 	"\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\","
 	"\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n";
 
+/* The same, saying it cost 3 (the rule declares 1) */
+static const char RESPONSE_COST[] =
+	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	"X-RateLimit-Cost: 3\r\n"
+	"Content-Length: 180\r\nCache-Control: no-store\r\n\r\n"
+	"{\"id\":12345,\"items\":[{\"name\":\"alpha\",\"qty\":1},"
+	"{\"name\":\"beta\",\"qty\":2},{\"name\":\"gamma\",\"qty\":3}],"
+	"\"next\":null,\"cursor\":"
+	"\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\","
+	"\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n";
+
 uint64_t
 sl_bench_pass_forward(const struct sl_app *app, struct corpus *c)
 {
@@ -200,8 +211,11 @@ round_respond(struct bench_env *e, int m, uint32_t r)
 	if (rte_pktmbuf_alloc_bulk(w->app->pool, e->resp, n) != 0)
 		rte_exit(EXIT_FAILURE, "bench: out of mbufs for responses\n");
 	for (i = 0; i < n; i++)
-		sl_bench_response_frame(e->resp[i], e->c.m[i], RESPONSE,
-					sizeof(RESPONSE) - 1);
+		sl_bench_response_frame(
+			e->resp[i], e->c.m[i],
+			m == M_RESPOND_COST ? RESPONSE_COST : RESPONSE,
+			m == M_RESPOND_COST ? sizeof(RESPONSE_COST) - 1
+					    : sizeof(RESPONSE) - 1);
 	t0 = rte_rdtsc_precise();
 	for (i = 0; i < n; i += SL_BURST) {
 		w->now = rte_rdtsc();
@@ -269,6 +283,12 @@ static struct sl_worker *
 setup_budget(struct bench_env *e)
 {
 	return sl_bench_worker(e->budget, 0);
+}
+
+static struct sl_worker *
+setup_cost(struct bench_env *e)
+{
+	return sl_bench_worker(e->cost, 0);
 }
 
 static struct sl_worker *
@@ -388,6 +408,22 @@ check_budget(const struct bench_env *e, int m, char *buf, size_t len)
 	return buf;
 }
 
+/* Every response's cost read and the 2 units more charged. */
+static const char *
+check_cost(const struct bench_env *e, int m, char *buf, size_t len)
+{
+	const struct sl_worker *w = e->w[m];
+
+	if (check_all_allowed(e, m, buf, len) != NULL)
+		return buf;
+	if (w->ctr.cost_settled == all_requests(e) &&
+	    w->ctr.cost_charged == 2 * all_requests(e))
+		return NULL;
+	snprintf(buf, len, "respond-cost: %lu settled, %lu charged, of %lu",
+		 w->ctr.cost_settled, w->ctr.cost_charged, all_requests(e));
+	return buf;
+}
+
 const struct bench_pass sl_bench_passes[M__N] = {
 	[M_FWD] = {"forward", "forward (tx_burst, untouched)", NULL,
 		   round_forward, NULL},
@@ -413,5 +449,7 @@ const struct bench_pass sl_bench_passes[M__N] = {
 	[M_RESPOND_BUDGET] = {"respond-budget",
 			      "server response given its budget", setup_budget,
 			      round_respond, check_budget},
+	[M_RESPOND_COST] = {"respond-cost", "server response settling its cost",
+			    setup_cost, round_respond, check_cost},
 	[M_SCAN] = {"scan", "scan floor (blank line)", NULL, round_scan, NULL},
 };

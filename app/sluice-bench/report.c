@@ -36,6 +36,10 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 		       v[M_LEASED] / v[M_SCAN], v[M_PARSE] / v[M_SCAN]);
 		printf("reject / allow: %.2f (closing), %.2f (kept)\n",
 		       v[M_REJECT] / v[M_ALLOW], v[M_REJECT_KEEP] / v[M_ALLOW]);
+		printf("response / forwarded response: %.2f given its budget, "
+		       "%.2f settling its cost\n",
+		       v[M_RESPOND_BUDGET] / v[M_RESPOND],
+		       v[M_RESPOND_COST] / v[M_RESPOND]);
 		printf("leased pass: %.1f asks to the coordinator per 1000 "
 		       "requests\n",
 		       asks);

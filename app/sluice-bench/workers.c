@@ -23,9 +23,21 @@ sl_bench_setup_ports(struct sl_app *app)
 struct sl_policy *
 sl_bench_policy(struct sl_config *cfg, uint64_t count, uint64_t period_ms)
 {
+	return sl_bench_cost_policy(cfg, count, period_ms, NULL);
+}
+
+/* The same rule, its cost read from the response's field cost_header
+ * (NULL: declared): the rule then stays in cfg, where a worker looks at
+ * start for a rule that settles costs. */
+struct sl_policy *
+sl_bench_cost_policy(struct sl_config *cfg, uint64_t count, uint64_t period_ms,
+		     const char *cost_header)
+{
 	struct sl_rule *r = calloc(1, sizeof(*r));
 	struct sl_policy *p;
 
+	if (r == NULL)
+		rte_exit(EXIT_FAILURE, "out of memory\n");
 	strcpy(r->name, "bench-key");
 	r->scope = SL_SCOPE_KEY;
 	r->algo = SL_ALGO_TOKEN_BUCKET;
@@ -36,12 +48,17 @@ sl_bench_policy(struct sl_config *cfg, uint64_t count, uint64_t period_ms)
 	r->cost = 1;
 	r->accuracy_ppm = 20000; /* the default 2 % */
 	r->headers_on_allow = 1; /* (the default) */
+	if (cost_header != NULL)
+		snprintf(r->cost_header, sizeof(r->cost_header), "%s",
+			 cost_header);
 	cfg->rules = r;
 	cfg->n_rules = 1;
 	p = sl_policy_build(cfg);
-	cfg->rules = NULL;
-	cfg->n_rules = 0;
-	free(r);
+	if (cost_header == NULL) {
+		cfg->rules = NULL;
+		cfg->n_rules = 0;
+		free(r);
+	}
 	if (p == NULL)
 		rte_exit(EXIT_FAILURE, "cannot build the bench policy\n");
 	return p;

@@ -12,6 +12,8 @@ real redis-server, 20 units a minute, burst 20:
 - a key whose responses say nothing is held to the declared 1: 20, then
   refused;
 - a value that is no number leaves the declared cost (counted);
+- HTTP/1.0 requests, and POSTs whose response a 100 Continue precedes:
+  settled as the others, the fifth costing 5 refused;
 - a head the backend sends in two segments, cut anywhere in the field's
   line, is read on from where the first ended: 24 costing 0 all pass, and
   of those costing 5 the fifth is refused;
@@ -79,11 +81,11 @@ s.close()  # an RST, before the backend answers
 """
 
 
-def codes(t, key, query, n):
+def codes(t, key, query, n, extra=()):
     """n requests on one connection (curl), their statuses; %d in the
     query is the request's number."""
     args = ["curl", "-sS", "--max-time", "30", "-H", "X-API-Key: " + key,
-            "-w", "%{http_code}\\n"]
+            "-w", "%{http_code}\\n"] + list(extra)
     for i in range(n):
         q = query % i if "%d" in query else query
         args += ["-o", "/dev/null", "http://%s/bulk/%d?%s" % (S4, i, q)]
@@ -103,6 +105,14 @@ def scenario(res, t, label):
     none_ok = got.count(200)
     got = codes(t, "k-bad-" + label, "cost=lots", 3)
     res.eq(got, [200] * 3, label + ": a value that is no number: declared 1 each")
+    # HTTP/1.0 (a connection each), and a POST that waits for 100 Continue
+    # (the interim response passed over, the final one settles)
+    got = codes(t, "k-ten-" + label, "cost=5", 6, ["-0"])
+    res.eq(got, [200] * 4 + [429] * 2, label + ": HTTP/1.0, cost 5: the fifth refused")
+    got = codes(t, "k-100-" + label, "cost=5", 6,
+                ["-H", "Expect: 100-continue", "--data-binary", "x" * 64])
+    res.eq(got, [200] * 4 + [429] * 2,
+           label + ": POSTs answered 100 Continue first, cost 5: the fifth refused")
     # heads cut 0..23 bytes into "X-RateLimit-Cost: 0\r\n..." (before the
     # name, inside it, at the colon, the value, the CR LF, the next line):
     # each read on in the next segment (one unread: the declared 1 stands,
@@ -135,12 +145,12 @@ def scenario(res, t, label):
     res.eq(got, [429], label + ": reset before its response: charged the most it could cost")
     s = t.sluice.stats()
     print("%s: %s" % (label, {k: v for k, v in s.items() if k.startswith("cost_")}))
-    res.eq(s["cost_charged"], (4 + 4 + 10 + 2) * 4 + 19 * 2,
+    res.eq(s["cost_charged"], (4 + 4 + 4 + 4 + 10 + 2) * 4 + 19 * 2,
            label + ": 4 units more for each request costing 5, 19 presumed twice")
     res.eq(s["cost_refunded"], 30 + 24, label + ": 1 back for each costing 0")
     res.eq(s["cost_unsettled"], 3, label + ": the three without a number")
     res.eq(s["cost_presumed"], 2, label + ": two presumed")
-    res.eq(s["cost_settled"], 4 + 30 + none_ok + 24 + 4 + 10 + 2,
+    res.eq(s["cost_settled"], 4 + 30 + none_ok + 4 + 4 + 24 + 4 + 10 + 2,
            label + ": settled: every other request allowed")
 
 
