@@ -7,26 +7,23 @@
 #include "bench.h"
 #include "dp.h"
 
-/* A small API response: what the budget is put into. */
+/* A small API response's fields after its status line, and its body */
+#define RESPONSE_REST                                                          \
+	"Content-Length: 180\r\nCache-Control: no-store\r\n\r\n"               \
+	"{\"id\":12345,\"items\":[{\"name\":\"alpha\",\"qty\":1},"             \
+	"{\"name\":\"beta\",\"qty\":2},{\"name\":\"gamma\",\"qty\":3}],"       \
+	"\"next\":null,\"cursor\":"                                            \
+	"\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\","                      \
+	"\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n"
+
+/* What the budget is put into. */
 static const char RESPONSE[] =
-	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-	"Content-Length: 180\r\nCache-Control: no-store\r\n\r\n"
-	"{\"id\":12345,\"items\":[{\"name\":\"alpha\",\"qty\":1},"
-	"{\"name\":\"beta\",\"qty\":2},{\"name\":\"gamma\",\"qty\":3}],"
-	"\"next\":null,\"cursor\":"
-	"\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\","
-	"\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n";
+	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" RESPONSE_REST;
 
 /* The same, saying it cost 3 (the rule declares 1) */
 static const char RESPONSE_COST[] =
 	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-	"X-RateLimit-Cost: 3\r\n"
-	"Content-Length: 180\r\nCache-Control: no-store\r\n\r\n"
-	"{\"id\":12345,\"items\":[{\"name\":\"alpha\",\"qty\":1},"
-	"{\"name\":\"beta\",\"qty\":2},{\"name\":\"gamma\",\"qty\":3}],"
-	"\"next\":null,\"cursor\":"
-	"\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\","
-	"\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n";
+	"X-RateLimit-Cost: 3\r\n" RESPONSE_REST;
 
 uint64_t
 sl_bench_pass_forward(const struct sl_app *app, struct corpus *c)
