@@ -193,6 +193,7 @@ static uint64_t
 round_respond(struct bench_env *e, int m, uint32_t r)
 {
 	struct sl_worker *w = e->w[m];
+	const char *resp = m == M_RESPOND_COST ? RESPONSE_COST : RESPONSE;
 	uint32_t i, n = e->c.n;
 	uint64_t t0;
 
@@ -208,11 +209,8 @@ round_respond(struct bench_env *e, int m, uint32_t r)
 	if (rte_pktmbuf_alloc_bulk(w->app->pool, e->resp, n) != 0)
 		rte_exit(EXIT_FAILURE, "bench: out of mbufs for responses\n");
 	for (i = 0; i < n; i++)
-		sl_bench_response_frame(
-			e->resp[i], e->c.m[i],
-			m == M_RESPOND_COST ? RESPONSE_COST : RESPONSE,
-			m == M_RESPOND_COST ? sizeof(RESPONSE_COST) - 1
-					    : sizeof(RESPONSE) - 1);
+		sl_bench_response_frame(e->resp[i], e->c.m[i], resp,
+					(uint32_t)strlen(resp));
 	t0 = rte_rdtsc_precise();
 	for (i = 0; i < n; i += SL_BURST) {
 		w->now = rte_rdtsc();

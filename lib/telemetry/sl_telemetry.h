@@ -66,16 +66,16 @@ struct sl_counters {
 	uint64_t budget_skipped;
 	uint64_t budget_unauthenticated;
 	uint64_t budget_dropped;
-	/* cost_from_response: requests whose response said their cost
-	 * (the units charged more, and given back), and those it could not
-	 * (no such field, not a number, the head not whole in the segment
-	 * its status line ended in, the framer lost, a reload moved it) */
+	/* cost_from_response: requests whose response said their cost or
+	 * nothing (the units charged more, and given back), and those whose
+	 * could not be read (not a number, the framer lost, a reload moved
+	 * the rule) */
 	uint64_t cost_settled;
 	uint64_t cost_charged;
 	uint64_t cost_refunded;
 	uint64_t cost_unsettled;
-	/* charged at admission what the response could say at most: its
-	 * connection's record waited for another limit's */
+	/* charged the most their response could say: the connection's
+	 * record waited for another limit's, or it ended before them */
 	uint64_t cost_presumed;
 	uint64_t reply_alloc_failed; /* no mbuf for the RST to the backend */
 	uint64_t coord_asks;   /* lease requests sent to the coordinator */

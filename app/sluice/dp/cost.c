@@ -16,11 +16,10 @@
  * response could charge at most: pipelining never undercharges; so is
  * every request still due when its connection ends, however it ends (a
  * client must not save by not listening, resetting, or holding its
- * window shut until the connection times out). The
- * field is read from the head as its segments pass, however they cut
- * it. A value that is not a number is counted unsettled, as is a
- * response the framer could not follow and a record whose rule a reload
- * moved. Unsettled: the declared cost stands.
+ * window shut until the connection times out). The field is read from
+ * the head as its segments pass, however they cut it. A value that is not a
+ * number is counted unsettled, as is a response the framer could not follow and
+ * a record whose rule a reload moved. Unsettled: the declared cost stands.
  */
 #include <rte_malloc.h>
 
@@ -102,6 +101,15 @@ settle(struct sl_worker *w, const struct sl_cost_rec *r, int64_t d)
 		settle_local(w, &r->need, d);
 }
 
+/* A request whose response will not be read for it: charged now the
+ * most that response could have said. */
+static void
+presume(struct sl_worker *w, const struct sl_cost_rec *r)
+{
+	w->ctr.cost_presumed++;
+	settle(w, r, (int64_t)cap_of(&r->need) - (int64_t)r->need.cost);
+}
+
 /* Response ord's bit in r->due (0: outside its window). */
 static uint32_t
 due_bit(const struct sl_cost_rec *r, uint16_t ord)
@@ -146,12 +154,7 @@ sl_cost_note(struct sl_worker *w, struct sl_flow *f, int parked)
 	} else if (joins(r, &w->cost_next, ord)) {
 		r->due |= due_bit(r, (uint16_t)ord);
 	} else {
-		/* its response will not be read for it: the most it could
-		 * say, now */
-		w->ctr.cost_presumed++;
-		settle(w, &w->cost_next,
-		       (int64_t)cap_of(&w->cost_next.need) -
-			       (int64_t)w->cost_next.need.cost);
+		presume(w, &w->cost_next);
 	}
 }
 
@@ -195,13 +198,15 @@ read_head(struct sl_worker *w, struct sl_cost_rec *r, uint16_t ord,
 static void
 drop_passed(struct sl_worker *w, struct sl_cost_rec *r, const struct sl_flow *f)
 {
-	uint32_t gone = r->due;
+	uint32_t gone = r->due; /* all of them, if the framer is lost */
 	uint16_t done = (uint16_t)(f->resp.served - r->ord + 1);
 
-	if (sl_resp_due(&f->resp) >= 0 && done < 32)
-		gone &= (1u << done) - 1;
-	else if (sl_resp_due(&f->resp) >= 0 && done >= 0x8000)
-		gone = 0; /* (none of them yet) */
+	if (sl_resp_due(&f->resp) >= 0) {
+		if (done < 32)
+			gone &= (1u << done) - 1;
+		else if (done >= 0x8000)
+			gone = 0; /* (none of them yet) */
+	}
 	w->ctr.cost_unsettled += (uint64_t)__builtin_popcount(gone);
 	r->due &= ~gone;
 }
@@ -245,9 +250,7 @@ sl_cost_abandoned(void *arg, struct sl_flow *f)
 	if (!sl_cost_due(w, f))
 		return;
 	r = &w->costs[sl_flow_index(w->flows, f)];
-	for (; r->due != 0; r->due &= r->due - 1) {
-		w->ctr.cost_presumed++;
-		settle(w, r, (int64_t)cap_of(&r->need) - (int64_t)r->need.cost);
-	}
+	for (; r->due != 0; r->due &= r->due - 1)
+		presume(w, r);
 	f->xflags &= (uint8_t)~SL_XF_COST;
 }
