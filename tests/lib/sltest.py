@@ -215,9 +215,14 @@ class Sluice:
                  log=None, huge_dir=None):
         self.prefix = "sl%d_%d" % (os.getpid(), int(time.time() * 1000) % 100000)
         # hugepages only where a test needs a secondary process to attach
-        # (packet capture): --no-huge memory cannot be shared
+        # (packet capture): --no-huge memory cannot be shared. The
+        # secondary maps the primary's memory at the same addresses; under
+        # ASan DPDK's default hint (4 GiB) lies in the shadow gap, the
+        # memory lands among the libraries near 0x7f.., and dumpcap's own
+        # randomly placed libraries collide with it now and then ("Cannot
+        # init memory" in CI). 32 TiB is free in both processes.
         mem = ["--no-huge", "-m", "512"] if huge_dir is None else [
-            "--huge-dir", huge_dir, "-m", "256"]
+            "--huge-dir", huge_dir, "-m", "256", "--base-virtaddr", "0x200000000000"]
         args = [binary] + mem + ["--no-pci",
                                  "--file-prefix", self.prefix, "--log-level", "lib.eal:warning"]
         if lcores.startswith("--lcores"):
