@@ -34,6 +34,7 @@ from scapy.all import TCP, Raw, rdpcap  # noqa: E402
 S4 = "198.18.0.2"
 PAGES = 192  # 2 MiB each: sluice's -m 256 and dumpcap's ring and pool
 NR = "/proc/sys/vm/nr_hugepages"
+BASE = 0x200000000000  # sltest starts sluice on hugepages at --base-virtaddr this
 CONF = """version: 1
 dataplane: {service_ports: [80], flows_per_worker: 1024, buckets_per_worker: 1024,
             head_buffers_per_worker: 64, idle_sleep_us: 200, mbufs: 4095}
@@ -92,6 +93,17 @@ class Hugepages:
                 pass
 
 
+def mapped_below(pid, huge_dir, base):
+    """Hugepage mappings of pid below base (none when --base-virtaddr
+    held: under ASan the memory otherwise lands among the libraries,
+    where a secondary's own may collide with it)."""
+    low = []
+    for line in open("/proc/%d/maps" % pid):
+        if huge_dir in line and int(line.split("-")[0], 16) < base:
+            low.append(line.split()[0])
+    return low
+
+
 def heads(pkts):
     """TCP payloads to port 80 (requests) and from it (answers)."""
     req = [bytes(p[Raw].load) for p in pkts
@@ -115,6 +127,9 @@ def main():
             with sltest.Topology(binary, conf, tmp, prefix="cp%d" % (os.getpid() % 1000),
                                  huge_dir=hp.dir) as t:
                 fp = "--file-prefix=" + t.sluice.prefix
+                low = mapped_below(t.sluice.proc.pid, hp.dir, BASE)
+                res.check(low == [], "sluice's shared memory lies at --base-virtaddr, clear "
+                          "of where dumpcap's libraries may land (%s)" % (low[:2] or "all above"))
                 ls = subprocess.run(["dpdk-dumpcap", fp, "-D"], capture_output=True,
                                     text=True, timeout=60)
                 res.check(ls.returncode == 0 and "net_af_packet0" in ls.stdout and

@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""sluice-aggregator (issue 16): the slice computation, and one process
+against real redis-servers standing for three regions.
+
+- slices: static weights without demand; proportional to demand with a
+  floor per region (water-filling); never more than the whole limit, over
+  thousands of random demands; a region that cannot be written keeps its
+  parts and the others share the rest;
+- rounds: usage reports written as the appliances' contract says are
+  read (stale ones ignored), slices written into every region with a
+  version, a TTL and a message on sl:slices; a second aggregator does
+  nothing while the first holds the lease; a region whose Redis is down
+  keeps its last slice, the others are rebalanced within what is left.
+
+usage: test_aggregator.py
+"""
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import sltest  # noqa: E402
+
+import redis  # noqa: E402  (python3-redis)
+
+PATH = os.path.join(HERE, "..", "..", "scripts", "ops", "sluice-aggregator")
+_loader = importlib.machinery.SourceFileLoader("aggregator", PATH)
+_spec = importlib.util.spec_from_loader("aggregator", _loader)
+agg = importlib.util.module_from_spec(_spec)
+_loader.exec_module(agg)
+
+RULE = "0123456789abcdef"
+HOT, QUIET = "00000000000000aa", "00000000000000bb"
+
+
+def check_slices(res):
+    st = agg.static_parts({"eu": 1, "us": 1, "ap": 2}, ["eu", "us", "ap"])
+    res.eq(st, {"eu": 2500, "us": 2500, "ap": 5000}, "static parts from the weights")
+    res.eq(agg.compute_slices(st, {}, 200), st, "no demand anywhere: the static slices")
+    s3 = agg.static_parts({"a": 1, "b": 1, "c": 1}, ["a", "b", "c"])
+    s = agg.compute_slices(s3, {"a": 900, "b": 100}, 200)
+    res.check(s["a"] >= 8500 and s["c"] == 200 and sum(s.values()) <= agg.PARTS,
+              "90 %% of the demand in a, 10 %% in b, none in c: a gets >= 85 %% of the "
+              "limit, c its floor (%s)" % s)
+    s4 = agg.static_parts({"eu": 1, "us": 1, "ap": 1, "sa": 1}, ["eu", "us", "ap", "sa"])
+    s = agg.compute_slices(s4, {"eu": 900, "us": 100}, 200)
+    res.check(s["eu"] >= 8500 and s["ap"] == s["sa"] == 200,
+              "the same over four regions: >= 85 %% where 90 %% of it is (%s)" % s)
+    s = agg.compute_slices(s3, {"a": 1000, "b": 1}, 200)
+    res.check(s["b"] == 200 and s["c"] == 200 and s["a"] == agg.PARTS - 400,
+              "a region whose share is under the floor gets the floor, not less (%s)" % s)
+    small = {"a": 100, "b": 4950, "c": 4950}
+    s = agg.compute_slices(small, {"b": 5, "c": 5}, 200)
+    res.eq(s["a"], 100, "the floor is capped at a region's static slice")
+    s = agg.compute_slices(s3, {"a": 500, "b": 500, "c": 0}, 200, fixed={"c": 6000})
+    res.check(s["c"] == 6000 and s["a"] + s["b"] <= 4000 and s["a"] == s["b"],
+              "a region that cannot be written keeps its parts; the others share the "
+              "rest (%s)" % s)
+    rng = random.Random(16)
+    worst, nonmono = 0, 0
+    for _ in range(3000):
+        n = rng.randint(1, 6)
+        names = ["r%d" % i for i in range(n)]
+        st = agg.static_parts({r: rng.randint(1, 9) for r in names}, names)
+        dem = {r: rng.choice([0, 0, rng.random(), rng.random() * 1e6]) for r in names}
+        fixed = {names[0]: rng.randint(0, 10000)} if rng.random() < 0.2 and n > 1 else None
+        fl = rng.choice([0, 100, 200, 2000, 5000])
+        s = agg.compute_slices(st, dem, fl, fixed)
+        worst = max(worst, sum(s.values()))
+        if not fixed and any(v < 0 for v in s.values()):
+            nonmono += 1
+        # one region's demand doubled: its slice does not shrink
+        r = rng.choice(names)
+        if not fixed and dem[r] > 0:
+            more = agg.compute_slices(st, {**dem, r: dem[r] * 2}, fl)
+            nonmono += more[r] < s[r]
+    res.check(worst <= agg.PARTS, "3000 random demands: the regions never hold more than "
+              "the limit (the most: %d of %d parts)" % (worst, agg.PARTS))
+    res.eq(nonmono, 0, "no negative slice, and more demand never a smaller slice")
+
+
+def report(db, node, top, total, age_ms=0, span=1000):
+    db.sadd("sl:usage:rules", RULE)
+    db.hset("sl:usage:{%s}" % RULE, node, json.dumps(
+        {"t": int(time.time() * 1000) - age_ms, "i": span, "total": total, "top": top}))
+
+
+def run_rounds(res, tmp):
+    ports = [sltest.free_port() for _ in range(3)]
+    procs = {p: sltest.start_redis(p, tmp) for p in ports}
+    try:
+        names = ["a", "b", "c"]
+        dbs = [redis.Redis(host="127.0.0.1", port=p, socket_timeout=1) for p in ports]
+        weights = {"a": 1, "b": 1, "c": 1}
+        one = agg.Aggregator(list(zip(names, dbs)), weights, 0.02, 1000, 10000, "one")
+        two = agg.Aggregator(list(zip(names, dbs)), weights, 0.02, 1000, 10000, "two")
+        sub = dbs[1].pubsub()
+        sub.subscribe("sl:slices")
+        report(dbs[0], "a1", {HOT: 900, QUIET: 5}, 905)
+        report(dbs[1], "b1", {HOT: 100}, 100)
+        report(dbs[1], "b2", {HOT: 900}, 900, age_ms=10000)  # stale: ignored
+        for _ in range(4):  # the smoothed demand settles on 90/10
+            one.round()
+        got = [dbs[i].hgetall("sl:slice:{%s}" % RULE) for i in range(3)]
+        hot = [int(g.get(HOT.encode(), 0)) for g in got]
+        res.check(hot[0] >= 8500 and hot[2] == 200 and sum(hot) <= agg.PARTS,
+                  "90/10 reports: the hot identity's slices %s (a >= 85 %%, c its floor; "
+                  "b2's stale report not counted)" % hot)
+        vs = {g.get(b"v") for g in got}
+        res.check(len(vs) == 1 and None not in vs, "every region holds the same version (%s)"
+                  % vs)
+        ttl = dbs[0].pttl("sl:slice:{%s}" % RULE)
+        res.check(0 < ttl <= 10000, "the slices expire (%d ms left)" % ttl)
+        msgs = []
+        deadline = time.time() + 2
+        while time.time() < deadline:
+            m = sub.get_message(timeout=0.2)
+            if m and m["type"] == "message":
+                msgs.append(m["data"].decode())
+        res.check(msgs and msgs[-1] == "%s %s" % (RULE, vs.pop().decode()),
+                  "each new version announced on sl:slices (%s)" % msgs)
+        before = dbs[0].hget("sl:slice:{%s}" % RULE, "v")
+        report(dbs[1], "b1", {HOT: 900}, 900)
+        report(dbs[0], "a1", {HOT: 100}, 100)
+        res.check(two.round() is None and not two.leader, "a second aggregator does not act "
+                  "while the first holds the lease")
+        res.eq(dbs[0].hget("sl:slice:{%s}" % RULE, "v"), before, "its round wrote nothing")
+        # the demand moves: 90 % of it to b now (one.round renews the lease)
+        for k in range(3):
+            one.round()
+        hot = [int(dbs[i].hget("sl:slice:{%s}" % RULE, HOT) or 0) for i in range(3)]
+        res.check(hot[1] >= 8500 and sum(hot) <= agg.PARTS, "the demand moved to b: b holds "
+                  ">= 85 %% of the limit within 3 rounds (%s)" % hot)
+        # c gets demand, then its Redis goes down
+        report(dbs[2], "c1", {HOT: 900}, 900)
+        for k in range(4):
+            one.round()
+        last_c = one.given[(RULE, HOT)]["c"]
+        procs[ports[2]].kill()
+        procs[ports[2]].wait()
+        report(dbs[0], "a1", {HOT: 900}, 900)
+        report(dbs[1], "b1", {HOT: 10}, 10)
+        for _ in range(4):
+            one.round()
+        hot = [int(dbs[i].hget("sl:slice:{%s}" % RULE, HOT) or 0) for i in range(2)]
+        res.check(last_c >= 3000 and hot[0] > hot[1] and hot[0] + hot[1] + last_c <= agg.PARTS,
+                  "c's Redis down: the demand moved to a is followed within what c keeps "
+                  "(a, b: %s; c keeps %d)" % (hot, last_c))
+        res.eq(one.given[(RULE, HOT)]["c"], last_c, "c's slice frozen at its last value")
+    finally:
+        sltest.stop_all(procs)
+
+
+def main():
+    res = sltest.Results("aggregator")
+    check_slices(res)
+    with tempfile.TemporaryDirectory() as tmp:
+        run_rounds(res, tmp)
+    return res.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
