@@ -20,6 +20,7 @@ import importlib.util
 import json
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -154,8 +155,36 @@ def run_rounds(res, tmp):
                   "c's Redis down: the demand moved to a is followed within what c keeps "
                   "(a, b: %s; c keeps %d)" % (hot, last_c))
         res.eq(one.given[(RULE, HOT)]["c"], last_c, "c's slice frozen at its last value")
+        check_cli(res, tmp, ports[:2])
     finally:
         sltest.stop_all(procs)
+
+
+def check_cli(res, tmp, ports):
+    """The command as an operator starts it: the regions from the config,
+    one --region each, one round."""
+    conf = os.path.join(tmp, "regions.yaml")
+    with open(conf, "w") as f:
+        f.write("version: 1\nregions: {a: 1, b: 3}\nrules: []\n")
+    dbs = [redis.Redis(host="127.0.0.1", port=p, socket_timeout=1) for p in ports]
+    for db in dbs:
+        db.flushall()
+    report(dbs[1], "b1", {HOT: 50}, 50)
+    cmd = [sys.executable, PATH, "-c", conf, "--once", "--id", "cli"]
+    r = subprocess.run(cmd + ["--region", "a=127.0.0.1:%d" % ports[0],
+                              "--region", "b=127.0.0.1:%d" % ports[1]],
+                       capture_output=True, text=True, timeout=60)
+    got = [int(db.hget("sl:slice:{%s}" % RULE, HOT) or 0) for db in dbs]
+    res.check(r.returncode == 0 and got == [200, 9800], "sluice-aggregator --once: b's demand "
+              "alone gives b all but a's floor (%s; %s)" % (got, r.stderr.strip()[-200:]))
+    r = subprocess.run(cmd + ["--region", "a=127.0.0.1:%d" % ports[0]],
+                       capture_output=True, text=True, timeout=60)
+    res.check(r.returncode != 0 and "no --region for b" in r.stderr,
+              "a region of the config without its Redis is refused (%s)" % r.stderr.strip())
+    r = subprocess.run(cmd + ["--region", "x=127.0.0.1:1"], capture_output=True, text=True,
+                       timeout=60)
+    res.check(r.returncode != 0 and "NAME in the config's regions" in r.stderr,
+              "a region the config does not name is refused (%s)" % r.stderr.strip()[-120:])
 
 
 def main():
