@@ -28,6 +28,7 @@ void
 sl_lease_seen(struct sl_lease *l, uint32_t cost, uint64_t now)
 {
 	observe(l, cost, now);
+	l->seen = l->seen > UINT32_MAX - cost ? UINT32_MAX : l->seen + cost;
 }
 
 enum sl_lease_take

@@ -169,6 +169,9 @@ struct sl_lease {
 	/* units admitted alone while an ask was out: its answer's units
 	 * cover them first (what it does not cover is reported taken) */
 	uint32_t owed;
+	/* units that arrived (admitted, refused or waiting) since the last
+	 * ask: a global rule's demand, reported with the ask */
+	uint32_t seen;
 	uint8_t refused_n; /* refusals in a row, each within a lifetime */
 	/* the last ask went then (ms, wrapping): asks_out older than the
 	 * store's deadline and a lifetime are lost (a connection closed

@@ -12,6 +12,10 @@ appliance (one worker), `regions: {eu: 1, us: 1}`:
 - a regional rule with the same numbers gets them in each region (twice
   the limit over both: what `global` is for);
 - /sluice/rules gives the rule's global limit and this region's slice;
+- each appliance reports the global rule's demand into its region's
+  Redis (sl:usage:{RULE}: one identity, units, a fresh time; the
+  regional rule never), and sluice-aggregator reads those reports and
+  writes both regions about half the limit for the identity;
 - the us appliance's file edited to `{eu: 1, us: 3}` and reloaded: its
   slice is 3/4 (450/min) at once; a file whose regions lack us is
   refused and the running rules stay.
@@ -19,6 +23,7 @@ appliance (one worker), `regions: {eu: 1, us: 1}`:
 usage: test_regions.py PATH/TO/sluice
 """
 
+import json
 import os
 import re
 import subprocess
@@ -30,6 +35,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import sltest  # noqa: E402
 
 S4 = "198.18.0.2"
+AGGREGATOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                          "ops", "sluice-aggregator")
 SECS = 10
 CONF = """version: 1
 dataplane: {service_ports: [80], flows_per_worker: 4096, buckets_per_worker: 4096,
@@ -89,6 +96,42 @@ def check_run(res, topos, names, path, key, per_region, total):
                   key, sum(got), sum(got) / allow, allow))
 
 
+def aggregator(conf, ports):
+    """sluice-aggregator over both regions, a round a second."""
+    return subprocess.Popen([sys.executable, AGGREGATOR, "-c", conf, "--region",
+                             "eu=127.0.0.1:%d" % ports[0], "--region",
+                             "us=127.0.0.1:%d" % ports[1]],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def check_usage(res, ports, names, said):
+    """Each appliance reported the global rule's demand into its region's
+    Redis (the regional rule's never), and sluice-aggregator, reading
+    those reports, gives the two regions of equal demand about half each."""
+    for p, name in zip(ports, names):
+        rules = sltest.redis_cli(p, "SMEMBERS", "sl:usage:rules").split()
+        rep = {}
+        if len(rules) == 1:
+            raw = sltest.redis_cli(p, "HGETALL", "sl:usage:{%s}" % rules[0]).splitlines()
+            rep = {raw[i]: json.loads(raw[i + 1]) for i in range(0, len(raw) - 1, 2)}
+        one = list(rep.values())[0] if len(rep) == 1 else {}
+        top = one.get("top", {})
+        res.check(len(rules) == 1 and len(rep) == 1 and len(top) == 1 and
+                  0 < list(top.values())[0] <= one.get("total", 0) and
+                  abs(time.time() * 1000 - one.get("t", 0)) < 5000,
+                  "region %s: its appliance reported the global rule's demand, one "
+                  "identity, the regional rule not (rules %s, report %s)" % (name, rules, rep))
+    parts = []
+    for p in ports:
+        raw = sltest.redis_cli(p, "--scan", "--pattern", "sl:slice:*").split()
+        got = sltest.redis_cli(p, "HGETALL", raw[0]).splitlines() if raw else []
+        fields = dict(zip(got[::2], got[1::2]))
+        parts += [int(v) for k, v in fields.items() if k not in ("v", "t")]
+    res.check(len(parts) == 2 and sum(parts) <= 10000 and min(parts) >= 3000,
+              "sluice-aggregator read both regions' reports: the identity's slices %s "
+              "(equal demand, about half each; %s)" % (parts, said.strip()[-300:]))
+
+
 def main():
     binary = sys.argv[1]
     res = sltest.Results("regions")
@@ -111,14 +154,22 @@ def main():
                 res.eq((rules.get("limit"), rules.get("global_limit"), rules.get("slice")),
                        (300, 600, "1/2"), "/sluice/rules: the global rule's limit, its "
                        "global limit and this region's slice")
-                check_run(res, topos, names, "/v1/global", "k-global", (10, 5), (20, 10))
+                # the aggregator runs while the demand is there (a report
+                # older than three seconds is no demand)
+                agg = aggregator(confs[0], ports)
+                try:
+                    check_run(res, topos, names, "/v1/global", "k-global", (10, 5), (20, 10))
+                finally:
+                    agg.terminate()
+                said = agg.communicate(timeout=30)[0]
                 # read at once: an idle bucket's key expires when full
                 keys = [subprocess.run(["redis-cli", "-p", str(p), "--scan", "--pattern",
-                                        "sl:*"], capture_output=True, text=True).stdout.split()
+                                        "sl:{*"], capture_output=True, text=True).stdout.split()
                         for p in ports]
                 res.check(all(len(k) == 1 for k in keys),
                           "the global key's state in each region's own Redis (keys: %s)" %
                           [len(k) for k in keys])
+                check_usage(res, ports, names, said)
                 check_run(res, topos, names, "/v1/regional", "k-regional", (20, 10),
                           (40, 20))
                 # the us appliance reweighted: 3/4 of 600 at once

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <rte_malloc.h>
 #include <rte_telemetry.h>
@@ -14,6 +16,9 @@ _Static_assert(RTE_MAX_LCORE <= 256, "a worker's index fits a message's byte");
 
 #define RING_SIZE   4096
 #define COORD_BURST 64
+/* global rules' demand reported this often, kept in Redis this long */
+#define USAGE_EVERY_NS 1000000000ULL
+#define USAGE_TTL_MS   "10000"
 
 struct sl_coord *
 sl_coord_create(uint32_t workers, uint32_t capacity)
@@ -27,6 +32,10 @@ sl_coord_create(uint32_t workers, uint32_t capacity)
 	c->n = workers;
 	c->lease_ns = SL_LEASE_LIFETIME_NS;
 	c->div_open = c->div_strict = 1;
+	if (gethostname(c->node_name, 64) != 0)
+		snprintf(c->node_name, 64, "sluice");
+	c->node_name[63] = '\0';
+	snprintf(c->node_name + strlen(c->node_name), 32, ":%d", (int)getpid());
 	c->state = sl_bucket_table_create(capacity, 1);
 	if (c->state == NULL)
 		return NULL;
@@ -372,6 +381,48 @@ store_late(void *ctx, const struct sl_coord_msg *q, uint64_t granted,
 		note_refused(c, q, now);
 }
 
+/*
+ * Each global rule's demand over the second just past, into the region's
+ * Redis for sluice-aggregator: HSET sl:usage:{RULE} NODE REPORT, and the
+ * rule in sl:usage:rules, both expiring unless renewed (a node gone
+ * leaves nothing behind; the aggregator ignores a report older than
+ * three intervals anyway).
+ */
+static void
+report_usage(struct sl_coord *c, uint64_t now)
+{
+	struct timespec ts;
+	uint64_t wall_ms, span_ms = (now - c->usage.since_ns) / 1000000;
+	char key[48], rule[24], json[2048];
+	const char *ttl = USAGE_TTL_MS;
+	uint32_t i;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	wall_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	for (i = 0; i < c->usage.n; i++) {
+		const struct sl_usage_rule *r = &c->usage.r[i];
+		const char *hset[] = {"HSET", key, c->node_name, json};
+		const char *exp[] = {"PEXPIRE", key, ttl};
+		const char *sadd[] = {"SADD", "sl:usage:rules", rule};
+		const char *sexp[] = {"PEXPIRE", "sl:usage:rules", ttl};
+
+		snprintf(rule, sizeof(rule), "%016llx",
+			 (unsigned long long)r->k1);
+		snprintf(key, sizeof(key), "sl:usage:{%s}", rule);
+		if (sl_usage_json(r, wall_ms, span_ms, json, sizeof(json)) <
+			    0 ||
+		    sl_store_send(c->store, key, 4, hset) != 0) {
+			c->usage.unsent += r->total;
+			continue;
+		}
+		sl_store_send(c->store, key, 3, exp);
+		sl_store_send(c->store, "sl:usage:rules", 3, sadd);
+		sl_store_send(c->store, "sl:usage:rules", 3, sexp);
+		c->usage.reports++;
+	}
+	sl_usage_reset(&c->usage, now);
+}
+
 int
 sl_coord_attach_store(struct sl_coord *c, const struct sl_store_conf *conf)
 {
@@ -454,6 +505,10 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 		n = rte_ring_dequeue_burst_elem(c->ask[w], in, sizeof(in[0]),
 						COORD_BURST, NULL);
 		for (i = 0; i < n; i++) {
+			if (in[i].type == SL_CO_ASK && in[i].ask.global &&
+			    c->store != NULL)
+				sl_usage_note(&c->usage, in[i].k1, in[i].k2,
+					      in[i].ask.seen);
 			if (in[i].type == SL_CO_ASK && c->store == NULL)
 				answer(c, &in[i], &out[k++], now);
 			else if (in[i].type == SL_CO_ASK &&
@@ -485,8 +540,11 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 			c->st.answers_dropped++;
 		total += n;
 	}
-	if (c->store != NULL)
+	if (c->store != NULL) {
 		sl_store_poll(c->store, now);
+		if (now - c->usage.since_ns >= USAGE_EVERY_NS)
+			report_usage(c, now);
+	}
 	sl_bucket_expire(c->state, now, 64);
 	return total;
 }
@@ -597,6 +655,11 @@ cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
 					  ss->late_delivered);
 		rte_tel_data_add_dict_u64(d, "charged_units",
 					  ss->charged_units);
+		/* global rules' demand reported for sluice-aggregator */
+		rte_tel_data_add_dict_u64(d, "usage_reports",
+					  tel_coord->usage.reports);
+		rte_tel_data_add_dict_u64(d, "usage_unsent",
+					  tel_coord->usage.unsent);
 		/* admitted while the store could not count them, charged
 		 * when it answers again */
 		rte_tel_data_add_dict_u64(d, "owed_units", ss->owed_units);

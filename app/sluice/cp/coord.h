@@ -18,6 +18,7 @@
 
 #include "sl_lease.h"
 #include "sl_limit.h"
+#include "usage.h"
 
 enum sl_coord_type {
 	SL_CO_ASK = 1,     /* reserve units for a lease */
@@ -47,12 +48,17 @@ struct sl_coord_msg {
 			 * granted as a reservation, good from when they
 			 * would be (ans.retry_ns), within this (ms) */
 			uint16_t ahead_ms;
-			uint8_t pad;
+			/* a global rule's bucket: its demand reported to the
+			 * region (usage.c) */
+			uint8_t global;
 			uint32_t div_open;   /* fail_open divides by this */
 			uint32_t div_strict; /* local_strict by this */
 			/* a charge: the units were admitted over this span
 			 * just past (ms; 0: at once) */
 			uint32_t span_ms;
+			/* a global rule's: units that arrived at the lease
+			 * since its last ask, the demand reported (usage.c) */
+			uint32_t seen;
 		} ask;
 		struct {
 			uint64_t count, burst, units;
@@ -123,6 +129,9 @@ struct sl_coord {
 	struct sl_coord_stats st;
 	/* the store's refusals, written here, read by the workers */
 	struct sl_refusals refused;
+	/* global rules' demand, reported every second (usage.c) */
+	struct sl_usage usage;
+	char node_name[96]; /* this node in the reports: host:pid */
 };
 
 struct sl_app;

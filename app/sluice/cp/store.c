@@ -332,6 +332,24 @@ send_reserve(struct sl_store *s, uint32_t i, int eval, int asking)
 			   key, a, 9);
 }
 
+int
+sl_store_send(struct sl_store *s, const char *key, int argc, const char **argv)
+{
+	struct node *nd = s->cluster ? &s->nodes[s->slot_node[sl_slot_of(key)]]
+				     : &s->nodes[0];
+	size_t len[8];
+	int k;
+
+	if (argc > 8 || nd->conn.ac == NULL || nd->br.state != SL_BR_CLOSED)
+		return -1;
+	for (k = 0; k < argc; k++)
+		len[k] = strlen(argv[k]);
+	return redisAsyncCommandArgv(nd->conn.ac, NULL, NULL, argc, argv,
+				     len) == REDIS_OK
+		       ? 0
+		       : -1;
+}
+
 /* A free slot; one whose ask timed out is kept a while for its reply. */
 static uint32_t
 free_slot(struct sl_store *s)

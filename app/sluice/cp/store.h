@@ -98,6 +98,11 @@ int sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q,
  * again. -1 only when they cannot even be owed (counted). */
 int sl_store_charge(struct sl_store *s, const struct sl_coord_msg *q,
 		    uint64_t now_ns);
+/* One command about key (argv[0] the command), sent to the node that
+ * serves key, its reply unread: reports nothing waits for. -1: that
+ * node is out (not connected, its breaker not closed). */
+int sl_store_send(struct sl_store *s, const char *key, int argc,
+		  const char **argv);
 /* HGET of the key in the keys hash; the answer goes to the worker. */
 int sl_store_tier(struct sl_store *s, const char *hash,
 		  const struct sl_coord_msg *q);

@@ -196,6 +196,7 @@ need_of(struct sl_worker *w, uint16_t rule, const struct scope_id *s,
 	n->slot = pol->slot[rule];
 	n->on_failure = r->on_store_failure;
 	n->subs = r->sub_buckets;
+	n->global = r->global;
 }
 
 /*

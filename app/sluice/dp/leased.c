@@ -45,6 +45,8 @@ ask(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l,
 	m.ask.want = (uint32_t)(want > UINT32_MAX ? UINT32_MAX : want);
 	m.ask.need = (uint32_t)need;
 	m.ask.on_failure = n->on_failure;
+	m.ask.global = n->global;
+	m.ask.seen = l->seen;
 	m.ask.div_open = w->app->expected;
 	m.ask.div_strict = w->app->holders;
 	/* a key above its limit queues for its next lease in the store */
@@ -52,6 +54,7 @@ ask(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l,
 		m.ask.ahead_ms = SL_LEASE_AHEAD_MS;
 	if (sl_to_coord(w, &m) != 0)
 		return -1;
+	l->seen = 0;
 	sl_lease_asked(l, w->now_ns, sl_ask_stale_ns(w));
 	sl_lease_number(w, l, n);
 	sl_lease_touch(w, l);

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdio.h>
+#include <string.h>
+
+#include "usage.h"
+
+static struct sl_usage_rule *
+rule_of(struct sl_usage *u, uint64_t k1)
+{
+	uint32_t i;
+
+	for (i = 0; i < u->n; i++)
+		if (u->r[i].k1 == k1)
+			return &u->r[i];
+	if (u->n == SL_USAGE_RULES)
+		return NULL;
+	u->r[u->n].k1 = k1;
+	u->r[u->n].total = 0;
+	u->r[u->n].n = 0;
+	return &u->r[u->n++];
+}
+
+void
+sl_usage_note(struct sl_usage *u, uint64_t k1, uint64_t k2, uint64_t units)
+{
+	struct sl_usage_rule *r = rule_of(u, k1);
+	uint32_t i, least = 0;
+
+	if (r == NULL) {
+		u->unsent += units;
+		return;
+	}
+	r->total += units;
+	for (i = 0; i < r->n; i++) {
+		if (r->top[i].k2 == k2) {
+			r->top[i].units += units;
+			return;
+		}
+		if (r->top[i].units < r->top[least].units)
+			least = i;
+	}
+	if (r->n < SL_USAGE_TOP) {
+		r->top[r->n].k2 = k2;
+		r->top[r->n++].units = units;
+		return;
+	}
+	/* space-saving: the newcomer inherits the least one's count */
+	r->top[least].k2 = k2;
+	r->top[least].units += units;
+}
+
+int
+sl_usage_json(const struct sl_usage_rule *r, uint64_t wall_ms, uint64_t span_ms,
+	      char *buf, size_t size)
+{
+	size_t off;
+	uint32_t i;
+	int n;
+
+	n = snprintf(buf, size,
+		     "{\"t\":%llu,\"i\":%llu,\"total\":%llu,\"top\":{",
+		     (unsigned long long)wall_ms, (unsigned long long)span_ms,
+		     (unsigned long long)r->total);
+	if (n < 0 || (size_t)n >= size)
+		return -1;
+	off = (size_t)n;
+	for (i = 0; i < r->n; i++) {
+		n = snprintf(buf + off, size - off, "%s\"%016llx\":%llu",
+			     i ? "," : "", (unsigned long long)r->top[i].k2,
+			     (unsigned long long)r->top[i].units);
+		if (n < 0 || (size_t)n >= size - off)
+			return -1;
+		off += (size_t)n;
+	}
+	n = snprintf(buf + off, size - off, "}}");
+	if (n < 0 || (size_t)n >= size - off)
+		return -1;
+	return (int)(off + (size_t)n);
+}
+
+void
+sl_usage_reset(struct sl_usage *u, uint64_t now_ns)
+{
+	u->n = 0;
+	u->since_ns = now_ns;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef SLUICE_USAGE_H
+#define SLUICE_USAGE_H
+
+/*
+ * What this node's clients demanded of each global rule, reported to the
+ * region's Redis every second for sluice-aggregator (issue 16), which
+ * moves the rule's slices to where the demand is. Demand is counted
+ * from the store's answers: units granted, or the units a refused ask
+ * needed (a refused client still wants them). Bounded: SL_USAGE_RULES
+ * global rules, and per rule the SL_USAGE_TOP busiest identities kept by
+ * space-saving (an identity new to a full table takes the least one's
+ * place and count, so a heavy hitter is never lost, only over-counted by
+ * at most that count) beside the rule's exact total.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SL_USAGE_RULES 16
+#define SL_USAGE_TOP   32
+
+struct sl_usage_rule {
+	uint64_t k1, total;
+	uint32_t n;
+	struct {
+		uint64_t k2, units;
+	} top[SL_USAGE_TOP];
+};
+
+struct sl_usage {
+	struct sl_usage_rule r[SL_USAGE_RULES];
+	uint32_t n;
+	uint64_t since_ns; /* the interval being counted began */
+	uint64_t reports;  /* rules' reports sent */
+	uint64_t unsent; /* not sent: the store out, or rules over the table */
+};
+
+/* units demanded of (k1, k2), a global rule's bucket */
+void sl_usage_note(struct sl_usage *u, uint64_t k1, uint64_t k2,
+		   uint64_t units);
+/*
+ * Rule r's report as the aggregator reads it: JSON {"t": wall_ms, "i":
+ * span_ms, "total": units, "top": {"IDENTITY": units}} (identities as 16
+ * hex digits, as in the bucket's store key). Returns its length, or -1
+ * when it does not fit size.
+ */
+int sl_usage_json(const struct sl_usage_rule *r, uint64_t wall_ms,
+		  uint64_t span_ms, char *buf, size_t size);
+/* Everything counted dropped: a new interval from now_ns. */
+void sl_usage_reset(struct sl_usage *u, uint64_t now_ns);
+
+#endif /* SLUICE_USAGE_H */
