@@ -34,7 +34,6 @@ from scapy.all import TCP, Raw, rdpcap  # noqa: E402
 S4 = "198.18.0.2"
 PAGES = 192  # 2 MiB each: sluice's -m 256 and dumpcap's ring and pool
 NR = "/proc/sys/vm/nr_hugepages"
-BASE = 0x200000000000  # sltest starts sluice on hugepages at --base-virtaddr this
 CONF = """version: 1
 dataplane: {service_ports: [80], flows_per_worker: 1024, buckets_per_worker: 1024,
             head_buffers_per_worker: 64, idle_sleep_us: 200, mbufs: 4095}
@@ -127,7 +126,7 @@ def main():
             with sltest.Topology(binary, conf, tmp, prefix="cp%d" % (os.getpid() % 1000),
                                  huge_dir=hp.dir) as t:
                 fp = "--file-prefix=" + t.sluice.prefix
-                low = mapped_below(t.sluice.proc.pid, hp.dir, BASE)
+                low = mapped_below(t.sluice.proc.pid, hp.dir, sltest.BASE_VIRTADDR)
                 res.check(low == [], "sluice's shared memory lies at --base-virtaddr, clear "
                           "of where dumpcap's libraries may land (%s)" % (low[:2] or "all above"))
                 ls = subprocess.run(["dpdk-dumpcap", fp, "-D"], capture_output=True,

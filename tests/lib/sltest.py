@@ -208,6 +208,10 @@ def check_two_by_two(res, a, b, key, what):
     res.check(deg <= 5, "%s: at most a few answers degraded (%d)" % (what, deg))
 
 
+# where sluice on hugepages puts its memory (see Sluice)
+BASE_VIRTADDR = 0x200000000000
+
+
 class Sluice:
     """A sluice process with a unique --file-prefix, stopped on exit."""
 
@@ -222,7 +226,7 @@ class Sluice:
         # randomly placed libraries collide with it now and then ("Cannot
         # init memory" in CI). 32 TiB is free in both processes.
         mem = ["--no-huge", "-m", "512"] if huge_dir is None else [
-            "--huge-dir", huge_dir, "-m", "256", "--base-virtaddr", "0x200000000000"]
+            "--huge-dir", huge_dir, "-m", "256", "--base-virtaddr", hex(BASE_VIRTADDR)]
         args = [binary] + mem + ["--no-pci",
                                  "--file-prefix", self.prefix, "--log-level", "lib.eal:warning"]
         if lcores.startswith("--lcores"):

@@ -394,17 +394,17 @@ report_usage(struct sl_coord *c, uint64_t now)
 	struct timespec ts;
 	uint64_t wall_ms, span_ms = (now - c->usage.since_ns) / 1000000;
 	char key[48], rule[24], json[2048];
-	const char *ttl = USAGE_TTL_MS;
+	const char *sexp[] = {"PEXPIRE", "sl:usage:rules", USAGE_TTL_MS};
 	uint32_t i;
+	int sent = 0;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	wall_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	for (i = 0; i < c->usage.n; i++) {
 		const struct sl_usage_rule *r = &c->usage.r[i];
 		const char *hset[] = {"HSET", key, c->node_name, json};
-		const char *exp[] = {"PEXPIRE", key, ttl};
+		const char *exp[] = {"PEXPIRE", key, USAGE_TTL_MS};
 		const char *sadd[] = {"SADD", "sl:usage:rules", rule};
-		const char *sexp[] = {"PEXPIRE", "sl:usage:rules", ttl};
 
 		snprintf(rule, sizeof(rule), "%016llx",
 			 (unsigned long long)r->k1);
@@ -417,9 +417,11 @@ report_usage(struct sl_coord *c, uint64_t now)
 		}
 		sl_store_send(c->store, key, 3, exp);
 		sl_store_send(c->store, "sl:usage:rules", 3, sadd);
-		sl_store_send(c->store, "sl:usage:rules", 3, sexp);
 		c->usage.reports++;
+		sent = 1;
 	}
+	if (sent) /* the set of rules renewed once a round */
+		sl_store_send(c->store, "sl:usage:rules", 3, sexp);
 	sl_usage_reset(&c->usage, now);
 }
 

@@ -250,6 +250,14 @@ part_of(uint64_t n, uint8_t subs)
 	return subs > 1 ? (n / subs > 0 ? n / subs : 1) : n;
 }
 
+/* The node that serves key. */
+static struct node *
+node_of_key(struct sl_store *s, const char *key)
+{
+	return s->cluster ? &s->nodes[s->slot_node[sl_slot_of(key)]]
+			  : &s->nodes[0];
+}
+
 /* The node that holds q's sub-bucket sub. */
 static struct node *
 node_for(struct sl_store *s, const struct sl_coord_msg *q, uint32_t sub)
@@ -259,7 +267,7 @@ node_for(struct sl_store *s, const struct sl_coord_msg *q, uint32_t sub)
 	if (!s->cluster)
 		return &s->nodes[0];
 	key_of(key, sizeof(key), q, sub);
-	return &s->nodes[s->slot_node[sl_slot_of(key)]];
+	return node_of_key(s, key);
 }
 
 static void on_reply(redisAsyncContext *ac, void *r, void *priv);
@@ -335,8 +343,7 @@ send_reserve(struct sl_store *s, uint32_t i, int eval, int asking)
 int
 sl_store_send(struct sl_store *s, const char *key, int argc, const char **argv)
 {
-	struct node *nd = s->cluster ? &s->nodes[s->slot_node[sl_slot_of(key)]]
-				     : &s->nodes[0];
+	struct node *nd = node_of_key(s, key);
 	size_t len[8];
 	int k;
 

@@ -5,9 +5,10 @@
 /*
  * What this node's clients demanded of each global rule, reported to the
  * region's Redis every second for sluice-aggregator (issue 16), which
- * moves the rule's slices to where the demand is. Demand is counted
- * from the store's answers: units granted, or the units a refused ask
- * needed (a refused client still wants them). Bounded: SL_USAGE_RULES
+ * moves the rule's slices to where the demand is. Demand is the units
+ * that arrived at a worker's lease (admitted, refused or waiting), sent
+ * with its next ask (the store's grants would not do: a key over its
+ * limit is granted its limit whatever it is offered). Bounded: SL_USAGE_RULES
  * global rules, and per rule the SL_USAGE_TOP busiest identities kept by
  * space-saving (an identity new to a full table takes the least one's
  * place and count, so a heavy hitter is never lost, only over-counted by
