@@ -256,6 +256,8 @@ main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag)
 		}
 		if (app->rulesync != NULL)
 			sl_rulesync_poll(app->rulesync, sl_tsc_ns(app, now));
+		if (app->slicesync != NULL)
+			sl_slicesync_poll(app->slicesync, sl_tsc_ns(app, now));
 		if (++ticks % 20 == 0)
 			sl_reload_poll(app);
 	}
@@ -387,6 +389,11 @@ main(int argc, char **argv)
 		app.rulesync = sl_rulesync_create(&app, e->host, e->port,
 						  cfg->store.rules_channel,
 						  cfg->store.reconcile_ms);
+		/* slices are given per region: none without one */
+		if (cfg->store.region[0] != '\0' &&
+		    (app.slicesync = sl_slicesync_create(&app, e->host,
+							 e->port)) == NULL)
+			rte_exit(EXIT_FAILURE, "cannot follow the slices\n");
 	}
 	ws = start_workers(&app, &n_workers);
 	if (sl_coord_telemetry(app.coord, ws, n_workers) != 0)

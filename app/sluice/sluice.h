@@ -124,7 +124,12 @@ struct sl_app {
 	struct sl_policy *policy;
 	struct rte_rcu_qsbr *qs;
 	struct sl_coord *coord; /* the node's authority; NULL: local buckets */
-	struct sl_rulesync *rulesync;   /* published rule sets; NULL: none */
+	struct sl_rulesync *rulesync; /* published rule sets; NULL: none */
+	/* the aggregator's slices of global rules here (cp/slices.c); read
+	 * by workers, swapped and freed after a grace period as the policy;
+	 * NULL: the static slices */
+	struct sl_slices *slices;
+	struct sl_slicesync *slicesync; /* NULL: no store, or no regions */
 	struct sl_decisions *decisions; /* the sampled stream; NULL: off */
 	uint64_t store_timeout_ns;
 	uint32_t holders;  /* leases per limit at once: workers x appliances */

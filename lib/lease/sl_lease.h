@@ -19,6 +19,9 @@
 
 #include "sl_limit.h"
 
+/* A global rule's demand reported at least this often between asks: the
+ * aggregator rebalances once a second from it. */
+#define SL_DEMAND_MS 250
 /* How long a granted lease lives; unspent units go back after it. */
 #define SL_LEASE_LIFETIME_NS 1000000000ULL
 /* A saturated key's lease: its holder's fair share of this much of the
@@ -170,8 +173,10 @@ struct sl_lease {
 	 * cover them first (what it does not cover is reported taken) */
 	uint32_t owed;
 	/* units that arrived (admitted, refused or waiting) since the last
-	 * ask: a global rule's demand, reported with the ask */
+	 * ask: a global rule's demand, reported with the ask, or on its own
+	 * when the last report is SL_DEMAND_MS old (seen_ms, wrapping) */
 	uint32_t seen;
+	uint32_t seen_ms;
 	uint8_t refused_n; /* refusals in a row, each within a lifetime */
 	/* the last ask went then (ms, wrapping): asks_out older than the
 	 * store's deadline and a lifetime are lost (a connection closed
@@ -328,5 +333,38 @@ sl_lease_charge_pending(struct sl_lease *l, uint64_t now_ns)
 	sl_ledger_charge(&l->share, &l->slice, l->spent_pending, now_ns);
 	l->spent_pending = 0;
 }
+
+/*
+ * A region's slice of its global limits for the identities the aggregator
+ * gave one (README "Rebalancing slices"), in parts of SL_SLICE_PARTS of
+ * the limit as written; an identity not in the table keeps its rule's
+ * static slice. Filled by the control plane, then only read: a new set
+ * of slices is a new table.
+ */
+#define SL_SLICE_PARTS 10000
+#define SL_SLICE_SLOTS 4096 /* a power of two; at most half used */
+
+struct sl_slice_entry {
+	uint64_t k1, k2; /* the bucket: rule and identity */
+	uint32_t parts1; /* parts + 1; 0: a free slot */
+	uint32_t pad;
+};
+
+struct sl_slices {
+	uint32_t n;
+	struct sl_slice_entry e[SL_SLICE_SLOTS];
+};
+
+void sl_slices_clear(struct sl_slices *t);
+/* Sets (k1, k2)'s parts; -1: parts out of range, or the table half full. */
+int sl_slices_put(struct sl_slices *t, uint64_t k1, uint64_t k2,
+		  uint32_t parts);
+/* 1 and *parts when (k1, k2) has a slice; 0 when not (t may be NULL). */
+int sl_slices_find(const struct sl_slices *t, uint64_t k1, uint64_t k2,
+		   uint32_t *parts);
+/* A slice's limit and burst out of the global ones: rounded down (the
+ * regions together never exceed them), at least 1 each. */
+void sl_slice_apply(uint64_t global_count, uint64_t global_burst,
+		    uint32_t parts, uint64_t *count, uint64_t *burst);
 
 #endif /* SL_LEASE_H */

@@ -268,8 +268,8 @@ cmd_workers(const char *cmd, const char *params, struct rte_tel_data *d)
  * only [A-Za-z0-9_./] in keys, so '-' is written '_' there; each entry
  * carries the real name in "name".
  */
-static void
-tel_key(char *dst, const char *name, size_t size)
+void
+sl_tel_key(char *dst, const char *name, size_t size)
 {
 	size_t i;
 
@@ -328,9 +328,17 @@ cmd_rules(const char *cmd, const char *params, struct rte_tel_data *d)
 			U64(one, "global_limit", rule->global_count);
 			U64(one, "global_burst", rule->global_burst);
 			rte_tel_data_add_dict_string(one, "slice", sl);
+			/* the bound, as README "Rebalancing slices" states it
+			 */
+			rte_tel_data_add_dict_string(
+				one, "formula",
+				"limit here = global_limit x parts/10000 of "
+				"the "
+				"identity's slice (/sluice/regions), else x "
+				"slice; all regions <= global_limit");
 		}
 		rte_tel_data_add_dict_int(one, "shadow", rule->shadow);
-		tel_key(key, rule->name, sizeof(key));
+		sl_tel_key(key, rule->name, sizeof(key));
 		rte_tel_data_add_dict_container(d, key, one, 0);
 	}
 	pthread_mutex_unlock(&rules_lock);

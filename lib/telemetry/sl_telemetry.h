@@ -128,6 +128,9 @@ int sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n);
  * counter slot of each of its rules. Once it returns, no telemetry reader
  * uses the previous rule set any more.
  */
+/* A rule's name as a telemetry key: DPDK accepts [A-Za-z0-9_./] only,
+ * so '-' is written '_' (the entry carries the real name in "name"). */
+void sl_tel_key(char *dst, const char *name, size_t size);
 void sl_telemetry_set_rules(const struct sl_ruleset *rs, const uint16_t *slots);
 
 /* Sums every worker's counters into out (flow stats into fs). */

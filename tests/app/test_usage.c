@@ -16,23 +16,23 @@
 static struct sl_usage u;
 
 static const struct sl_usage_rule *
-rule(uint64_t k1)
+rule(uint64_t rid)
 {
 	uint32_t i;
 
 	for (i = 0; i < u.n; i++)
-		if (u.r[i].k1 == k1)
+		if (u.r[i].rid == rid)
 			return &u.r[i];
 	return NULL;
 }
 
 static uint64_t
-units_of(const struct sl_usage_rule *r, uint64_t k2)
+units_of(const struct sl_usage_rule *r, uint64_t k1, uint64_t k2)
 {
 	uint32_t i;
 
 	for (i = 0; i < r->n; i++)
-		if (r->top[i].k2 == k2)
+		if (r->top[i].k1 == k1 && r->top[i].k2 == k2)
 			return r->top[i].units;
 	return 0;
 }
@@ -50,15 +50,18 @@ heavy_hitter_kept(void **state)
 	memset(&u, 0, sizeof(u));
 	for (round = 0; round < 200; round++) {
 		for (k2 = 1; k2 <= 5; k2++)
-			sl_usage_note(&u, 7, 1000 + (uint64_t)round * 5 + k2,
-				      1);
-		sl_usage_note(&u, 7, 42, 5);
+			sl_usage_note(&u, 7, k2,
+				      1000 + (uint64_t)round * 5 + k2, 1);
+		sl_usage_note(&u, 7, 3, 42, 5);
 	}
 	assert_int_equal(u.n, 1);
 	assert_int_equal(rule(7)->total, 200 * 10);
 	assert_int_equal(rule(7)->n, SL_USAGE_TOP);
-	assert_true(units_of(rule(7), 42) >= 1000);
-	assert_true(units_of(rule(7), 42) <= 1000 + 200);
+	assert_true(units_of(rule(7), 3, 42) >= 1000);
+	assert_true(units_of(rule(7), 3, 42) <= 1000 + 200);
+	/* an identity is both words: the same k2 under another k1 is
+	 * another identity (a rule's keys spread over hash tags) */
+	assert_int_equal(units_of(rule(7), 4, 42), 0);
 }
 
 static void
@@ -69,13 +72,13 @@ rules_bounded(void **state)
 	(void)state;
 	memset(&u, 0, sizeof(u));
 	for (k1 = 1; k1 <= SL_USAGE_RULES + 3; k1++)
-		sl_usage_note(&u, k1, 1, 2);
+		sl_usage_note(&u, k1, 1, 1, 2);
 	assert_int_equal(u.n, SL_USAGE_RULES);
 	assert_int_equal(u.unsent, 3 * 2);
 	sl_usage_reset(&u, 5);
 	assert_int_equal(u.n, 0);
 	/* a rule counted afresh after a reset starts from nothing */
-	sl_usage_note(&u, 99, 1, 4);
+	sl_usage_note(&u, 99, 1, 1, 4);
 	assert_int_equal(rule(99)->total, 4);
 	assert_int_equal(rule(99)->n, 1);
 }
@@ -83,18 +86,19 @@ rules_bounded(void **state)
 static void
 json_report(void **state)
 {
-	char buf[2048], small[40];
+	char buf[2048], small[60];
 	int n;
 
 	(void)state;
 	memset(&u, 0, sizeof(u));
-	sl_usage_note(&u, 1, 0xab, 9);
-	sl_usage_note(&u, 1, 0xcd, 1);
+	sl_usage_note(&u, 1, 0x12, 0xab, 9);
+	sl_usage_note(&u, 1, 0x34, 0xcd, 1);
 	n = sl_usage_json(&u.r[0], 1796280000123ULL, 1000, buf, sizeof(buf));
 	assert_int_equal(n, (int)strlen(buf));
 	assert_string_equal(buf, "{\"t\":1796280000123,\"i\":1000,\"total\":"
-				 "10,\"top\":{\"00000000000000ab\":9,"
-				 "\"00000000000000cd\":1}}");
+				 "10,\"top\":{\"0000000000000012"
+				 "00000000000000ab\":9,\"0000000000000034"
+				 "00000000000000cd\":1}}");
 	/* a report that does not fit is not sent cut */
 	assert_int_equal(sl_usage_json(&u.r[0], 1, 1000, small, sizeof(small)),
 			 -1);

@@ -14,8 +14,9 @@ appliance (one worker), `regions: {eu: 1, us: 1}`:
 - /sluice/rules gives the rule's global limit and this region's slice;
 - each appliance reports the global rule's demand into its region's
   Redis (sl:usage:{RULE}: one identity, units, a fresh time; the
-  regional rule never), and sluice-aggregator reads those reports and
-  writes both regions about half the limit for the identity;
+  regional rule never), and one round of sluice-aggregator reads those
+  reports and writes both regions a slice for the identity (the slices
+  enforced and moving: e2e/slices);
 - the us appliance's file edited to `{eu: 1, us: 3}` and reloaded: its
   slice is 3/4 (450/min) at once; a file whose regions lack us is
   refused and the running rules stay.
@@ -76,14 +77,16 @@ def wrk_both(topos, path, key):
     secs = max([float(x) for o in outs for x in re.findall(r"requests in ([\d.]+)s", o)]
                or [SECS])
     offered = [sum(int(x) for x in re.findall(r"(\d+) requests in", o)) for o in outs]
-    time.sleep(1.2)  # the backend's log is written in batches
     return secs, offered
 
 
-def check_run(res, topos, names, path, key, per_region, total):
+def check_run(res, topos, names, path, key, per_region, total, after=None):
     """per_region: (burst, rate/s) each region may admit; total: the same
-    for both together."""
+    for both together. after(): run as soon as the traffic ends."""
     secs, offered = wrk_both(topos, path, key)
+    if after is not None:
+        after()
+    time.sleep(1.2)  # the backend's log is written in batches
     got = [admitted(t, path, key) for t in topos]
     for name, n, off in zip(names, got, offered):
         allow = per_region[0] + per_region[1] * secs
@@ -97,11 +100,15 @@ def check_run(res, topos, names, path, key, per_region, total):
 
 
 def aggregator(conf, ports):
-    """sluice-aggregator over both regions, a round a second."""
-    return subprocess.Popen([sys.executable, AGGREGATOR, "-c", conf, "--region",
-                             "eu=127.0.0.1:%d" % ports[0], "--region",
-                             "us=127.0.0.1:%d" % ports[1]],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    """One round of sluice-aggregator over both regions, its log. Run as the
+    traffic ends (a report older than three seconds is no demand), not
+    during it: its slices would move the static ones measured here
+    (e2e/slices measures them moving)."""
+    return subprocess.run([sys.executable, AGGREGATOR, "-c", conf, "--once", "--slice-ttl-ms",
+                           "2000", "--region", "eu=127.0.0.1:%d" % ports[0], "--region",
+                           "us=127.0.0.1:%d" % ports[1]],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=60).stdout
 
 
 def check_usage(res, ports, names, said):
@@ -126,10 +133,12 @@ def check_usage(res, ports, names, said):
         raw = sltest.redis_cli(p, "--scan", "--pattern", "sl:slice:*").split()
         got = sltest.redis_cli(p, "HGETALL", raw[0]).splitlines() if raw else []
         fields = dict(zip(got[::2], got[1::2]))
-        parts += [int(v) for k, v in fields.items() if k not in ("v", "t")]
-    res.check(len(parts) == 2 and sum(parts) <= 10000 and min(parts) >= 3000,
+        parts += [int(v) for k, v in fields.items() if k not in ("v", "t", "x")]
+    # one round on the last second's reports, cut anywhere by the end of
+    # the traffic: both regions' demand seen, not its split (e2e/slices)
+    res.check(len(parts) == 2 and sum(parts) <= 10000 and min(parts) >= 200,
               "sluice-aggregator read both regions' reports: the identity's slices %s "
-              "(equal demand, about half each; %s)" % (parts, said.strip()[-300:]))
+              "(both above the floor, at most the limit; %s)" % (parts, said.strip()[-300:]))
 
 
 def main():
@@ -154,14 +163,10 @@ def main():
                 res.eq((rules.get("limit"), rules.get("global_limit"), rules.get("slice")),
                        (300, 600, "1/2"), "/sluice/rules: the global rule's limit, its "
                        "global limit and this region's slice")
-                # the aggregator runs while the demand is there (a report
-                # older than three seconds is no demand)
-                agg = aggregator(confs[0], ports)
-                try:
-                    check_run(res, topos, names, "/v1/global", "k-global", (10, 5), (20, 10))
-                finally:
-                    agg.terminate()
-                said = agg.communicate(timeout=30)[0]
+                said = []
+                check_run(res, topos, names, "/v1/global", "k-global", (10, 5), (20, 10),
+                          after=lambda: said.append(aggregator(confs[0], ports)))
+                said = said[0] if said else ""
                 # read at once: an idle bucket's key expires when full
                 keys = [subprocess.run(["redis-cli", "-p", str(p), "--scan", "--pattern",
                                         "sl:{*"], capture_output=True, text=True).stdout.split()

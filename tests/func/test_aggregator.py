@@ -38,7 +38,8 @@ agg = importlib.util.module_from_spec(_spec)
 _loader.exec_module(agg)
 
 RULE = "0123456789abcdef"
-HOT, QUIET = "00000000000000aa", "00000000000000bb"
+# identities as the appliances name them: their bucket's k1 and k2
+HOT, QUIET = "1111111111111111" "00000000000000aa", "2222222222222222" "00000000000000bb"
 
 
 def check_slices(res):
@@ -119,6 +120,7 @@ def run_rounds(res, tmp):
                   % vs)
         ttl = dbs[0].pttl("sl:slice:{%s}" % RULE)
         res.check(0 < ttl <= 10000, "the slices expire (%d ms left)" % ttl)
+        res.eq(got[0].get(b"x"), b"10000", "the hash says its lifetime to the appliances")
         msgs = []
         deadline = time.time() + 2
         while time.time() < deadline:

@@ -545,6 +545,50 @@ refusals(void **state)
 		sl_refusals_lately(&r, 7, 7, wrap + 3 * S + SL_LEASE_HOT_NS));
 }
 
+/* The aggregator's slices: found, missed, bounded, and never zero. */
+static void
+slices(void **state)
+{
+	static struct sl_slices t;
+	uint32_t parts = 0, i, found = 0;
+	uint64_t c, b;
+
+	(void)state;
+	sl_slices_clear(&t);
+	assert_false(sl_slices_find(NULL, 1, 2, &parts));
+	assert_false(sl_slices_find(&t, 1, 2, &parts));
+	assert_int_equal(sl_slices_put(&t, 1, 2, 9000), 0);
+	assert_int_equal(sl_slices_put(&t, 1, 3, 0), 0);
+	assert_int_equal(sl_slices_put(&t, 1, 2, 8800), 0); /* replaced */
+	assert_int_equal(t.n, 2);
+	assert_true(sl_slices_find(&t, 1, 2, &parts));
+	assert_int_equal(parts, 8800);
+	assert_true(sl_slices_find(&t, 1, 3, &parts));
+	assert_int_equal(parts, 0);
+	assert_false(sl_slices_find(&t, 2, 1, &parts));
+	assert_int_equal(sl_slices_put(&t, 1, 4, SL_SLICE_PARTS + 1), -1);
+	/* filled to half: the rest refused, every one put still found */
+	for (i = 0; i < SL_SLICE_SLOTS; i++)
+		if (sl_slices_put(&t, 7, i, i % SL_SLICE_PARTS) == 0)
+			found++;
+	assert_int_equal(t.n, SL_SLICE_SLOTS / 2);
+	for (i = 0; i < found; i++) {
+		assert_true(sl_slices_find(&t, 7, i, &parts));
+		assert_int_equal(parts, i % SL_SLICE_PARTS);
+	}
+	assert_false(sl_slices_find(&t, 7, SL_SLICE_SLOTS + 5, &parts));
+	/* 1200/min burst 20 at 90 %: 1080 and 18; at 0: 1 and 1, never 0 */
+	sl_slice_apply(1200, 20, 9000, &c, &b);
+	assert_int_equal(c, 1080);
+	assert_int_equal(b, 18);
+	sl_slice_apply(1200, 20, 0, &c, &b);
+	assert_int_equal(c, 1);
+	assert_int_equal(b, 1);
+	sl_slice_apply(1200, 20, 3333, &c, &b); /* rounded down */
+	assert_int_equal(c, 399);
+	assert_int_equal(b, 6);
+}
+
 int
 main(void)
 {
@@ -562,6 +606,7 @@ main(void)
 		cmocka_unit_test(ledger_renumber),
 		cmocka_unit_test(asks_out),
 		cmocka_unit_test(refusals),
+		cmocka_unit_test(slices),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -393,7 +393,7 @@ report_usage(struct sl_coord *c, uint64_t now)
 {
 	struct timespec ts;
 	uint64_t wall_ms, span_ms = (now - c->usage.since_ns) / 1000000;
-	char key[48], rule[24], json[2048];
+	char key[48], rule[24], json[4096];
 	const char *sexp[] = {"PEXPIRE", "sl:usage:rules", USAGE_TTL_MS};
 	uint32_t i;
 	int sent = 0;
@@ -407,7 +407,7 @@ report_usage(struct sl_coord *c, uint64_t now)
 		const char *sadd[] = {"SADD", "sl:usage:rules", rule};
 
 		snprintf(rule, sizeof(rule), "%016llx",
-			 (unsigned long long)r->k1);
+			 (unsigned long long)r->rid);
 		snprintf(key, sizeof(key), "sl:usage:{%s}", rule);
 		if (sl_usage_json(r, wall_ms, span_ms, json, sizeof(json)) <
 			    0 ||
@@ -507,9 +507,11 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 		n = rte_ring_dequeue_burst_elem(c->ask[w], in, sizeof(in[0]),
 						COORD_BURST, NULL);
 		for (i = 0; i < n; i++) {
-			if (in[i].type == SL_CO_ASK && in[i].ask.global &&
-			    c->store != NULL)
-				sl_usage_note(&c->usage, in[i].k1, in[i].k2,
+			if ((in[i].type == SL_CO_ASK ||
+			     in[i].type == SL_CO_DEMAND) &&
+			    in[i].ask.global && c->store != NULL)
+				sl_usage_note(&c->usage, in[i].ask.rid,
+					      in[i].k1, in[i].k2,
 					      in[i].ask.seen);
 			if (in[i].type == SL_CO_ASK && c->store == NULL)
 				answer(c, &in[i], &out[k++], now);

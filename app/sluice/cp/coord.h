@@ -27,6 +27,10 @@ enum sl_coord_type {
 	SL_CO_TIER,        /* which tier is this key in? */
 	SL_CO_TIER_ANSWER, /* its name, if the keys hash has it */
 	SL_CO_TAKEN,       /* units a worker admitted without a grant */
+	/* a global rule's demand (ask.seen, ask.rid) between asks: a key
+	 * at its limit asks once per lease, seconds apart, and the
+	 * aggregator needs it every round */
+	SL_CO_DEMAND,
 };
 
 /* One ring element: 128 bytes, two cache lines (a key fits in it). */
@@ -49,7 +53,7 @@ struct sl_coord_msg {
 			 * would be (ans.retry_ns), within this (ms) */
 			uint16_t ahead_ms;
 			/* a global rule's bucket: its demand reported to the
-			 * region (usage.c) */
+			 * region (usage.c) under the rule's id, rid */
 			uint8_t global;
 			uint32_t div_open;   /* fail_open divides by this */
 			uint32_t div_strict; /* local_strict by this */
@@ -59,6 +63,7 @@ struct sl_coord_msg {
 			/* a global rule's: units that arrived at the lease
 			 * since its last ask, the demand reported (usage.c) */
 			uint32_t seen;
+			uint64_t rid;
 		} ask;
 		struct {
 			uint64_t count, burst, units;

@@ -30,6 +30,13 @@ struct sl_rulesync *sl_rulesync_create(struct sl_app *app, const char *host,
 				       uint32_t reconcile_ms);
 void sl_rulesync_poll(struct sl_rulesync *r, uint64_t now_ns);
 
+/* The aggregator's slices of global rules, read from the region's store
+ * (slices.c): host/port of its first node, for the announcements. */
+struct sl_slicesync;
+struct sl_slicesync *sl_slicesync_create(struct sl_app *app, const char *host,
+					 uint16_t port);
+void sl_slicesync_poll(struct sl_slicesync *s, uint64_t now_ns);
+
 /* The one place a configuration becomes a running policy (policy.c). */
 struct sl_policy *sl_policy_build(const struct sl_config *cfg);
 /* Recomputes rule_of_slot after slot[] changed. */

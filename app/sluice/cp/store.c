@@ -341,7 +341,8 @@ send_reserve(struct sl_store *s, uint32_t i, int eval, int asking)
 }
 
 int
-sl_store_send(struct sl_store *s, const char *key, int argc, const char **argv)
+sl_store_cmd(struct sl_store *s, const char *key, int argc, const char **argv,
+	     redisCallbackFn *fn, void *priv)
 {
 	struct node *nd = node_of_key(s, key);
 	size_t len[8];
@@ -351,10 +352,16 @@ sl_store_send(struct sl_store *s, const char *key, int argc, const char **argv)
 		return -1;
 	for (k = 0; k < argc; k++)
 		len[k] = strlen(argv[k]);
-	return redisAsyncCommandArgv(nd->conn.ac, NULL, NULL, argc, argv,
-				     len) == REDIS_OK
+	return redisAsyncCommandArgv(nd->conn.ac, fn, priv, argc, argv, len) ==
+			       REDIS_OK
 		       ? 0
 		       : -1;
+}
+
+int
+sl_store_send(struct sl_store *s, const char *key, int argc, const char **argv)
+{
+	return sl_store_cmd(s, key, argc, argv, NULL, NULL);
 }
 
 /* A free slot; one whose ask timed out is kept a while for its reply. */

@@ -16,6 +16,8 @@
 
 #include <stdint.h>
 
+#include <hiredis/async.h>
+
 #include "coord.h"
 #include "sl_redis.h"
 #include "sl_rules.h"
@@ -103,6 +105,10 @@ int sl_store_charge(struct sl_store *s, const struct sl_coord_msg *q,
  * node is out (not connected, its breaker not closed). */
 int sl_store_send(struct sl_store *s, const char *key, int argc,
 		  const char **argv);
+/* The same with its reply to fn(ac, reply, priv) (reply NULL: the
+ * connection went before it came). */
+int sl_store_cmd(struct sl_store *s, const char *key, int argc,
+		 const char **argv, redisCallbackFn *fn, void *priv);
 /* HGET of the key in the keys hash; the answer goes to the worker. */
 int sl_store_tier(struct sl_store *s, const char *hash,
 		  const struct sl_coord_msg *q);

@@ -5,25 +5,26 @@
 #include "usage.h"
 
 static struct sl_usage_rule *
-rule_of(struct sl_usage *u, uint64_t k1)
+rule_of(struct sl_usage *u, uint64_t rid)
 {
 	uint32_t i;
 
 	for (i = 0; i < u->n; i++)
-		if (u->r[i].k1 == k1)
+		if (u->r[i].rid == rid)
 			return &u->r[i];
 	if (u->n == SL_USAGE_RULES)
 		return NULL;
-	u->r[u->n].k1 = k1;
+	u->r[u->n].rid = rid;
 	u->r[u->n].total = 0;
 	u->r[u->n].n = 0;
 	return &u->r[u->n++];
 }
 
 void
-sl_usage_note(struct sl_usage *u, uint64_t k1, uint64_t k2, uint64_t units)
+sl_usage_note(struct sl_usage *u, uint64_t rid, uint64_t k1, uint64_t k2,
+	      uint64_t units)
 {
-	struct sl_usage_rule *r = rule_of(u, k1);
+	struct sl_usage_rule *r = rule_of(u, rid);
 	uint32_t i, least = 0;
 
 	if (r == NULL) {
@@ -32,7 +33,7 @@ sl_usage_note(struct sl_usage *u, uint64_t k1, uint64_t k2, uint64_t units)
 	}
 	r->total += units;
 	for (i = 0; i < r->n; i++) {
-		if (r->top[i].k2 == k2) {
+		if (r->top[i].k1 == k1 && r->top[i].k2 == k2) {
 			r->top[i].units += units;
 			return;
 		}
@@ -40,11 +41,13 @@ sl_usage_note(struct sl_usage *u, uint64_t k1, uint64_t k2, uint64_t units)
 			least = i;
 	}
 	if (r->n < SL_USAGE_TOP) {
+		r->top[r->n].k1 = k1;
 		r->top[r->n].k2 = k2;
 		r->top[r->n++].units = units;
 		return;
 	}
 	/* space-saving: the newcomer inherits the least one's count */
+	r->top[least].k1 = k1;
 	r->top[least].k2 = k2;
 	r->top[least].units += units;
 }
@@ -65,8 +68,9 @@ sl_usage_json(const struct sl_usage_rule *r, uint64_t wall_ms, uint64_t span_ms,
 		return -1;
 	off = (size_t)n;
 	for (i = 0; i < r->n; i++) {
-		n = snprintf(buf + off, size - off, "%s\"%016llx\":%llu",
-			     i ? "," : "", (unsigned long long)r->top[i].k2,
+		n = snprintf(buf + off, size - off, "%s\"%016llx%016llx\":%llu",
+			     i ? "," : "", (unsigned long long)r->top[i].k1,
+			     (unsigned long long)r->top[i].k2,
 			     (unsigned long long)r->top[i].units);
 		if (n < 0 || (size_t)n >= size - off)
 			return -1;

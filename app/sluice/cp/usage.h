@@ -21,11 +21,14 @@
 #define SL_USAGE_RULES 16
 #define SL_USAGE_TOP   32
 
+/* rid: the rule's id (its name's hash, the same in every region); an
+ * identity is its bucket's two words, k1 carrying the store key's hash
+ * tag (a rule's identities spread over a Cluster's slots) */
 struct sl_usage_rule {
-	uint64_t k1, total;
+	uint64_t rid, total;
 	uint32_t n;
 	struct {
-		uint64_t k2, units;
+		uint64_t k1, k2, units;
 	} top[SL_USAGE_TOP];
 };
 
@@ -37,14 +40,14 @@ struct sl_usage {
 	uint64_t unsent; /* not sent: the store out, or rules over the table */
 };
 
-/* units demanded of (k1, k2), a global rule's bucket */
-void sl_usage_note(struct sl_usage *u, uint64_t k1, uint64_t k2,
+/* units demanded of (k1, k2), a bucket of global rule rid */
+void sl_usage_note(struct sl_usage *u, uint64_t rid, uint64_t k1, uint64_t k2,
 		   uint64_t units);
 /*
  * Rule r's report as the aggregator reads it: JSON {"t": wall_ms, "i":
- * span_ms, "total": units, "top": {"IDENTITY": units}} (identities as 16
- * hex digits, as in the bucket's store key). Returns its length, or -1
- * when it does not fit size.
+ * span_ms, "total": units, "top": {"IDENTITY": units}} (an identity as
+ * 32 hex digits, its bucket's k1 and k2, as sl:slice:{RULE} names it). Returns
+ * its length, or -1 when it does not fit size.
  */
 int sl_usage_json(const struct sl_usage_rule *r, uint64_t wall_ms,
 		  uint64_t span_ms, char *buf, size_t size);

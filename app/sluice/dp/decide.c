@@ -37,7 +37,8 @@ struct check {
 /* The bucket of a rule for this request, and its numbers (overrides in). */
 static struct sl_bucket_key
 rule_key(struct sl_worker *w, const struct sl_policy *pol, uint16_t rule,
-	 const struct scope_id *s, struct sl_limit_params *params)
+	 const struct scope_id *s, struct sl_limit_params *params,
+	 const struct sl_override **op)
 {
 	const struct sl_rule *r = sl_ruleset_rule(pol->rs, rule);
 	uint64_t w2[2];
@@ -53,6 +54,8 @@ rule_key(struct sl_worker *w, const struct sl_policy *pol, uint16_t rule,
 			w->app->wall0_s + (int64_t)(w->now_ns / NS));
 	if (o != NULL)
 		sl_rule_params(r, &o->limit, o->burst, params);
+	if (op != NULL)
+		*op = o;
 	return k;
 }
 
@@ -63,7 +66,7 @@ check_one(struct sl_worker *w, const struct sl_req *q, struct check *c,
 {
 	const struct sl_policy *pol = w->pol;
 	const struct sl_rule *r = sl_ruleset_rule(pol->rs, c->rule);
-	struct sl_bucket_key k = rule_key(w, pol, c->rule, s, &c->params);
+	struct sl_bucket_key k = rule_key(w, pol, c->rule, s, &c->params, NULL);
 	struct sl_bucket_table *t =
 		r->algo == SL_ALGO_SLIDING_LOG ? w->logs : w->buckets;
 
@@ -177,6 +180,27 @@ allowed(struct sl_worker *w, struct sl_req *q, uint32_t shadow_denied,
 	return v;
 }
 
+/*
+ * A global rule's limit here: the slice the aggregator gave this identity
+ * in this region, where it gave one (else the static slice, already in
+ * n). The slices are read, never kept: a new set is freed after a
+ * quiescent point, as the policy is.
+ */
+static void
+sliced(const struct sl_worker *w, const struct sl_rule *r,
+       const struct sl_override *o, struct sl_need *n)
+{
+	const struct sl_slices *t =
+		__atomic_load_n(&w->app->slices, __ATOMIC_ACQUIRE);
+	uint32_t parts;
+
+	if (!sl_slices_find(t, n->key.k1, n->key.k2, &parts))
+		return;
+	sl_slice_apply(o != NULL ? o->global_count : r->global_count,
+		       o != NULL ? o->global_burst : r->global_burst, parts,
+		       &n->count, &n->burst);
+}
+
 /* The lease client's view of a rule for this request. */
 static void
 need_of(struct sl_worker *w, uint16_t rule, const struct scope_id *s,
@@ -184,9 +208,10 @@ need_of(struct sl_worker *w, uint16_t rule, const struct scope_id *s,
 {
 	const struct sl_policy *pol = w->pol;
 	const struct sl_rule *r = sl_ruleset_rule(pol->rs, rule);
+	const struct sl_override *o;
 	struct sl_limit_params lp;
 
-	n->key = rule_key(w, pol, rule, s, &lp);
+	n->key = rule_key(w, pol, rule, s, &lp, &o);
 	n->count = lp.count;
 	n->burst = lp.burst;
 	n->period_ms = lp.period_ms;
@@ -197,6 +222,9 @@ need_of(struct sl_worker *w, uint16_t rule, const struct scope_id *s,
 	n->on_failure = r->on_store_failure;
 	n->subs = r->sub_buckets;
 	n->global = r->global;
+	n->rid = sl_ruleset_rule_id(pol->rs, rule);
+	if (r->global)
+		sliced(w, r, o, n);
 }
 
 /*

@@ -46,6 +46,7 @@ ask(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l,
 	m.ask.need = (uint32_t)need;
 	m.ask.on_failure = n->on_failure;
 	m.ask.global = n->global;
+	m.ask.rid = n->rid;
 	m.ask.seen = l->seen;
 	m.ask.div_open = w->app->expected;
 	m.ask.div_strict = w->app->holders;
@@ -55,11 +56,34 @@ ask(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l,
 	if (sl_to_coord(w, &m) != 0)
 		return -1;
 	l->seen = 0;
+	l->seen_ms = (uint32_t)(w->now_ns / 1000000);
 	sl_lease_asked(l, w->now_ns, sl_ask_stale_ns(w));
 	sl_lease_number(w, l, n);
 	sl_lease_touch(w, l);
 	w->ctr.coord_asks++;
 	return 0;
+}
+
+/* A global rule's demand sent on its own when no ask carried it lately
+ * (a full ring keeps it for the next). */
+static void
+report_demand(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l)
+{
+	uint32_t now_ms = (uint32_t)(w->now_ns / 1000000);
+	struct sl_coord_msg m = {.k1 = n->key.k1,
+				 .k2 = n->key.k2,
+				 .type = SL_CO_DEMAND,
+				 .worker = (uint8_t)w->queue};
+
+	if (now_ms - l->seen_ms < SL_DEMAND_MS)
+		return;
+	m.ask.global = 1;
+	m.ask.rid = n->rid;
+	m.ask.seen = l->seen;
+	if (sl_to_coord(w, &m) != 0)
+		return;
+	l->seen = 0;
+	l->seen_ms = now_ms;
 }
 
 static uint64_t
@@ -98,15 +122,25 @@ static void
 renumber(const struct sl_worker *w, const struct sl_need *n, struct sl_lease *l)
 {
 	struct sl_share old;
+	/* a global rule's slice moved (the aggregator): the same bucket in
+	 * the region's store at a new rate, which it keeps (no refill is
+	 * handed out, a lowered burst binds at once); the units it already
+	 * granted this holder are spent as granted, and the key's demand is
+	 * the same demand. Dropping them at every rebalance would refuse a
+	 * saturated key a whole lease each time the slice moves. */
+	int resliced = n->global && l->period_ms == n->period_ms &&
+		       l->algo == n->algo && l->subs == n->subs;
 
 	if (l->count == 0 || (l->count == n->count && l->burst == n->burst &&
 			      l->period_ms == n->period_ms &&
 			      l->algo == n->algo && l->subs == n->subs))
 		return;
-	l->units = 0;
 	l->refused_until = 0;
-	l->paced_ns = 0;
-	l->asked_ns = 0;
+	if (!resliced) {
+		l->units = 0;
+		l->paced_ns = 0;
+		l->asked_ns = 0;
+	}
 	/* an edit hands out nothing, as the store's buckets do: what the
 	 * slice had left carries over, at most the new burst (it restarted
 	 * full, and every reload gave each key a slice's burst more: 321
@@ -122,10 +156,12 @@ renumber(const struct sl_worker *w, const struct sl_need *n, struct sl_lease *l)
 	l->spent_pending = 0;
 	/* new numbers: not known to be at the limit, and the demand seen
 	 * under the old ones no measure of it */
-	l->refused_at = 0;
-	l->refused_n = 0;
-	l->rate = 0;
-	l->last_ns = 0;
+	if (!resliced) {
+		l->refused_at = 0;
+		l->refused_n = 0;
+		l->rate = 0;
+		l->last_ns = 0;
+	}
 	l->count = n->count;
 	l->burst = n->burst;
 	l->period_ms = n->period_ms;
@@ -327,8 +363,11 @@ sl_leased_decide(struct sl_worker *w, struct sl_req *r,
 
 	st = evaluate(w, ns, n, ls, &strict, r->flow, &unknown);
 	/* every arrival counts towards the rate, refused or waiting too */
-	for (j = 0; j < n; j++)
+	for (j = 0; j < n; j++) {
 		sl_lease_seen(ls[j], ns[j].cost, w->now_ns);
+		if (ns[j].global)
+			report_demand(w, &ns[j], ls[j]);
+	}
 
 	if (st == ST_OK)
 		return spend(w, r, ns, n, ls);

@@ -34,6 +34,7 @@ struct sl_need {
 	uint8_t on_failure; /* enum sl_store_fail */
 	uint8_t subs;       /* the rule's sub_buckets */
 	uint8_t global;     /* the rule's global: its demand reported */
+	uint64_t rid;       /* ... under the rule's id */
 };
 
 struct sl_parked {

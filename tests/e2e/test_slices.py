@@ -1,0 +1,291 @@
+#!/usr/bin/python3
+"""Global limits rebalanced across regions (issue 16): the appliances
+enforce the slices sluice-aggregator writes.
+
+Three regions on this machine (a, b, c: a redis-server and one appliance,
+one worker, each; `regions: {a: 1, b: 1, c: 1}`), a `global: true` rule of
+1200/min (20/s), burst 20, and one client sending 90 % of its requests
+through a and 10 % through b (curl --rate: 60/s and 6.7/s, both above
+their slices, as an abuser spread over regions would):
+
+1. static slices (no aggregator yet): a admits its third, 400/min;
+2. the aggregator started (a round a second): within 3 rounds a holds the
+   identity's 90 % (/sluice/regions), and over the seconds after it admits
+   >= 85 % of the global limit while the three regions together stay
+   within [0.9, 1.1] x the limit;
+3. the aggregator killed: the slices hold while they live, then expire to
+   the static ones (/sluice/regions version 0, a back at its third);
+4. the aggregator again, then b's Redis paused (SIGSTOP): b decides by
+   its rule's policy (its breaker opens), a keeps its slice and admits as
+   before; b's Redis resumed.
+
+Counted from the backend's log (each request's arrival time), so the
+windows are the test's own clock, not wrk's.
+
+usage: test_slices.py PATH/TO/sluice
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sltest  # noqa: E402
+
+S4 = "198.18.0.2"
+AGGREGATOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                          "ops", "sluice-aggregator")
+LIMIT = 20.0  # per second, across the regions
+KEY = "k-spread"
+REBALANCE_MS = 1000
+TTL_MS = 4000
+CONF = """version: 1
+dataplane: {service_ports: [80], flows_per_worker: 4096, buckets_per_worker: 4096,
+            head_buffers_per_worker: 64, idle_sleep_us: 200, mbufs: 4095}
+identity: {api_key_header: X-API-Key}
+tiers: [free]
+regions: {a: 1, b: 1, c: 1}
+rules:
+  - {name: spread, scope: key, match: {path_prefix: /v1/spread}, limit: 1200/min, burst: 20,
+     global: true}
+store:
+  region: %(region)s
+  redis: {endpoints: ["127.0.0.1:%(port)d"], timeout_ms: 20}
+response: {retry_jitter: 0, keep_alive: true}
+"""
+
+
+class Client:
+    """curl at a fixed rate through one region, bounded in count and time."""
+
+    def __init__(self, topo, per_min, secs):
+        n = int(per_min * secs / 60)
+        self.p = subprocess.Popen(
+            ["ip", "netns", "exec", topo.cns, "timeout", str(secs + 30), "curl", "-s", "-N",
+             "-o", "/dev/null", "--rate", "%d/m" % per_min, "-H", "X-API-Key: " + KEY,
+             "-w", "%{stderr}%{http_code}\\n", "http://%s/v1/spread/[1-%d]" % (S4, n)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def stop(self):
+        """The answers' codes (written to stderr, unbuffered: the curl is
+        stopped before its last URL)."""
+        if self.p.poll() is None:
+            self.p.terminate()
+        return self.p.communicate(timeout=30)[1].split()
+
+
+def arrivals(topo):
+    return [r["t"] for r in topo.backend_log() if r.get("path", "").startswith("/v1/spread")]
+
+
+def rate_in(times, t0, t1):
+    return sum(1 for t in times if t0 <= t < t1) / (t1 - t0)
+
+
+def seen(topo):
+    """Requests of the spread rule this region decided (admitted + refused)."""
+    r = sltest.telemetry(topo.sluice.prefix, "/sluice/rules").get("spread", {})
+    return r.get("allowed", 0) + r.get("rejected", 0)
+
+
+def regions(topo):
+    return sltest.telemetry(topo.sluice.prefix, "/sluice/regions")
+
+
+def slice_of(topo):
+    """(version, parts) of the spread rule's one identity here."""
+    r = regions(topo).get("spread", {})
+    parts = [v for k, v in r.items() if len(k) == 32]
+    return r.get("version", 0), parts[0] if parts else None
+
+
+def aggregator(conf, ports, log):
+    args = [sys.executable, AGGREGATOR, "-c", conf, "--rebalance-ms", str(REBALANCE_MS),
+            "--slice-ttl-ms", str(TTL_MS)]
+    for name, p in zip("abc", ports):
+        args += ["--region", "%s=127.0.0.1:%d" % (name, p)]
+    return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_for(what, cond, secs):
+    """Polls cond() until true or secs pass; (held, seconds taken)."""
+    t0 = time.time()
+    while time.time() - t0 < secs:
+        if cond():
+            return True, time.time() - t0
+        time.sleep(0.2)
+    return False, time.time() - t0
+
+
+def phases(res, topos, ports, conf, tmp):
+    a, b, c = topos
+    log = open(os.path.join(tmp, "aggregator.log"), "w")
+    # one curl does about 40 requests a second here: two through a, and
+    # b at a ninth of what they reach (slower under ASan than here)
+    clients = [Client(a, 1800, 70), Client(a, 1800, 70)]
+    agg = None
+    try:
+        time.sleep(1)
+        n0, t0 = seen(a), time.time()
+        time.sleep(2)
+        per_min = (seen(a) - n0) / (time.time() - t0) * 60
+        clients.append(Client(b, max(60, int(per_min / 9)), 70))
+        # 1. static slices
+        time.sleep(2)
+        t0 = time.time()
+        time.sleep(5)
+        t1 = time.time()
+        static_a = (t0, t1)
+
+        # 2. rebalanced
+        agg = aggregator(conf, ports, log)
+        t_start = time.time()
+        ok, took = wait_for("a's slice", lambda: (slice_of(a)[1] or 0) >= 8500,
+                            3 * REBALANCE_MS / 1000 + 2)
+        res.check(ok, "a holds >= 85 %% of the identity's limit %.1f s after the aggregator "
+                  "started (3 rounds: %.1f s; /sluice/regions %s)"
+                  % (took, 3 * REBALANCE_MS / 1000, regions(a).get("spread")))
+        # the rounds the test cannot see: a's rate from 3 rounds after the
+        # start, once the lease reserved under the old slice is spent
+        t2 = max(time.time(), t_start + 3 * REBALANCE_MS / 1000) + 2
+        time.sleep(max(0.0, t2 - time.time()))
+        n2 = [seen(a), seen(b)]
+        time.sleep(10)
+        t3 = time.time()
+        n3 = [seen(a), seen(b)]
+        offered = [(y - x) / (t3 - t2) for x, y in zip(n2, n3)]
+        share = offered[0] / max(1e-9, sum(offered))
+        res.check(0.88 <= share <= 0.92 and offered[1] > 2 * LIMIT * 0.1,
+                  "the client offered %.1f/s through a and %.1f/s through b (%.1f %% through "
+                  "a; both above their slices)" % (offered[0], offered[1], 100 * share))
+        sa, sb = slice_of(a), slice_of(b)
+        res.check(sa[0] == sb[0] and sa[0] > 0 and (sa[1] or 0) + (sb[1] or 0) <= 10000,
+                  "a and b hold the same version, together at most the limit (a %s, b %s)"
+                  % (sa, sb))
+        rebalanced = (t2, t3)
+
+        # 3. the aggregator killed: slices hold, then expire
+        agg.kill()
+        agg.wait()
+        agg = None
+        t4 = time.time()
+        time.sleep(1.5)
+        held = slice_of(a)
+        res.check(held[0] == sa[0] and (held[1] or 0) >= 8500,
+                  "the aggregator gone, a keeps its slice while it lives (%s)" % (held,))
+        ok, took = wait_for("expiry", lambda: slice_of(a)[0] == 0, TTL_MS / 1000 + 3)
+        res.check(ok and took + 1.5 >= TTL_MS / 1000 - 1.5,
+                  "then it expires to the static slice (%.1f s after the kill; lifetime "
+                  "%.1f s)" % (time.time() - t4, TTL_MS / 1000))
+        t5 = time.time() + 1
+        time.sleep(6)
+        t6 = time.time()
+        expired = (t5, t6)
+
+        # 4. the aggregator again, then b's Redis paused
+        agg = aggregator(conf, ports, log)
+        ok, took = wait_for("a's slice again", lambda: (slice_of(a)[1] or 0) >= 8500, 8)
+        res.check(ok, "the aggregator back: a's slice again within %.1f s" % took)
+        time.sleep(2)
+        os.kill(REDIS[1].pid, signal.SIGSTOP)
+        try:
+            t7 = time.time() + 1
+            time.sleep(5)
+            t8 = time.time()
+            sb_store = sltest.telemetry(b.sluice.prefix, "/sluice/store")
+            sa_now = slice_of(a)
+        finally:
+            os.kill(REDIS[1].pid, signal.SIGCONT)
+        res.check(sb_store.get("circuit_opened", 0) >= 1 or sb_store.get("store_degraded", 0) > 0,
+                  "b's Redis paused: b decides by its rule's policy (circuit_opened %s, "
+                  "store_degraded %s)" % (sb_store.get("circuit_opened"),
+                                          sb_store.get("store_degraded")))
+        res.check((sa_now[1] or 0) >= 8500,
+                  "a keeps its slice while b's Redis is paused (%s)" % (sa_now,))
+        paused = (t7, t8)
+    finally:
+        if agg is not None:
+            agg.kill()
+            agg.wait()
+        codes = [cl.stop() for cl in clients]
+        log.close()
+    time.sleep(1.5)  # the backend's log is written in batches
+    ta, tb, tc = arrivals(a), arrivals(b), arrivals(c)
+    res.check(all(set(cs) <= {"200", "429"} and cs for cs in codes),
+              "every answer a 200 or a 429 (%s answers)" % [len(cs) for cs in codes])
+
+    r = rate_in(ta, *static_a)
+    res.check(0.85 * LIMIT / 3 <= r <= 1.1 * LIMIT / 3,
+              "static slices: a admits %.2f/s, %.2f x its third of %.0f/s" % (
+                  r, r / (LIMIT / 3), LIMIT))
+    ra, rb, rc = (rate_in(x, *rebalanced) for x in (ta, tb, tc))
+    res.check(ra >= 0.85 * LIMIT,
+              "rebalanced: a admits %.2f/s, %.2f x the global limit (>= 0.85; b %.2f/s)"
+              % (ra, ra / LIMIT, rb))
+    tot = ra + rb + rc
+    res.check(0.9 * LIMIT <= tot <= 1.1 * LIMIT,
+              "rebalanced: the regions together admit %.2f/s, %.3f x the global limit "
+              "(within [0.9, 1.1])" % (tot, tot / LIMIT))
+    # at most its static third: what it reserved ahead at its raised slice
+    # (up to SL_LEASE_AHEAD_MS of it) is repaid at the static rate first,
+    # so it may admit less for a while, never more
+    r = rate_in(ta, *expired)
+    res.check(r <= 1.1 * LIMIT / 3,
+              "slices expired: a admits %.2f/s, %.2f x its static third (at most 1.1: the "
+              "raised slice gone)" % (r, r / (LIMIT / 3)))
+    r = rate_in(ta, *paused)
+    res.check(r >= 0.85 * LIMIT,
+              "b's Redis paused: a still admits %.2f/s, %.2f x the global limit" % (
+                  r, r / LIMIT))
+    with open(os.path.join(tmp, "aggregator.log")) as f:
+        lines = [json.loads(x) for x in f if x.startswith("{")]
+    res.check(any(x.get("event") == "rebalance" for x in lines),
+              "the aggregator logged its rebalances (%d lines)" % len(lines))
+
+
+REDIS = []
+
+
+def main():
+    binary = sys.argv[1]
+    res = sltest.Results("slices")
+    with tempfile.TemporaryDirectory() as tmp:
+        ports = [sltest.free_port() for _ in range(3)]
+        for i, p in enumerate(ports):
+            d = os.path.join(tmp, "redis%d" % i)
+            os.makedirs(d)
+            REDIS.append(sltest.start_redis(p, d))
+        try:
+            confs = []
+            for name, p in zip("abc", ports):
+                confs.append(os.path.join(tmp, name + ".yaml"))
+                with open(confs[-1], "w") as f:
+                    f.write(CONF % {"region": name, "port": p})
+            pid = os.getpid() % 1000
+            with sltest.Topology(binary, confs[0], tmp, prefix="sa%d" % pid) as a, \
+                    sltest.Topology(binary, confs[1], tmp, prefix="sb%d" % pid) as b, \
+                    sltest.Topology(binary, confs[2], tmp, prefix="sc%d" % pid) as c:
+                r = regions(a)
+                res.eq((r.get("region"), r.get("spread", {}).get("static_parts"),
+                        r.get("spread", {}).get("version")), ("a", 3333, 0),
+                       "/sluice/regions: this region, the rule's static slice, no version yet")
+                phases(res, [a, b, c], ports, confs[0], tmp)
+                res.eq(a.sluice.stop() + b.sluice.stop() + c.sluice.stop(), 0,
+                       "the three stop cleanly")
+        finally:
+            for r in REDIS:
+                try:
+                    os.kill(r.pid, signal.SIGCONT)
+                except OSError:
+                    pass
+                r.kill()
+                r.wait()
+    return res.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
