@@ -406,6 +406,7 @@ main(int argc, char **argv)
 	print_final();
 	sl_ports_close(&app);
 	sl_coord_free(app.coord);
+	sl_slicesync_free(app.slicesync);
 	for (i = 0; i < n_workers; i++)
 		sl_worker_free(&ws[i]);
 	sl_policy_free(app.policy);

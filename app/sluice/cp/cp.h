@@ -36,6 +36,8 @@ struct sl_slicesync;
 struct sl_slicesync *sl_slicesync_create(struct sl_app *app, const char *host,
 					 uint16_t port);
 void sl_slicesync_poll(struct sl_slicesync *s, uint64_t now_ns);
+/* Frees it and the workers' table (the workers stopped); NULL: nothing. */
+void sl_slicesync_free(struct sl_slicesync *s);
 
 /* The one place a configuration becomes a running policy (policy.c). */
 struct sl_policy *sl_policy_build(const struct sl_config *cfg);

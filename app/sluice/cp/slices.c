@@ -53,8 +53,6 @@ struct sl_slicesync {
 	char host[256];
 	uint16_t port;
 	struct sl_redis_conn sub;
-	/* guards r[] and the counters against /sluice/regions' thread */
-	pthread_mutex_t mu;
 	struct rule_slices r[SL_USAGE_RULES];
 	uint32_t n;
 	uint64_t now_ns, next_read;
@@ -161,8 +159,10 @@ same(const struct rule_slices *a, const struct rule_slices *b)
 }
 
 /* One per process (the coordinator's); the replies find it here, and
- * carry only the rule's id, so a reply for a rule gone is dropped. */
+ * carry only the rule's id, so a reply for a rule gone is dropped. mu
+ * guards it, its rules and counters against /sluice/regions' thread. */
 static struct sl_slicesync *the_sync;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void
 on_hash(redisAsyncContext *ac, void *reply, void *priv)
@@ -173,13 +173,14 @@ on_hash(redisAsyncContext *ac, void *reply, void *priv)
 	uint64_t ttl_ms;
 
 	(void)ac;
+	/* the_sync is only ever set or cleared on this thread */
 	if (rep == NULL || s == NULL || rep->type != REDIS_REPLY_ARRAY)
 		return;
-	pthread_mutex_lock(&s->mu);
+	pthread_mutex_lock(&mu);
 	s->reads++;
 	r = rule_by_id(s, (uint64_t)(uintptr_t)priv);
 	if (r == NULL) {
-		pthread_mutex_unlock(&s->mu);
+		pthread_mutex_unlock(&mu);
 		return;
 	}
 	before = *r;
@@ -198,7 +199,7 @@ on_hash(redisAsyncContext *ac, void *reply, void *priv)
 	}
 	if (!same(r, &before))
 		s->dirty = 1;
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&mu);
 }
 
 static void
@@ -225,17 +226,16 @@ on_message(redisAsyncContext *ac, void *reply, void *priv)
 	if (rep == NULL || rep->type != REDIS_REPLY_ARRAY ||
 	    rep->elements != 3 || rep->element[2]->type != REDIS_REPLY_STRING)
 		return; /* the subscription's own confirmation, or noise */
-	pthread_mutex_lock(&s->mu);
+	pthread_mutex_lock(&mu);
 	s->messages++;
-	r = hex64(rep->element[2]->str, 16, &rid) == 0 &&
-			    rep->element[2]->len > 16 &&
-			    rep->element[2]->str[16] == ' '
+	r = rep->element[2]->len > 17 && rep->element[2]->str[16] == ' ' &&
+			    hex64(rep->element[2]->str, 16, &rid) == 0
 		    ? rule_by_id(s, rid)
 		    : NULL;
 	if (r != NULL &&
 	    strtoull(rep->element[2]->str + 17, NULL, 10) != r->version)
 		read_rule(s, r);
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&mu);
 }
 
 /*
@@ -341,7 +341,7 @@ sl_slicesync_poll(struct sl_slicesync *s, uint64_t now)
 	    sl_redis_open(&s->sub, s->host, s->port, s) == 0)
 		redisAsyncCommand(s->sub.ac, on_message, NULL, "SUBSCRIBE %s",
 				  CHANNEL);
-	pthread_mutex_lock(&s->mu);
+	pthread_mutex_lock(&mu);
 	s->now_ns = now;
 	if (now >= s->next_read) {
 		follow_rules(s);
@@ -351,7 +351,7 @@ sl_slicesync_poll(struct sl_slicesync *s, uint64_t now)
 	}
 	expire(s, now);
 	publish(s);
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&mu);
 	sl_redis_drive(&s->sub);
 }
 
@@ -359,15 +359,18 @@ sl_slicesync_poll(struct sl_slicesync *s, uint64_t now)
 static int
 cmd_regions(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	struct sl_slicesync *s = the_sync;
+	struct sl_slicesync *s;
 	uint32_t i, j;
 
 	(void)cmd;
 	(void)params;
 	rte_tel_data_start_dict(d);
-	if (s == NULL)
+	pthread_mutex_lock(&mu);
+	s = the_sync;
+	if (s == NULL) {
+		pthread_mutex_unlock(&mu);
 		return 0;
-	pthread_mutex_lock(&s->mu);
+	}
 	rte_tel_data_add_dict_string(d, "region", s->region);
 	rte_tel_data_add_dict_u64(d, "messages", s->messages);
 	rte_tel_data_add_dict_u64(d, "reads", s->reads);
@@ -407,7 +410,7 @@ cmd_regions(const char *cmd, const char *params, struct rte_tel_data *d)
 		sl_tel_key(key, r->name, sizeof(key));
 		rte_tel_data_add_dict_container(d, key, one, 0);
 	}
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&mu);
 	return 0;
 }
 
@@ -418,15 +421,31 @@ sl_slicesync_create(struct sl_app *app, const char *host, uint16_t port)
 
 	if (s == NULL)
 		return NULL;
-	pthread_mutex_init(&s->mu, NULL);
 	s->app = app;
 	snprintf(s->host, sizeof(s->host), "%s", host);
 	s->port = port;
 	snprintf(s->region, sizeof(s->region), "%s", app->cfg->store.region);
+	pthread_mutex_lock(&mu);
 	the_sync = s;
+	pthread_mutex_unlock(&mu);
 	if (rte_telemetry_register_cmd(
 		    "/sluice/regions", cmd_regions,
 		    "This region's slices of global rules, per identity") != 0)
 		SL_LOG(WARNING, "/sluice/regions not registered");
 	return s;
+}
+
+void
+sl_slicesync_free(struct sl_slicesync *s)
+{
+	if (s == NULL)
+		return;
+	sl_redis_close(&s->sub);
+	pthread_mutex_lock(&mu);
+	free(s->app->slices);
+	s->app->slices = NULL;
+	free(s->retired);
+	the_sync = NULL; /* /sluice/regions answers nothing from here */
+	pthread_mutex_unlock(&mu);
+	free(s);
 }
