@@ -1,9 +1,9 @@
 #!/bin/bash
 # Builds the Debian package sluice_<version>_amd64.deb into OUTDIR (default
 # the current directory) and prints its path: the appliance (stripped,
-# release build), sluicectl and sluice-exporter, the systemd unit, the
-# default config as a conffile in /etc/sluice/, man pages, the dashboard
-# and alert rules, hugepages.sh. Depends are read from the binary's own
+# release build), sluicectl, sluice-exporter and sluice-aggregator, the
+# systemd unit, the default config as a conffile in /etc/sluice/, man
+# pages, the dashboard and alert rules, hugepages.sh. Depends are read from the binary's own
 # libraries (dpkg-shlibdeps: Debian's DPDK, hiredis, libyaml). Installs
 # nothing on this machine; build with scripts/setup.sh done.
 # usage: scripts/package.sh [OUTDIR]
@@ -38,10 +38,12 @@ rm -f "$pkg/usr/bin/sluice-bench" # a development tool, not the appliance's
 lib=$pkg/usr/lib/sluice
 install -D -m 0755 scripts/ops/sluicectl "$lib/sluicectl"
 install -D -m 0755 scripts/ops/sluice-exporter "$lib/sluice-exporter"
+install -D -m 0755 scripts/ops/sluice-aggregator "$lib/sluice-aggregator"
 install -D -m 0644 scripts/ops/sltelemetry.py "$lib/sltelemetry.py"
 install -D -m 0755 scripts/hugepages.sh "$lib/hugepages.sh"
 ln -s ../lib/sluice/sluicectl "$pkg/usr/bin/sluicectl"
 ln -s ../lib/sluice/sluice-exporter "$pkg/usr/bin/sluice-exporter"
+ln -s ../lib/sluice/sluice-aggregator "$pkg/usr/bin/sluice-aggregator"
 install -D -m 0644 conf/systemd/sluice@.service "$pkg/lib/systemd/system/sluice@.service"
 install -D -m 0644 conf/sluice.yaml "$pkg/etc/sluice/sluice.yaml"
 install -D -m 0644 conf/grafana/sluice.json "$pkg/usr/share/sluice/grafana/sluice.json"
@@ -116,8 +118,9 @@ Description: inline HTTP rate limiter on DPDK
  address, endpoint and tier), keeps token buckets per worker leased from
  a Redis coordinator shared by every appliance, and answers requests over
  their limit with a 429 built on the data path; the backend never sees
- them. Includes sluicectl, the Prometheus exporter, a systemd unit, a
- Grafana dashboard and alert rules.
+ them. Includes sluicectl, the Prometheus exporter, the aggregator that
+ moves global limits between regions, a systemd unit, a Grafana
+ dashboard and alert rules.
 EOF
 echo /etc/sluice/sluice.yaml >"$pkg/DEBIAN/conffiles"
 (cd "$pkg" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | sort -z |

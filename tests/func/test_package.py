@@ -6,13 +6,13 @@ nothing is installed on the test machine) and run from there.
 - the control fields: Depends names Debian's DPDK, hiredis and libyaml
   packages (read from the binary by dpkg-shlibdeps), the config is a
   conffile;
-- every file the operator needs is in its place: the binary, sluicectl
-  and sluice-exporter (links into /usr/lib/sluice, which they import
+- every file the operator needs is in its place: the binary, sluicectl,
+  sluice-exporter and sluice-aggregator (links into /usr/lib/sluice, which they import
   their telemetry client from), the unit, the default config, man pages,
   the dashboard and alert rules;
 - the unpacked `sluice --version` says the package's version, and
-  `--check-config` accepts the unpacked default config; sluicectl and
-  the exporter start through their links;
+  `--check-config` accepts the unpacked default config; sluicectl, the
+  exporter and the aggregator start through their links;
 - the man pages render without a warning, and lintian finds no error.
 
 usage: test_package.py
@@ -60,6 +60,7 @@ def main():
         root = os.path.join(tmp, "root")
         res.eq(run("dpkg-deb", "-x", deb, root).returncode, 0, "unpacked into a temporary root")
         want = ["usr/bin/sluice", "usr/bin/sluicectl", "usr/bin/sluice-exporter",
+                "usr/bin/sluice-aggregator", "usr/share/man/man1/sluice-aggregator.1.gz",
                 "usr/lib/sluice/sltelemetry.py", "lib/systemd/system/sluice@.service",
                 "etc/sluice/sluice.yaml", "usr/share/man/man1/sluice.1.gz",
                 "usr/share/man/man1/sluicectl.1.gz", "usr/share/man/man1/sluice-exporter.1.gz",
@@ -79,14 +80,14 @@ def main():
         res.check(c.returncode == 0 and c.stdout.startswith("OK rules="),
                   "the unpacked default config checks (%s)" % (c.stdout.strip() or
                                                               c.stderr.strip()[-200:]))
-        for tool in ("sluicectl", "sluice-exporter"):
+        for tool in ("sluicectl", "sluice-exporter", "sluice-aggregator"):
             h = run("/usr/bin/python3", os.path.join(root, "usr", "bin", tool), "--help")
             res.check(h.returncode == 0 and "usage" in h.stdout.lower(),
                       "%s starts through its link (%s)" % (
                           tool, (h.stdout.strip().splitlines() or h.stderr.strip()[-200:]
                                  .splitlines() or [""])[0]))
 
-        for page in ("sluice", "sluicectl", "sluice-exporter"):
+        for page in ("sluice", "sluicectl", "sluice-exporter", "sluice-aggregator"):
             src = os.path.join(root, "usr", "share", "man", "man1", page + ".1.gz")
             plain = os.path.join(tmp, page + ".1")
             with gzip.open(src) as f, open(plain, "wb") as g:
