@@ -64,6 +64,7 @@ class Client:
     """curl at a fixed rate through one region, bounded in count and time."""
 
     def __init__(self, topo, per_min, secs):
+        self.per_min = per_min
         n = int(per_min * secs / 60)
         self.p = subprocess.Popen(
             ["ip", "netns", "exec", topo.cns, "timeout", str(secs + 30), "curl", "-s", "-N",
@@ -227,11 +228,27 @@ def phases(res, topos, ports, conf, tmp):
         res.check((sa_now[1] or 0) >= 8500,
                   "a keeps its slice while b's Redis is paused (%s)" % (sa_now,))
         paused = (t7, t8)
+
+        # 5. the client moves: 10 % through a, 90 % through b
+        time.sleep(2)  # b's breaker closes on its next probe
+        b_min = clients[2].per_min
+        codes = [cl.stop() for cl in clients]
+        clients = [Client(b, 1800, 40), Client(b, 1800, 40), Client(a, b_min, 40)]
+        t9 = time.time()
+        # within 3 rounds of the aggregator seeing it: the demand reaches
+        # the coordinator within 250 ms and its report within a second
+        ok, took = wait_for("b's slice", lambda: (slice_of(b)[1] or 0) >= 8500,
+                            3 * REBALANCE_MS / 1000 + 1.25)
+        res.check(ok, "the demand moved to b: b holds >= 85 %% of the limit %.1f s later (at "
+                  "most 3 rounds and the reports' 1.25 s: %s, a %s)"
+                  % (took, slice_of(b), slice_of(a)))
+        time.sleep(max(0.0, t9 + 12 - time.time()))
+        moved = (t9, t9 + 12)
     finally:
         if agg is not None:
             agg.kill()
             agg.wait()
-        codes = [cl.stop() for cl in clients]
+        codes = [cl.stop() for cl in clients] + (codes if "codes" in dir() else [])
         log.close()
     time.sleep(1.5)  # the backend's log is written in batches
     ta, tb, tc = arrivals(a), arrivals(b), arrivals(c)
@@ -261,6 +278,19 @@ def phases(res, topos, ports, conf, tmp):
     res.check(r >= 0.85 * LIMIT,
               "b's Redis paused: a still admits %.2f/s, %.2f x the global limit" % (
                   r, r / LIMIT))
+    # while the slices move, the regions together never admit much more
+    # than the limit: a region whose slice is lowered gives back what it
+    # held (reserved ahead at its old rate) instead of spending it beside
+    # the region the slice went to
+    ra, rb, rc = (rate_in(x, *moved) for x in (ta, tb, tc))
+    res.check(ra + rb + rc <= 1.1 * LIMIT,
+              "the client moved: over the 12 s after, the regions together admit %.2f/s, "
+              "%.3f x the global limit (at most 1.1; a %.2f/s, b %.2f/s)"
+              % (ra + rb + rc, (ra + rb + rc) / LIMIT, ra, rb))
+    rb = rate_in(tb, moved[0] + 6, moved[1])
+    res.check(rb >= 0.85 * LIMIT,
+              "the client moved: b admits %.2f/s from 6 s after, %.2f x the global limit"
+              % (rb, rb / LIMIT))
     with open(os.path.join(tmp, "aggregator.log")) as f:
         lines = [json.loads(x) for x in f if x.startswith("{")]
     res.check(any(x.get("event") == "rebalance" for x in lines),
