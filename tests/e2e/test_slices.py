@@ -2,8 +2,8 @@
 """Global limits rebalanced across regions (issue 16): the appliances
 enforce the slices sluice-aggregator writes.
 
-Three regions on this machine (a, b, c: a redis-server and one appliance,
-one worker, each; `regions: {a: 1, b: 1, c: 1}`), a `global: true` rule of
+Three regions on this machine (a, b, c: one appliance, one worker, each,
+and a's Redis a Cluster of three masters, b's and c's a redis-server; `regions: {a: 1, b: 1, c: 1}`), a `global: true` rule of
 1200/min (20/s), burst 20, and one client sending 90 % of its requests
 through a and 10 % through b (curl --rate: 60/s and 6.7/s, both above
 their slices, as an abuser spread over regions would):
@@ -55,7 +55,7 @@ rules:
      global: true}
 store:
   region: %(region)s
-  redis: {endpoints: ["127.0.0.1:%(port)d"], timeout_ms: 20}
+  redis: {endpoints: ["127.0.0.1:%(port)d"], cluster: %(cluster)s, timeout_ms: 20}
 response: {retry_jitter: 0, keep_alive: true}
 """
 
@@ -212,7 +212,8 @@ def phases(res, topos, ports, conf, tmp):
         ok, took = wait_for("a's slice again", lambda: (slice_of(a)[1] or 0) >= 8500, 8)
         res.check(ok, "the aggregator back: a's slice again within %.1f s" % took)
         time.sleep(2)
-        os.kill(REDIS[1].pid, signal.SIGSTOP)
+        b_redis = REDIS[-2]
+        os.kill(b_redis.pid, signal.SIGSTOP)
         try:
             t7 = time.time() + 1
             time.sleep(5)
@@ -220,7 +221,7 @@ def phases(res, topos, ports, conf, tmp):
             sb_store = sltest.telemetry(b.sluice.prefix, "/sluice/store")
             sa_now = slice_of(a)
         finally:
-            os.kill(REDIS[1].pid, signal.SIGCONT)
+            os.kill(b_redis.pid, signal.SIGCONT)
         res.check(sb_store.get("circuit_opened", 0) >= 1 or sb_store.get("store_degraded", 0) > 0,
                   "b's Redis paused: b decides by its rule's policy (circuit_opened %s, "
                   "store_degraded %s)" % (sb_store.get("circuit_opened"),
@@ -304,8 +305,12 @@ def main():
     binary = sys.argv[1]
     res = sltest.Results("slices")
     with tempfile.TemporaryDirectory() as tmp:
-        ports = [sltest.free_port() for _ in range(3)]
-        for i, p in enumerate(ports):
+        # a's Redis is a Cluster of three masters (its usage and slices
+        # on the nodes of their keys), b's and c's single nodes
+        cports, cprocs = sltest.start_cluster(tmp, 3)
+        REDIS.extend(cprocs.values())
+        ports = [cports[0]] + [sltest.free_port() for _ in range(2)]
+        for i, p in enumerate(ports[1:]):
             d = os.path.join(tmp, "redis%d" % i)
             os.makedirs(d)
             REDIS.append(sltest.start_redis(p, d))
@@ -314,7 +319,8 @@ def main():
             for name, p in zip("abc", ports):
                 confs.append(os.path.join(tmp, name + ".yaml"))
                 with open(confs[-1], "w") as f:
-                    f.write(CONF % {"region": name, "port": p})
+                    f.write(CONF % {"region": name, "port": p,
+                                    "cluster": "true" if name == "a" else "false"})
             pid = os.getpid() % 1000
             with sltest.Topology(binary, confs[0], tmp, prefix="sa%d" % pid) as a, \
                     sltest.Topology(binary, confs[1], tmp, prefix="sb%d" % pid) as b, \

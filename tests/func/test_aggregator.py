@@ -10,7 +10,9 @@ against real redis-servers standing for three regions.
   read (stale ones ignored), slices written into every region with a
   version, a TTL and a message on sl:slices; a second aggregator does
   nothing while the first holds the lease; a region whose Redis is down
-  keeps its last slice, the others are rebalanced within what is left.
+  keeps its last slice, the others are rebalanced within what is left;
+- a region whose Redis is a Cluster: read and written on the nodes of the
+  keys, the announcement heard on every node.
 
 usage: test_aggregator.py
 """
@@ -189,11 +191,58 @@ def check_cli(res, tmp, ports):
               "a region the config does not name is refused (%s)" % r.stderr.strip()[-120:])
 
 
+def check_cluster(res, tmp):
+    """A region whose Redis is a Cluster: its reports read and its slices
+    written on the nodes of their keys (the rule's hash tag), announced on
+    every node (an appliance subscribes to its first endpoint, which need
+    not serve the key)."""
+    import redis.cluster
+
+    single = sltest.free_port()
+    d = os.path.join(tmp, "single")
+    os.makedirs(d)
+    one = sltest.start_redis(single, d)
+    ports, procs = sltest.start_cluster(tmp, 3)
+    try:
+        cl = redis.cluster.RedisCluster(host="127.0.0.1", port=ports[0], socket_timeout=2)
+        db = redis.Redis(host="127.0.0.1", port=single, socket_timeout=1)
+        key = "sl:slice:{%s}" % RULE
+        subs = []
+        for p in ports:
+            s = redis.Redis(host="127.0.0.1", port=p, socket_timeout=1).pubsub()
+            s.subscribe("sl:slices")
+            subs.append(s)
+        report(cl, "k1", {HOT: 100}, 100)
+        report(db, "s1", {HOT: 900}, 900)
+        a = agg.Aggregator([("a", agg.Region("127.0.0.1", single)),
+                            ("b", agg.Region("127.0.0.1", ports[1]))],
+                           {"a": 1, "b": 1}, 0.02, 1000, 10000, "c")
+        a.round()
+        got = cl.hgetall(key)
+        res.check(int(got.get(HOT.encode(), 0)) in range(900, 1100) and got.get(b"x") ==
+                  b"10000", "a Cluster region: its report read, its slice written on the "
+                  "key's node (%s; the single node's %s)" % (got, db.hget(key, HOT)))
+        heard = []
+        for s in subs:
+            m = None
+            for _ in range(10):
+                m = s.get_message(timeout=0.2)
+                if m and m["type"] == "message":
+                    break
+            heard.append(bool(m and m["type"] == "message"))
+        res.eq(heard, [True] * 3, "the new version heard on every node of the Cluster")
+    finally:
+        sltest.stop_all(procs)
+        one.kill()
+        one.wait()
+
+
 def main():
     res = sltest.Results("aggregator")
     check_slices(res)
     with tempfile.TemporaryDirectory() as tmp:
         run_rounds(res, tmp)
+        check_cluster(res, tmp)
     return res.finish()
 
 
