@@ -163,6 +163,8 @@ def main():
                 res.eq((rules.get("limit"), rules.get("global_limit"), rules.get("slice")),
                        (300, 600, "1/2"), "/sluice/rules: the global rule's limit, its "
                        "global limit and this region's slice")
+                res.check("parts/10000" in rules.get("formula", ""),
+                          "/sluice/rules gives the formula (%s)" % rules.get("formula"))
                 said = []
                 check_run(res, topos, names, "/v1/global", "k-global", (10, 5), (20, 10),
                           after=lambda: said.append(aggregator(confs[0], ports)))
