@@ -104,8 +104,8 @@ def aggregator(conf, ports):
     traffic ends (a report older than three seconds is no demand), not
     during it: its slices would move the static ones measured here
     (e2e/slices measures them moving)."""
-    return subprocess.run([sys.executable, AGGREGATOR, "-c", conf, "--once", "--slice-ttl-ms",
-                           "2000", "--region", "eu=127.0.0.1:%d" % ports[0], "--region",
+    return subprocess.run([sys.executable, AGGREGATOR, "-c", conf, "--once",
+                           "--region", "eu=127.0.0.1:%d" % ports[0], "--region",
                            "us=127.0.0.1:%d" % ports[1]],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=60).stdout
