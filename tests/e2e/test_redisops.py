@@ -11,6 +11,10 @@
   rule decides from the node's share, a fail_closed rule refuses (also
   when its ask is the half-open probe, which such a Redis answers with a
   protocol error rather than NOAUTH), and it stops cleanly.
+- With a region and a global rule, under the same ACL: the appliance's
+  demand reported into Redis and a slice written there followed; and
+  sluice-aggregator under its own least privilege (README's second line)
+  reads reports and writes slices.
 - TLS, the way README.md gives (Debian 12's hiredis 0.14 has none): a
   redis-server listening on its TLS port only, with a certificate from a
   CA generated here, reached through a local stunnel client that verifies
@@ -45,7 +49,11 @@ rules:
      on_store_failure: fail_open}
   - {name: closed, scope: key, match: {path_prefix: /v1/closed}, limit: 100/min,
      on_store_failure: fail_closed}
+  - {name: spread, scope: key, match: {path_prefix: /v1/spread}, limit: 100/min, burst: 10,
+     global: true}
+regions: {eu: 1, us: 1}
 store:
+  region: eu
   redis: {endpoints: ["127.0.0.1:%d"], timeout_ms: 20, probe_interval_ms: 300,
           username: sluice, password_file: %s}
   expected_appliances: 1
@@ -53,14 +61,14 @@ response: {retry_jitter: 0}
 """
 
 
-def readme_acl():
-    """The ACL rules README.md gives for the appliance's user."""
+def readme_acl(user="sluice"):
+    """The ACL rules README.md gives for user."""
     readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
     with open(readme) as f:
         text = f.read()
-    start = text.index("ACL SETUSER sluice")
+    start = text.index("ACL SETUSER %s " % user)
     line = text[start:text.index("\n", start)]
-    return line.split()[3:]  # after ACL SETUSER sluice
+    return line.split()[3:]  # after ACL SETUSER USER
 
 
 def cli(port, *args, user=None, pw=None):
@@ -86,11 +94,89 @@ def run(binary, res, tmp, port, pwfile, tag):
             closed.append(t.curl("-H", "X-API-Key: c-%s" % tag,
                                  "http://%s/v1/closed/%d" % (S4, i))[0])
             time.sleep(0.35)
+        spread = [t.curl("-H", "X-API-Key: g-%s" % tag, "http://%s/v1/spread/%d" % (S4, i))[0]
+                  for i in range(3)]
+        regions = follow_slice(t, port, tag) if tag == "g" else {}
         store = sltest.telemetry(t.sluice.prefix, "/sluice/store")
         exported = subprocess.run([EXPORTER, "-f", t.sluice.prefix, "--once"],
                                   capture_output=True, text=True, timeout=30).stdout
         rc = t.sluice.stop()
-        return codes, opened, closed, store, rc, t.sluice.out, exported
+        return codes, opened, closed, store, rc, t.sluice.out, exported, (spread, regions)
+
+
+ADMIN = {}
+
+
+def follow_slice(t, port, tag):
+    """Under the appliance's least privilege: its demand for the global
+    rule reported into Redis, and a slice written there (by the admin, as
+    the aggregator would, announced) followed. Returns what it saw."""
+    got = {"rules": []}
+    for _ in range(30):  # reported every second
+        got["rules"] = cli(port, "SMEMBERS", "sl:usage:rules", **ADMIN).split()
+        if got["rules"]:
+            break
+        time.sleep(0.2)
+    if not got["rules"]:
+        return got
+    rid = got["rules"][0]
+    raw = cli(port, "HGETALL", "sl:usage:{%s}" % rid, **ADMIN).splitlines()
+    top = json.loads(raw[1]).get("top", {}) if len(raw) == 2 else {}
+    got["identities"] = list(top)
+    if len(top) != 1:
+        return got
+    key = "sl:slice:{%s}" % rid
+    cli(port, "HSET", key, "v", "7", "t", "1", "x", "10000", list(top)[0], "8000", **ADMIN)
+    cli(port, "PUBLISH", "sl:slices", "%s 7" % rid, **ADMIN)
+    for _ in range(20):
+        got["regions"] = sltest.telemetry(t.sluice.prefix, "/sluice/regions")
+        if got["regions"].get("spread", {}).get("version") == 7:
+            break
+        time.sleep(0.1)
+    return got
+
+
+def round_as_aggregator(tmp, port, us, pw):
+    """One round over eu (port) and us, as the aggregator's ACL user, on a
+    fresh report in eu as an appliance (stopped by now) writes it."""
+    pwfile = os.path.join(tmp, "agg.pw")
+    with open(pwfile, "w") as f:
+        f.write(pw + "\n")
+    conf = os.path.join(tmp, "agg.yaml")
+    with open(conf, "w") as f:
+        f.write("regions: {eu: 1, us: 1}\n")
+    cli(port, "DEL", *cli(port, "--scan", "--pattern", "sl:slice:*", **ADMIN).split(), **ADMIN)
+    cli(port, "SADD", "sl:usage:rules", "00000000000000aa", **ADMIN)
+    cli(port, "HSET", "sl:usage:{00000000000000aa}", "n1", json.dumps(
+        {"t": int(time.time() * 1000), "i": 1000, "total": 5, "top": {"ab" * 16: 5}}), **ADMIN)
+    return subprocess.run([AGGREGATOR, "-c", conf, "--once", "--region", "eu=127.0.0.1:%d" % port,
+                           "--region", "us=127.0.0.1:%d" % us, "--username", "sluice-aggregator",
+                           "--password-file", pwfile], capture_output=True, text=True, timeout=60)
+
+
+def aggregator_acl(res, tmp, port):
+    """sluice-aggregator under its least privilege: a round read the
+    appliance's report and wrote the slices."""
+    pw = "agg-pw-%d" % os.getpid()
+    acl = [">" + pw if a.startswith(">") else a for a in readme_acl("sluice-aggregator")]
+    res.eq(cli(port, "ACL", "SETUSER", "sluice-aggregator", *acl, **ADMIN), "OK",
+           "the README's ACL for the aggregator's user applies")
+    # a second region (one alone always holds the whole limit: no slice
+    # to write), its Redis under the same ACL
+    us = sltest.free_port()
+    d = os.path.join(tmp, "us")
+    os.makedirs(d)
+    other = sltest.start_redis(us, d)
+    try:
+        cli(us, "ACL", "SETUSER", "sluice-aggregator", *acl)
+        r = round_as_aggregator(tmp, port, us, pw)
+    finally:
+        other.kill()
+        other.wait()
+    keys = cli(port, "--scan", "--pattern", "sl:slice:*", **ADMIN).split()
+    res.check(r.returncode == 0 and '"rebalance"' in r.stdout and "error" not in r.stdout and
+              "sl:slice:{00000000000000aa}" in keys, "the aggregator under its least privilege: a round read the "
+              "report and wrote the slices (%s; %s)" % (keys, (r.stdout + r.stderr)[-300:]))
 
 
 def tls(binary, res, tmp):
@@ -155,6 +241,7 @@ def tls(binary, res, tmp):
             p.wait()
 
 
+AGGREGATOR = os.path.join(sltest.ROOT, "scripts", "ops", "sluice-aggregator")
 EXPORTER = os.path.join(sltest.ROOT, "scripts", "ops", "sluice-exporter")
 
 
@@ -197,6 +284,7 @@ def main():
                    "the README's ACL for the appliance's user applies")
             res.eq(cli(port, "ACL", "SETUSER", "admin", "on", ">" + admin, "~*", "&*", "+@all"),
                    "OK", "an admin user for the test")
+            ADMIN.update(user="admin", pw=admin)
             cli(port, "ACL", "SETUSER", "default", "off")
             res.check("NOAUTH" in cli(port, "PING") or "WRONGPASS" in cli(port, "PING") or
                       cli(port, "PING") != "PONG", "without credentials Redis refuses")
@@ -205,8 +293,15 @@ def main():
             with open(pwfile, "w") as f:
                 f.write(good + "\n")
             os.chmod(pwfile, 0o600)
-            codes, opened, closed, store, rc, out, exported = run(binary, res, tmp, port,
-                                                                  pwfile, "g")
+            codes, opened, closed, store, rc, out, exported, (spread, follow) = run(
+                binary, res, tmp, port, pwfile, "g")
+            res.check(spread == [200] * 3 and len(follow.get("identities", [])) == 1,
+                      "a global rule under the least privilege: its demand reported into the "
+                      "region's Redis (%s)" % {k: follow.get(k) for k in ("rules", "identities")})
+            sl = follow.get("regions", {}).get("spread", {})
+            res.check(sl.get("version") == 7 and 8000 in sl.values(),
+                      "and a slice written and announced there followed (%s)" % sl)
+            aggregator_acl(res, tmp, port)
             dashboards(res, exported)
             res.eq(sorted(codes), [200] * 5 + [429] * 3,
                    "an ACL user with the least privilege: 5/min through Redis, 5 of 8 (%s)" %
@@ -224,7 +319,8 @@ def main():
 
             with open(pwfile, "w") as f:
                 f.write("not-the-password\n")
-            codes, opened, closed, store, rc, out, _ = run(binary, res, tmp, port, pwfile, "w")
+            codes, opened, closed, store, rc, out, _, _ = run(binary, res, tmp, port, pwfile,
+                                                              "w")
             res.check("refused the credentials" in out and "WRONGPASS" in out,
                       "a wrong password is said at start: %s" % [
                           ln for ln in out.splitlines() if "credentials" in ln][:2])
