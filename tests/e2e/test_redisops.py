@@ -301,6 +301,8 @@ def main():
             sl = follow.get("regions", {}).get("spread", {})
             res.check(sl.get("version") == 7 and 8000 in sl.values(),
                       "and a slice written and announced there followed (%s)" % sl)
+            res.eq((store.get("usage_refused"), follow.get("regions", {}).get("refused")),
+                   (0, 0), "nothing of it refused by Redis (usage_refused, regions' refused)")
             aggregator_acl(res, tmp, port)
             dashboards(res, exported)
             res.eq(sorted(codes), [200] * 5 + [429] * 3,

@@ -388,6 +388,19 @@ store_late(void *ctx, const struct sl_coord_msg *q, uint64_t granted,
  * leaves nothing behind; the aggregator ignores a report older than
  * three intervals anyway).
  */
+/* A report Redis refused (NOPERM: an ACL without the usage keys' rights;
+ * OOM): counted, or a region's demand would vanish without a word. */
+static void
+usage_reply(redisAsyncContext *ac, void *reply, void *priv)
+{
+	const redisReply *rep = reply;
+	struct sl_coord *c = priv;
+
+	(void)ac;
+	if (rep != NULL && rep->type == REDIS_REPLY_ERROR)
+		c->usage.refused++;
+}
+
 static void
 report_usage(struct sl_coord *c, uint64_t now)
 {
@@ -411,12 +424,13 @@ report_usage(struct sl_coord *c, uint64_t now)
 		snprintf(key, sizeof(key), "sl:usage:{%s}", rule);
 		if (sl_usage_json(r, wall_ms, span_ms, json, sizeof(json)) <
 			    0 ||
-		    sl_store_send(c->store, key, 4, hset) != 0) {
+		    sl_store_cmd(c->store, key, 4, hset, usage_reply, c) != 0) {
 			c->usage.unsent += r->total;
 			continue;
 		}
 		sl_store_send(c->store, key, 3, exp);
-		sl_store_send(c->store, "sl:usage:rules", 3, sadd);
+		sl_store_cmd(c->store, "sl:usage:rules", 3, sadd, usage_reply,
+			     c);
 		c->usage.reports++;
 		sent = 1;
 	}
@@ -664,6 +678,8 @@ cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
 					  tel_coord->usage.reports);
 		rte_tel_data_add_dict_u64(d, "usage_unsent",
 					  tel_coord->usage.unsent);
+		rte_tel_data_add_dict_u64(d, "usage_refused",
+					  tel_coord->usage.refused);
 		/* admitted while the store could not count them, charged
 		 * when it answers again */
 		rte_tel_data_add_dict_u64(d, "owed_units", ss->owed_units);

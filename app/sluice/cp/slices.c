@@ -60,6 +60,7 @@ struct sl_slicesync {
 	struct sl_slices *retired;
 	uint64_t retired_token;
 	uint64_t messages, reads, versions, expired, unreadable, swaps, dropped;
+	uint64_t refused; /* reads answered with an error */
 };
 
 static struct rule_slices *
@@ -174,8 +175,17 @@ on_hash(redisAsyncContext *ac, void *reply, void *priv)
 
 	(void)ac;
 	/* the_sync is only ever set or cleared on this thread */
-	if (rep == NULL || s == NULL || rep->type != REDIS_REPLY_ARRAY)
+	if (rep == NULL || s == NULL)
 		return;
+	if (rep->type != REDIS_REPLY_ARRAY) {
+		/* NOPERM (an ACL without sl:slice:*), or worse: said once */
+		pthread_mutex_lock(&mu);
+		if (s->refused++ == 0 && rep->type == REDIS_REPLY_ERROR)
+			SL_LOG(ERR, "slices: Redis refused reading them: %s",
+			       rep->str);
+		pthread_mutex_unlock(&mu);
+		return;
+	}
 	pthread_mutex_lock(&mu);
 	s->reads++;
 	r = rule_by_id(s, (uint64_t)(uintptr_t)priv);
@@ -377,6 +387,7 @@ cmd_regions(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "versions", s->versions);
 	rte_tel_data_add_dict_u64(d, "expired", s->expired);
 	rte_tel_data_add_dict_u64(d, "unreadable", s->unreadable);
+	rte_tel_data_add_dict_u64(d, "refused", s->refused);
 	rte_tel_data_add_dict_u64(d, "swaps", s->swaps);
 	rte_tel_data_add_dict_u64(d, "dropped", s->dropped);
 	for (i = 0; i < s->n; i++) {

@@ -37,7 +37,8 @@ struct sl_usage {
 	uint32_t n;
 	uint64_t since_ns; /* the interval being counted began */
 	uint64_t reports;  /* rules' reports sent */
-	uint64_t unsent; /* not sent: the store out, or rules over the table */
+	uint64_t unsent;  /* not sent: the store out, or rules over the table */
+	uint64_t refused; /* reports (or their rule's entry) Redis refused */
 };
 
 /* units demanded of (k1, k2), a bucket of global rule rid */
