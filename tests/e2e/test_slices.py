@@ -40,6 +40,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 S4 = "198.18.0.2"
 AGGREGATOR = os.path.join(sltest.ROOT, "scripts", "ops", "sluice-aggregator")
 EXPORTER = os.path.join(sltest.ROOT, "scripts", "ops", "sluice-exporter")
+SLUICECTL = os.path.join(sltest.ROOT, "scripts", "ops", "sluicectl")
 LIMIT = 20.0  # per second, across the regions
 KEY = "k-spread"
 REBALANCE_MS = 1000
@@ -149,6 +150,19 @@ def check_pickup(res, topo, ports):
               "announced (%s s; messages heard %s)" % (took[0], took[1], heard))
 
 
+def check_sluicectl(res, topo):
+    """The slices as sluicectl regions prints them."""
+    r = subprocess.run([SLUICECTL, "-f", topo.sluice.prefix, "regions"], capture_output=True,
+                       text=True, timeout=30)
+    lines = r.stdout.splitlines()
+    res.check(r.returncode == 0 and lines and lines[0].startswith("region a ") and
+              any(ln.startswith("spread ") and "static  33.3 %" in ln and "version" in ln
+                  for ln in lines) and
+              any(len(ln.split()) == 3 and float(ln.split()[1]) >= 85 for ln in lines[2:]),
+              "sluicectl regions: the region, the rule's static and held slices, the "
+              "identity's share (%s)" % (lines or r.stderr.strip()[-200:]))
+
+
 def aggregator(conf, ports, log):
     # a floor of 1 % for the quiet region: 90 % of the demand holds 89.1 %
     # of the limit (88.2 % at the default 2 %, 0.86-0.87 x admitted: too
@@ -220,6 +234,7 @@ def phases(res, topos, ports, conf, tmp):
                   % (sa, sb))
         rebalanced = (t2, t3)
         check_exporter(res, a)
+        check_sluicectl(res, a)
 
         # 3. the aggregator killed: slices hold, then expire
         agg.kill()
