@@ -140,7 +140,7 @@ def check_pickup(res, topo, ports):
                          "100")
         if announce:
             sltest.redis_cli(ports[2], "PUBLISH", "sl:slices", "%s %d" % (rules[0], v))
-        ok, secs = wait_for("pickup", lambda: slice_of(topo) == (v, 100), 3)
+        ok, secs = wait_for(lambda: slice_of(topo) == (v, 100), 3)
         took.append(round(secs, 2) if ok else None)
         heard.append(regions(topo).get("messages", 0) - before)
     sltest.redis_cli(ports[2], "DEL", key)
@@ -174,7 +174,7 @@ def aggregator(conf, ports, log):
     return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
 
 
-def wait_for(what, cond, secs):
+def wait_for(cond, secs):
     """Polls cond() until true or secs pass; (held, seconds taken)."""
     t0 = time.time()
     while time.time() - t0 < secs:
@@ -190,6 +190,7 @@ def phases(res, topos, ports, conf, tmp):
     # one curl does about 40 requests a second here: two through a, and
     # b at a ninth of what they reach (slower under ASan than here)
     clients = [Client(a, 1800, 70), Client(a, 1800, 70)]
+    codes = []  # every client's answers, those stopped first included
     agg = None
     try:
         time.sleep(1)
@@ -210,7 +211,7 @@ def phases(res, topos, ports, conf, tmp):
         # 2. rebalanced
         agg = aggregator(conf, ports, log)
         t_start = time.time()
-        ok, took = wait_for("a's slice", lambda: (slice_of(a)[1] or 0) >= 8500,
+        ok, took = wait_for(lambda: (slice_of(a)[1] or 0) >= 8500,
                             3 * REBALANCE_MS / 1000 + 2)
         res.check(ok, "a holds >= 85 %% of the identity's limit %.1f s after the aggregator "
                   "started (3 rounds: %.1f s; /sluice/regions %s)"
@@ -247,7 +248,7 @@ def phases(res, topos, ports, conf, tmp):
         res.check(held == last and (held[1] or 0) >= 8500,
                   "the aggregator gone, a keeps its slice while it lives (%s, then %s)"
                   % (last, held))
-        ok, took = wait_for("expiry", lambda: slice_of(a)[0] == 0, TTL_MS / 1000 + 3)
+        ok, took = wait_for(lambda: slice_of(a)[0] == 0, TTL_MS / 1000 + 3)
         res.check(ok and took + 1.5 >= TTL_MS / 1000 - 1.5,
                   "then it expires to the static slice (%.1f s after the kill; lifetime "
                   "%.1f s)" % (time.time() - t4, TTL_MS / 1000))
@@ -258,7 +259,7 @@ def phases(res, topos, ports, conf, tmp):
 
         # 4. the aggregator again, then b's Redis paused
         agg = aggregator(conf, ports, log)
-        ok, took = wait_for("a's slice again", lambda: (slice_of(a)[1] or 0) >= 8500, 8)
+        ok, took = wait_for(lambda: (slice_of(a)[1] or 0) >= 8500, 8)
         res.check(ok, "the aggregator back: a's slice again within %.1f s" % took)
         time.sleep(2)
         b_redis = REDIS[-2]
@@ -282,13 +283,13 @@ def phases(res, topos, ports, conf, tmp):
         # 5. the client moves: 10 % through a, 90 % through b
         time.sleep(2)  # b's breaker closes on its next probe
         b_min = clients[2].per_min
-        codes = [cl.stop() for cl in clients]
+        codes += [cl.stop() for cl in clients]
         clients = [Client(b, 1800, 40), Client(b, 1800, 40), Client(a, b_min, 40)]
         t9 = time.time()
         # within 3 rounds of the aggregator seeing it: the demand reaches
         # the coordinator within 250 ms and its report within a second;
         # and 0.5 s for the test (the curls' start, polling the telemetry)
-        ok, took = wait_for("b's slice", lambda: (slice_of(b)[1] or 0) >= 8500,
+        ok, took = wait_for(lambda: (slice_of(b)[1] or 0) >= 8500,
                             3 * REBALANCE_MS / 1000 + 1.75)
         res.check(ok, "the demand moved to b: b holds >= 85 %% of the limit %.1f s later (at "
                   "most 3 rounds, the reports' 1.25 s and the test's 0.5 s: %s, a %s)"
@@ -299,7 +300,7 @@ def phases(res, topos, ports, conf, tmp):
         if agg is not None:
             agg.kill()
             agg.wait()
-        codes = [cl.stop() for cl in clients] + (codes if "codes" in dir() else [])
+        codes += [cl.stop() for cl in clients]
         log.close()
     time.sleep(1.5)  # the backend's log is written in batches
     ta, tb, tc = arrivals(a), arrivals(b), arrivals(c)

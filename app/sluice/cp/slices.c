@@ -80,14 +80,13 @@ rule_by_id(struct sl_slicesync *s, uint64_t rid)
 	return rule_in(s->r, s->n, rid);
 }
 
+/* 16 hex digits at p (not terminated there) */
 static int
-hex64(const char *p, size_t n, uint64_t *out)
+hex64(const char *p, uint64_t *out)
 {
 	char buf[17];
 	char *end;
 
-	if (n != 16)
-		return -1;
 	memcpy(buf, p, 16);
 	buf[16] = '\0';
 	*out = strtoull(buf, &end, 16);
@@ -131,8 +130,8 @@ parse(struct rule_slices *r, const redisReply *rep, uint64_t *ttl_ms)
 			if (num_of(val, 24ULL * 3600 * 1000, ttl_ms) != 0)
 				return -1;
 		} else if (f->len == 32 && t.n < RULE_TOP) {
-			if (hex64(f->str, 16, &t.e[t.n].k1) != 0 ||
-			    hex64(f->str + 16, 16, &t.e[t.n].k2) != 0 ||
+			if (hex64(f->str, &t.e[t.n].k1) != 0 ||
+			    hex64(f->str + 16, &t.e[t.n].k2) != 0 ||
 			    num_of(val, SL_SLICE_PARTS, &x) != 0)
 				return -1;
 			t.e[t.n++].parts = (uint32_t)x;
@@ -157,6 +156,16 @@ same(const struct rule_slices *a, const struct rule_slices *b)
 		    a->e[i].parts != b->e[i].parts)
 			return 0;
 	return 1;
+}
+
+/* A rule's slices gone (expired here or in Redis): the static ones. */
+static void
+drop(struct sl_slicesync *s, struct rule_slices *r)
+{
+	if (r->version != 0)
+		s->expired++;
+	r->version = 0;
+	r->n = 0;
 }
 
 /* One per process (the coordinator's); the replies find it here, and
@@ -195,11 +204,7 @@ on_hash(redisAsyncContext *ac, void *reply, void *priv)
 	}
 	before = *r;
 	if (rep->elements == 0) {
-		/* expired, or never written: the static slices at once */
-		if (r->version != 0)
-			s->expired++;
-		r->version = 0;
-		r->n = 0;
+		drop(s, r); /* expired, or never written */
 	} else if (parse(r, rep, &ttl_ms) != 0) {
 		s->unreadable++;
 	} else {
@@ -239,7 +244,7 @@ on_message(redisAsyncContext *ac, void *reply, void *priv)
 	pthread_mutex_lock(&mu);
 	s->messages++;
 	r = rep->element[2]->len > 17 && rep->element[2]->str[16] == ' ' &&
-			    hex64(rep->element[2]->str, 16, &rid) == 0
+			    hex64(rep->element[2]->str, &rid) == 0
 		    ? rule_by_id(s, rid)
 		    : NULL;
 	if (r != NULL &&
@@ -293,9 +298,7 @@ expire(struct sl_slicesync *s, uint64_t now)
 
 	for (i = 0; i < s->n; i++)
 		if (s->r[i].version != 0 && now >= s->r[i].until_ns) {
-			s->r[i].version = 0;
-			s->r[i].n = 0;
-			s->expired++;
+			drop(s, &s->r[i]);
 			s->dirty = 1;
 		}
 }
@@ -411,8 +414,7 @@ cmd_regions(const char *cmd, const char *params, struct rte_tel_data *d)
 						  : 0);
 		rte_tel_data_add_dict_u64(one, "written_ms", r->written_ms);
 		rte_tel_data_add_dict_u64(one, "identities", r->n);
-		/* the first of them, as the aggregator wrote them (its
-		 * busiest first): identity -> parts */
+		/* the first of them as read: identity -> parts */
 		for (j = 0; j < r->n && j < REGIONS_SHOWN; j++) {
 			snprintf(id, sizeof(id), "%016" PRIx64 "%016" PRIx64,
 				 r->e[j].k1, r->e[j].k2);

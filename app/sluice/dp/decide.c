@@ -222,7 +222,8 @@ need_of(struct sl_worker *w, uint16_t rule, const struct scope_id *s,
 	n->on_failure = r->on_store_failure;
 	n->subs = r->sub_buckets;
 	n->global = r->global;
-	n->rid = sl_ruleset_rule_id(pol->rs, rule);
+	/* only a global rule's demand is reported, under its id */
+	n->rid = r->global ? sl_ruleset_rule_id(pol->rs, rule) : 0;
 	if (r->global)
 		sliced(w, r, o, n);
 }
