@@ -181,6 +181,22 @@ def check_cli(res, tmp, ports):
     got = [int(db.hget("sl:slice:{%s}" % RULE, HOT) or 0) for db in dbs]
     res.check(r.returncode == 0 and got == [200, 9800], "sluice-aggregator --once: b's demand "
               "alone gives b all but a's floor (%s; %s)" % (got, r.stderr.strip()[-200:]))
+    # demand split as the static weights: nothing new to write, and the
+    # round's log says what it computed
+    for db in dbs:
+        db.flushall()
+    report(dbs[0], "a1", {HOT: 25}, 25)
+    report(dbs[1], "b1", {HOT: 75}, 75)
+    r = subprocess.run(cmd + ["--region", "a=127.0.0.1:%d" % ports[0],
+                              "--region", "b=127.0.0.1:%d" % ports[1]],
+                       capture_output=True, text=True, timeout=60)
+    rounds = [json.loads(x) for x in r.stdout.splitlines() if '"round"' in x]
+    plan = rounds[-1]["planned"].get(RULE, {}).get(HOT) if rounds else None
+    res.check(r.returncode == 0 and plan == {"a": 2500, "b": 7500} and
+              rounds[-1]["written"] == [] and not any(db.exists("sl:slice:{%s}" % RULE)
+                                                      for db in dbs),
+              "sluice-aggregator --once: demand split as the static weights writes no "
+              "version, its round logged (%s)" % (rounds[-1:] or r.stdout.strip()[-200:]))
     r = subprocess.run(cmd + ["--region", "a=127.0.0.1:%d" % ports[0]],
                        capture_output=True, text=True, timeout=60)
     res.check(r.returncode != 0 and "no --region for b" in r.stderr,
