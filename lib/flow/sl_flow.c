@@ -563,6 +563,26 @@ note_ts(struct sl_flow *f, const struct sl_seg *s)
 		f->ts_recent = s->tsval;
 }
 
+/*
+ * New bytes where a request would start, on a connection whose server has
+ * sent its FIN: it cannot answer them, and must not act on them (RFC 9112
+ * 9.6). Mostly a client that sent its next request on a connection it
+ * thought kept, just as the server closed it (the keep-alive race): the
+ * client retries on a new connection. Decided here, the request would be
+ * charged twice (and, where its cost is read from the response, the most
+ * it could cost, for a response that cannot come); forwarded undecided, a
+ * backend that read on after its FIN would act on it unlimited. So it is
+ * neither: both sides are reset, as the backend's own stack would do.
+ */
+static enum sl_seg_verdict
+after_close(struct seg_ctx *c)
+{
+	c->t->st.after_close++;
+	sl_flow_release_head(c->t, c->f);
+	c->f->state = SL_FLOW_ABSORB;
+	return SL_SEG_RESET;
+}
+
 /* Data or FIN on a flow past its SYN, in the normaliser's terms. */
 static enum sl_seg_verdict
 stream(struct seg_ctx *c, const struct sl_seg *s)
@@ -591,6 +611,9 @@ stream(struct seg_ctx *c, const struct sl_seg *s)
 		f->state = SL_FLOW_ABSORB;
 		return SL_SEG_STOPPED;
 	}
+	if (f->s_fin && f->state == SL_FLOW_HEAD && s->len > 0 &&
+	    (int32_t)(s->seq + s->len - f->c_next) > 0)
+		return after_close(c);
 	if (s->len > 0)
 		v = data(c, s);
 	note_ts(f, s);

@@ -176,6 +176,9 @@ enum sl_seg_verdict {
 	/* a callback returned SL_REQ_KEEP: the segment was that head alone;
 	 * answer it, forward nothing, the connection goes on */
 	SL_SEG_KEPT,
+	/* request bytes after the server's FIN: it cannot answer them, nor
+	 * may it act on them; reset both sides, forward nothing */
+	SL_SEG_RESET,
 };
 
 /*
@@ -242,6 +245,7 @@ struct sl_flow_stats {
 	 * on (close-delimited, a gap, ...): refusals fall back to waiting
 	 * for the server's ACK of the requests before */
 	uint64_t resp_unframed;
+	uint64_t after_close; /* requests sent after the server's FIN: reset */
 	uint64_t norm[SL_NR__COUNT]; /* client segments kept out, per reason */
 };
 

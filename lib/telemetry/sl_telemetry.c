@@ -125,6 +125,7 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "cost_refunded", c->cost_refunded);
 	U64(d, "cost_unsettled", c->cost_unsettled);
 	U64(d, "cost_presumed", c->cost_presumed);
+	U64(d, "cost_unanswered", c->cost_unanswered);
 	U64(d, "reply_alloc_failed", c->reply_alloc_failed);
 	U64(d, "coord_asks", c->coord_asks);
 	U64(d, "parked", c->parked);
@@ -158,6 +159,7 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "upgrades_refused", f->upgrades_refused);
 	U64(d, "responses", f->responses);
 	U64(d, "resp_unframed", f->resp_unframed);
+	U64(d, "after_close", f->after_close);
 }
 
 /* The normaliser's drops by reason, non-zero ones only. */

@@ -77,6 +77,10 @@ struct sl_counters {
 	/* charged the most their response could say: the connection's
 	 * record waited for another limit's, or it ended before them */
 	uint64_t cost_presumed;
+	/* never answered: the server closed its side, every byte before its
+	 * FIN seen and framed, with their responses not begun (the declared
+	 * cost stands; the client kept nothing from being read) */
+	uint64_t cost_unanswered;
 	uint64_t reply_alloc_failed; /* no mbuf for the RST to the backend */
 	uint64_t coord_asks;   /* lease requests sent to the coordinator */
 	uint64_t parked;       /* requests that waited for an answer */

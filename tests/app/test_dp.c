@@ -53,6 +53,8 @@ static const char CONFIG[] =
 	"limit: 100/min, on_store_failure: fail_closed}\n"
 	"  - {name: open, scope: key, match: {path_prefix: /open}, "
 	"limit: 1/min, on_store_failure: fail_open}\n"
+	"  - {name: bulk, scope: key, match: {path_prefix: /bulk}, limit: "
+	"20/min, burst: 20, cost_from_response: X-RateLimit-Cost}\n"
 	"response: {retry_jitter: 0}\n";
 
 static struct sl_app app;
@@ -135,6 +137,15 @@ request(struct sl_worker *w, struct conn *c, const char *path, const char *key)
 		 key);
 	burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, head), DOWN);
 	c->cseq += (uint32_t)strlen(head);
+}
+
+/* A server segment through the worker; its ack is the client's next. */
+static void
+server(struct sl_worker *w, struct conn *c, uint8_t flags, const char *data)
+{
+	burst(w, frame(0, c, flags, data), UP);
+	c->sseq += (uint32_t)(data != NULL ? strlen(data) : 0) +
+		   ((flags & RTE_TCP_FIN_FLAG) ? 1 : 0);
 }
 
 /* The request went on to the backend, its bytes unchanged. */
@@ -551,6 +562,106 @@ overload_tx_full(void **state)
 	done(w);
 }
 
+/* The frames sent each way since the last call: those with flag set. */
+static void
+count_sent(unsigned int *up, unsigned int *down, uint8_t flag,
+	   unsigned int *up_flag, unsigned int *down_flag)
+{
+	struct rte_mbuf *m[8];
+	unsigned int n, i;
+
+	n = sent(UP, m, 8);
+	*up = n;
+	for (*up_flag = 0, i = 0; i < n; i++)
+		*up_flag += (flags_of(m[i]) & flag) != 0;
+	rte_pktmbuf_free_bulk(m, n);
+	n = sent(DOWN, m, 8);
+	*down = n;
+	for (*down_flag = 0, i = 0; i < n; i++)
+		*down_flag += (flags_of(m[i]) & flag) != 0;
+	rte_pktmbuf_free_bulk(m, n);
+}
+
+static const char COST5[] = "HTTP/1.1 200 OK\r\nX-RateLimit-Cost: 5\r\n"
+			    "Content-Length: 0\r\n\r\n";
+
+/*
+ * The server closes a connection as its client sends the next request
+ * (the keep-alive race): the request its FIN shows unanswered, or one
+ * still parked when the FIN came, keeps its declared cost, and is not
+ * charged the most it could cost when the connection ends (the client
+ * did nothing to keep its response from being read; its retry would be
+ * refused). A request that comes after the FIN is not decided at all:
+ * both sides reset. A client that resets before its response still is.
+ */
+static void
+server_closes(void **state)
+{
+	struct sl_worker *w = worker(1);
+	unsigned int up, down, up_f, down_f;
+	struct conn c;
+	uint32_t len;
+
+	(void)state;
+	/* forwarded, then the server's FIN and RST */
+	c = open_conn(w);
+	request(w, &c, "/bulk/1", "k-fin");
+	coord_turn(w);
+	assert_forwarded("/bulk/1");
+	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, COST5);
+	assert_int_equal(w->ctr.cost_settled, 1);
+	request(w, &c, "/bulk/2", "k-fin");
+	coord_turn(w);
+	server(w, &c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, NULL);
+	assert_int_equal(w->ctr.cost_unanswered, 1);
+	server(w, &c, RTE_TCP_RST_FLAG, NULL);
+	assert_int_equal(w->ctr.cost_presumed, 0);
+	drain();
+	/* parked (a key not asked for yet) when the FIN comes */
+	c = open_conn(w);
+	request(w, &c, "/bulk/1", "k-park");
+	coord_turn(w);
+	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, COST5);
+	drain();
+	len = c.cseq;
+	request(w, &c, "/bulk/2", "k-park2");
+	assert_false(sl_parkq_empty(&w->parkq));
+	len = c.cseq - len;
+	c.cseq -= len; /* the server has not had it */
+	server(w, &c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, NULL);
+	c.cseq += len;
+	coord_turn(w);
+	assert_true(sl_parkq_empty(&w->parkq));
+	assert_int_equal(w->ctr.cost_unanswered, 2);
+	server(w, &c, RTE_TCP_RST_FLAG, NULL);
+	assert_int_equal(w->ctr.cost_presumed, 0);
+	drain();
+	/* sent after the FIN came: never decided, both sides reset */
+	c = open_conn(w);
+	request(w, &c, "/bulk/1", "k-late");
+	coord_turn(w);
+	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, COST5);
+	server(w, &c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, NULL);
+	drain();
+	len = (uint32_t)w->ctr.requests;
+	request(w, &c, "/bulk/2", "k-late");
+	count_sent(&up, &down, RTE_TCP_RST_FLAG, &up_f, &down_f);
+	assert_int_equal(up, 1);
+	assert_int_equal(up_f, 1);
+	assert_int_equal(down, 1);
+	assert_int_equal(down_f, 1);
+	assert_int_equal(w->ctr.requests, len);
+	assert_int_equal(sl_flow_stats(w->flows)->after_close, 1);
+	/* the client resets before its response: the most it could cost */
+	c = open_conn(w);
+	request(w, &c, "/bulk/1", "k-rst");
+	coord_turn(w);
+	burst(w, frame(1, &c, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG, NULL), DOWN);
+	assert_int_equal(w->ctr.cost_presumed, 1);
+	assert_int_equal(w->ctr.cost_unanswered, 2);
+	done(w);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -569,6 +680,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(refused_behind_allowed),
 		cmocka_unit_test(overload_park_held),
 		cmocka_unit_test(overload_tx_full),
+		cmocka_unit_test(server_closes),
 	};
 	int rc;
 

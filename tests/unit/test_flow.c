@@ -417,6 +417,42 @@ close_and_server_side(void **state)
 }
 
 /*
+ * A request sent after the server's FIN (the keep-alive race): never
+ * decided, both sides reset; one the FIN did not precede is read, and the
+ * server's FIN before a request's response is no reason to reset it.
+ */
+static void
+request_after_server_fin(void **state)
+{
+	struct sl_flow_table *t = table(16, 4, 1024);
+	struct sl_flow_key k = key(1);
+	struct seen s = {0};
+	uint32_t l4 = (uint32_t)strlen(R4);
+	struct sl_flow *f;
+
+	(void)state;
+	open_flow(t, &k, &s);
+	f = sl_flow_lookup(t, &k);
+	assert_int_equal(seg(t, &k, 1000, ACK, R4, l4, &s), SL_SEG_FORWARD);
+	assert_int_equal(s.n, 1);
+	srv(t, &k, 5001, 1000 + l4, FIN | ACK, NULL, 100);
+	assert_true(f->s_fin);
+	/* the first again (a retransmission) is not a new request */
+	assert_int_equal(seg(t, &k, 1000, ACK, R4, l4, &s), SL_SEG_FORWARD);
+	/* a pure ACK of the FIN goes on */
+	assert_int_equal(seg(t, &k, 1000 + l4, ACK, NULL, 0, &s),
+			 SL_SEG_FORWARD);
+	assert_int_equal(seg(t, &k, 1000 + l4, ACK, R4, l4, &s), SL_SEG_RESET);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(sl_flow_stats(t)->after_close, 1);
+	/* what follows is absorbed: the flow answered */
+	assert_int_equal(seg(t, &k, 1000 + 2 * l4, ACK, R4, l4, &s),
+			 SL_SEG_ABSORBED);
+	assert_int_equal(s.n, 1);
+	sl_flow_table_free(t);
+}
+
+/*
  * A flood of new flows never grows the table, evicts the idlest, and
  * never an established connection while others are left.
  */
@@ -965,6 +1001,7 @@ main(void)
 		cmocka_unit_test(stop_absorbs_the_rest),
 		cmocka_unit_test(midstream_pickup),
 		cmocka_unit_test(close_and_server_side),
+		cmocka_unit_test(request_after_server_fin),
 		cmocka_unit_test(flood_evicts_oldest),
 		cmocka_unit_test(handshakes_not_evicted_for_each_other),
 		cmocka_unit_test(rst_and_syn_on_open),

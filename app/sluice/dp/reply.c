@@ -217,11 +217,11 @@ sl_reply_keep(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
 }
 
 /*
- * An answered head sent again before its answer was acknowledged, the
- * answer lost and not kept (the share of mbufs for kept answers was
- * full): both sides are reset (the client sees its connection fail, as
- * after a lost reply of any server that gave up), the flow absorbs what
- * follows.
+ * Both sides reset, the flow absorbing what follows: an answered head
+ * sent again before its answer was acknowledged, the answer lost and not
+ * kept (the share of mbufs for kept answers was full): the client sees
+ * its connection fail, as after a lost reply of any server that gave up;
+ * and a request sent after the server's FIN (sl_flow.c after_close).
  */
 void
 sl_reply_reset(struct sl_worker *w, struct rte_mbuf *m, struct sl_flow *f,
