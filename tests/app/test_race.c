@@ -6,9 +6,11 @@
  * leased through the coordinator, parked until answered), while the main
  * thread runs the coordinator, sums the counters as telemetry does, and
  * swaps the rule set through the real reload (RCU: the old policy freed
- * once the worker has passed a quiescent point). What is shared between
- * lcores — the rings both ways, the policy pointer and its lifetime, the
- * counters — is exercised for real; the sanitizer reports any access the
+ * once the worker has passed a quiescent point), and the aggregator's
+ * slices table as slices.c swaps it (the old one freed after RCU too).
+ * What is shared between lcores — the rings both ways, the policy and
+ * slices pointers and their lifetimes, the counters — is exercised for
+ * real; the sanitizer reports any access the
  * code does not order. In an ordinary build it checks that every request
  * was decided once and that the counters add up.
  */
@@ -18,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -44,9 +47,13 @@ static const char RULES[] =
 	"  coordinator_timeout_ms: 20}\n"
 	"identity: {api_key_header: X-API-Key}\n"
 	"tiers: [free]\n"
+	"regions: {a: 1, b: 1}\n"
 	"rules:\n"
 	"  - {name: two, scope: key, match: {path_prefix: /two}, limit: "
 	"%u/min}\n"
+	"  - {name: wide, scope: key, match: {path_prefix: /two}, limit: "
+	"100000/min, global: true}\n"
+	"store: {region: a, redis: {endpoints: [\"127.0.0.1:1\"]}}\n"
 	"response: {retry_jitter: 0}\n";
 
 static struct sl_app app;
@@ -134,6 +141,31 @@ worker_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * A new slices table for the global rule, as slices.c publishes one, once
+ * the last one replaced is freed: the workers read every table while it
+ * is swapped (identities that match no test key: each lookup still walks
+ * its slots). Returns whether it swapped.
+ */
+static int
+new_slices(struct sl_slices_retired *g, unsigned int round)
+{
+	struct sl_slices *t;
+	unsigned int i;
+
+	if (!sl_slices_reap(&app, g))
+		return 0;
+	t = malloc(sizeof(*t));
+	assert_non_null(t);
+	sl_slices_clear(t);
+	for (i = 0; i < 64; i++)
+		assert_int_equal(
+			sl_slices_put(t, round * 977u + i * 7919u, i, 100 + i),
+			0);
+	sl_slices_swap(&app, g, t);
+	return 1;
+}
+
 static void
 both_at_once(void **state)
 {
@@ -142,7 +174,8 @@ both_at_once(void **state)
 	struct sl_counters sum;
 	struct sl_flow_stats fs;
 	char text[1024], msg[1024], ver[16];
-	unsigned int loops = 0, reloads = 0;
+	unsigned int loops = 0, reloads = 0, swaps = 0;
+	struct sl_slices_retired gone = {0};
 	uint64_t next_reload = rte_rdtsc(), gap = rte_get_tsc_hz() / 500;
 	pthread_t t;
 
@@ -158,6 +191,7 @@ both_at_once(void **state)
 		sl_coord_poll(app.coord, sl_tsc_ns(&app, rte_rdtsc()));
 		if (++loops % 256 == 0)
 			sl_telemetry_sum(&sum, &fs);
+		swaps += (unsigned int)new_slices(&gone, loops);
 		if (rte_rdtsc() >= next_reload) {
 			/* the limit moves between 2 and 3 a minute, every
 			 * 2 ms or four times as long as a reload takes (a
@@ -178,6 +212,9 @@ both_at_once(void **state)
 	}
 	assert_int_equal(pthread_join(t, NULL), 0);
 	rte_rcu_qsbr_thread_unregister(app.qs, WORKER_ID);
+	assert_int_equal(sl_slices_reap(&app, &gone), 1); /* none reads it */
+	free(app.slices);
+	app.slices = NULL;
 	sl_telemetry_sum(&sum, &fs);
 	/* every request decided once, however the threads interleaved */
 	assert_int_equal(sum.requests, ROUNDS);
@@ -201,10 +238,11 @@ both_at_once(void **state)
 			 (unsigned long long)app.coord->st.answers_dropped,
 			 (unsigned long long)app.coord->st.given_back);
 	assert_true(reloads >= 1);
+	assert_true(swaps >= 1);
 	printf("race: %u rounds, %llu allowed (%llu decided by the worker "
-	       "alone), %u reloads, %u coordinator loops\n",
+	       "alone), %u reloads, %u slices tables, %u coordinator loops\n",
 	       ROUNDS, (unsigned long long)sum.allowed,
-	       (unsigned long long)sum.degraded, reloads, loops);
+	       (unsigned long long)sum.degraded, reloads, swaps, loops);
 	sl_worker_free(w);
 	rte_free(w);
 }

@@ -38,6 +38,17 @@ struct sl_slicesync *sl_slicesync_create(struct sl_app *app, const char *host,
 void sl_slicesync_poll(struct sl_slicesync *s, uint64_t now_ns);
 /* Frees it and the workers' table (the workers stopped); NULL: nothing. */
 void sl_slicesync_free(struct sl_slicesync *s);
+/* The workers' slices table (app->slices) replaced by t (NULL: none);
+ * the one replaced waits in g until every worker passed a quiescent
+ * point: sl_slices_reap frees it then and returns 1 (also when nothing
+ * waits), else 0, and a swap must wait for that. */
+struct sl_slices_retired {
+	struct sl_slices *t;
+	uint64_t token;
+};
+int sl_slices_reap(struct sl_app *app, struct sl_slices_retired *g);
+void sl_slices_swap(struct sl_app *app, struct sl_slices_retired *g,
+		    struct sl_slices *t);
 
 /* The one place a configuration becomes a running policy (policy.c). */
 struct sl_policy *sl_policy_build(const struct sl_config *cfg);

@@ -57,8 +57,7 @@ struct sl_slicesync {
 	uint32_t n;
 	uint64_t now_ns, next_read;
 	int dirty; /* r[] changed since the workers' table was built */
-	struct sl_slices *retired;
-	uint64_t retired_token;
+	struct sl_slices_retired retired;
 	uint64_t messages, reads, versions, expired, unreadable, swaps, dropped;
 	uint64_t refused; /* reads answered with an error */
 };
@@ -304,25 +303,43 @@ expire(struct sl_slicesync *s, uint64_t now)
 }
 
 /*
- * The workers' table built afresh and swapped in; the one it replaces
- * is freed once every worker passed a quiescent point (checked on later
- * polls, never waited for: the coordinator shares this loop). A second
- * change waits for that.
+ * The table a swap replaced is freed once every worker passed a
+ * quiescent point: checked on later polls, never waited for (the
+ * coordinator shares this loop). A second swap waits for that.
  */
+int
+sl_slices_reap(struct sl_app *app, struct sl_slices_retired *g)
+{
+	if (g->t == NULL)
+		return 1;
+	if (rte_rcu_qsbr_check(app->qs, g->token, false) != 1)
+		return 0;
+	free(g->t);
+	g->t = NULL;
+	return 1;
+}
+
+void
+sl_slices_swap(struct sl_app *app, struct sl_slices_retired *g,
+	       struct sl_slices *t)
+{
+	struct sl_slices *old = app->slices;
+
+	__atomic_store_n(&app->slices, t, __ATOMIC_RELEASE);
+	if (old != NULL) {
+		g->t = old;
+		g->token = rte_rcu_qsbr_start(app->qs);
+	}
+}
+
+/* The workers' table built afresh and swapped in. */
 static void
 publish(struct sl_slicesync *s)
 {
-	struct sl_app *app = s->app;
-	struct sl_slices *t = NULL, *old;
+	struct sl_slices *t = NULL;
 	uint32_t i, j, n = 0;
 
-	if (s->retired != NULL) {
-		if (rte_rcu_qsbr_check(app->qs, s->retired_token, false) != 1)
-			return;
-		free(s->retired);
-		s->retired = NULL;
-	}
-	if (!s->dirty)
+	if (!sl_slices_reap(s->app, &s->retired) || !s->dirty)
 		return;
 	for (i = 0; i < s->n; i++)
 		n += s->r[i].n;
@@ -335,14 +352,9 @@ publish(struct sl_slicesync *s)
 			s->dropped += sl_slices_put(t, s->r[i].e[j].k1,
 						    s->r[i].e[j].k2,
 						    s->r[i].e[j].parts) != 0;
-	old = app->slices;
-	__atomic_store_n(&app->slices, t, __ATOMIC_RELEASE);
+	sl_slices_swap(s->app, &s->retired, t);
 	s->dirty = 0;
 	s->swaps++;
-	if (old != NULL) {
-		s->retired = old;
-		s->retired_token = rte_rcu_qsbr_start(app->qs);
-	}
 }
 
 void
@@ -457,7 +469,7 @@ sl_slicesync_free(struct sl_slicesync *s)
 	pthread_mutex_lock(&mu);
 	free(s->app->slices);
 	s->app->slices = NULL;
-	free(s->retired);
+	free(s->retired.t);
 	the_sync = NULL; /* /sluice/regions answers nothing from here */
 	pthread_mutex_unlock(&mu);
 	free(s);
