@@ -585,44 +585,56 @@ count_sent(unsigned int *up, unsigned int *down, uint8_t flag,
 static const char COST5[] = "HTTP/1.1 200 OK\r\nX-RateLimit-Cost: 5\r\n"
 			    "Content-Length: 0\r\n\r\n";
 
+/* A connection whose first request (key's) was answered: it cost 5. */
+static struct conn
+answered_conn(struct sl_worker *w, const char *key)
+{
+	struct conn c = open_conn(w);
+
+	request(w, &c, "/bulk/1", key);
+	coord_turn(w);
+	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, COST5);
+	drain();
+	return c;
+}
+
+/* The server's RST after its FIN: nothing left to presume. */
+static void
+server_resets(struct sl_worker *w, struct conn *c)
+{
+	uint64_t presumed = w->ctr.cost_presumed;
+
+	server(w, c, RTE_TCP_RST_FLAG, NULL);
+	assert_int_equal(w->ctr.cost_presumed, presumed);
+	drain();
+}
+
 /*
  * The server closes a connection as its client sends the next request
  * (the keep-alive race): the request its FIN shows unanswered, or one
  * still parked when the FIN came, keeps its declared cost, and is not
  * charged the most it could cost when the connection ends (the client
  * did nothing to keep its response from being read; its retry would be
- * refused). A request that comes after the FIN is not decided at all:
- * both sides reset. A client that resets before its response still is.
+ * refused). A client that resets before its response still is.
  */
 static void
 server_closes(void **state)
 {
 	struct sl_worker *w = worker(1);
-	unsigned int up, down, up_f, down_f;
 	struct conn c;
 	uint32_t len;
 
 	(void)state;
 	/* forwarded, then the server's FIN and RST */
-	c = open_conn(w);
-	request(w, &c, "/bulk/1", "k-fin");
-	coord_turn(w);
-	assert_forwarded("/bulk/1");
-	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, COST5);
+	c = answered_conn(w, "k-fin");
 	assert_int_equal(w->ctr.cost_settled, 1);
 	request(w, &c, "/bulk/2", "k-fin");
 	coord_turn(w);
 	server(w, &c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, NULL);
 	assert_int_equal(w->ctr.cost_unanswered, 1);
-	server(w, &c, RTE_TCP_RST_FLAG, NULL);
-	assert_int_equal(w->ctr.cost_presumed, 0);
-	drain();
+	server_resets(w, &c);
 	/* parked (a key not asked for yet) when the FIN comes */
-	c = open_conn(w);
-	request(w, &c, "/bulk/1", "k-park");
-	coord_turn(w);
-	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, COST5);
-	drain();
+	c = answered_conn(w, "k-park");
 	len = c.cseq;
 	request(w, &c, "/bulk/2", "k-park2");
 	assert_false(sl_parkq_empty(&w->parkq));
@@ -633,25 +645,7 @@ server_closes(void **state)
 	coord_turn(w);
 	assert_true(sl_parkq_empty(&w->parkq));
 	assert_int_equal(w->ctr.cost_unanswered, 2);
-	server(w, &c, RTE_TCP_RST_FLAG, NULL);
-	assert_int_equal(w->ctr.cost_presumed, 0);
-	drain();
-	/* sent after the FIN came: never decided, both sides reset */
-	c = open_conn(w);
-	request(w, &c, "/bulk/1", "k-late");
-	coord_turn(w);
-	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, COST5);
-	server(w, &c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, NULL);
-	drain();
-	len = (uint32_t)w->ctr.requests;
-	request(w, &c, "/bulk/2", "k-late");
-	count_sent(&up, &down, RTE_TCP_RST_FLAG, &up_f, &down_f);
-	assert_int_equal(up, 1);
-	assert_int_equal(up_f, 1);
-	assert_int_equal(down, 1);
-	assert_int_equal(down_f, 1);
-	assert_int_equal(w->ctr.requests, len);
-	assert_int_equal(sl_flow_stats(w->flows)->after_close, 1);
+	server_resets(w, &c);
 	/* the client resets before its response: the most it could cost */
 	c = open_conn(w);
 	request(w, &c, "/bulk/1", "k-rst");
@@ -659,6 +653,31 @@ server_closes(void **state)
 	burst(w, frame(1, &c, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG, NULL), DOWN);
 	assert_int_equal(w->ctr.cost_presumed, 1);
 	assert_int_equal(w->ctr.cost_unanswered, 2);
+	done(w);
+}
+
+/* A request sent after the server's FIN came: it can neither be answered
+ * nor acted on. Never decided, nothing forwarded: both sides reset. */
+static void
+request_after_fin(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct conn c = answered_conn(w, "k-late");
+	uint64_t requests;
+	unsigned int up, down, up_f, down_f;
+
+	(void)state;
+	server(w, &c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, NULL);
+	drain();
+	requests = w->ctr.requests;
+	request(w, &c, "/bulk/2", "k-late");
+	count_sent(&up, &down, RTE_TCP_RST_FLAG, &up_f, &down_f);
+	assert_int_equal(up, 1);
+	assert_int_equal(up_f, 1);
+	assert_int_equal(down, 1);
+	assert_int_equal(down_f, 1);
+	assert_int_equal(w->ctr.requests, requests);
+	assert_int_equal(sl_flow_stats(w->flows)->after_close, 1);
 	done(w);
 }
 
@@ -681,6 +700,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(overload_park_held),
 		cmocka_unit_test(overload_tx_full),
 		cmocka_unit_test(server_closes),
+		cmocka_unit_test(request_after_fin),
 	};
 	int rc;
 
