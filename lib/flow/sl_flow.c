@@ -780,7 +780,8 @@ server_synack(struct sl_flow *f, const struct sl_seg *s)
 
 /*
  * The server's new bytes, in order, framed into responses. Bytes before
- * its stream start was seen, or after a gap, cannot be framed: the count
+ * its stream start was seen, or after a gap (a FIN's too: it would move
+ * where the bytes end past those missing), cannot be framed: the count
  * is unknown for the rest of the connection.
  */
 static void
@@ -790,11 +791,12 @@ responses(struct sl_flow_table *t, struct sl_flow *f, const struct sl_seg *s,
 	int32_t skip;
 	uint32_t i;
 
-	if (s->len == 0 || sl_resp_due(&f->resp) < 0)
+	if (sl_resp_due(&f->resp) < 0 ||
+	    (s->len == 0 && !(s->flags & SL_FL_FIN)))
 		return;
 	skip = f->s_seen ? (int32_t)(f->s_next - s->seq) : -1;
 	if (skip >= 0 && (uint32_t)skip >= s->len)
-		return; /* sent again */
+		return; /* sent again, or a FIN where the bytes end */
 	if (skip < 0)
 		sl_resp_lost(&f->resp);
 	else
@@ -830,6 +832,7 @@ sl_flow_server_segment_mark(struct sl_flow_table *t,
 		mk->off = UINT32_MAX;
 		mk->n_ends = 0;
 		mk->from = UINT32_MAX;
+		mk->closed = 0;
 	}
 	if (f == NULL)
 		return;
@@ -855,8 +858,11 @@ sl_flow_server_segment_mark(struct sl_flow_table *t,
 		sl_flow_set_estab(t, f);
 	if (f->state == SL_FLOW_UPGRADE && s->len > 0)
 		upgrade_answer(t, f, s->payload, s->len);
-	if (s->flags & SL_FL_FIN)
+	if (s->flags & SL_FL_FIN) {
 		f->s_fin = 1;
+		if (mk != NULL && sl_resp_due(&f->resp) >= 0)
+			mk->closed = 1; /* framed to its end: none can follow */
+	}
 }
 
 void

@@ -312,7 +312,8 @@ void sl_flow_server_segment(struct sl_flow_table *t,
 			    const struct sl_flow_key *k, const struct sl_seg *s,
 			    uint64_t now);
 /* The same, and *mk: where a final response's status line ended in the
- * segment's payload (mk->off UINT32_MAX: none, or bytes sent again). */
+ * segment's payload (mk->off UINT32_MAX: none, or bytes sent again), and
+ * whether it closed a stream framed to its FIN (mk->closed). */
 void sl_flow_server_segment_mark(struct sl_flow_table *t,
 				 const struct sl_flow_key *k,
 				 const struct sl_seg *s, uint64_t now,

@@ -163,6 +163,9 @@ struct sl_resp_mark {
 	 * too, in order (pipelined responses, each settling its own) */
 	uint8_t all;
 	uint8_t n_ends;
+	/* set by the flow table: the segment carries the server's FIN, and
+	 * every byte before it was seen and framed (no response can follow) */
+	uint8_t closed;
 	uint32_t from; /* where the bytes read begin; UINT32_MAX: none */
 	struct {
 		uint32_t off;

@@ -416,18 +416,22 @@ close_and_server_side(void **state)
 	sl_flow_table_free(t);
 }
 
+static const char OK0[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+
 /*
  * A request sent after the server's FIN (the keep-alive race): never
- * decided, both sides reset; one the FIN did not precede is read, and the
- * server's FIN before a request's response is no reason to reset it.
+ * decided, both sides reset; one the FIN did not precede is read. The
+ * FIN marks the stream closed only where every byte before it was seen.
  */
 static void
 request_after_server_fin(void **state)
 {
 	struct sl_flow_table *t = table(16, 4, 1024);
-	struct sl_flow_key k = key(1);
+	struct sl_flow_key k = key(1), k2 = key(2);
 	struct seen s = {0};
-	uint32_t l4 = (uint32_t)strlen(R4);
+	uint32_t l4 = (uint32_t)strlen(R4), ol = (uint32_t)strlen(OK0);
+	struct sl_resp_mark mk = {0};
+	struct sl_seg sg;
 	struct sl_flow *f;
 
 	(void)state;
@@ -435,7 +439,13 @@ request_after_server_fin(void **state)
 	f = sl_flow_lookup(t, &k);
 	assert_int_equal(seg(t, &k, 1000, ACK, R4, l4, &s), SL_SEG_FORWARD);
 	assert_int_equal(s.n, 1);
-	srv(t, &k, 5001, 1000 + l4, FIN | ACK, NULL, 100);
+	sg = (struct sl_seg){.seq = 5001,
+			     .ack = 1000 + l4,
+			     .flags = FIN | ACK,
+			     .payload = (const uint8_t *)OK0,
+			     .len = ol};
+	sl_flow_server_segment_mark(t, &k, &sg, 1, &mk);
+	assert_true(mk.closed);
 	assert_true(f->s_fin);
 	/* the first again (a retransmission) is not a new request */
 	assert_int_equal(seg(t, &k, 1000, ACK, R4, l4, &s), SL_SEG_FORWARD);
@@ -449,6 +459,16 @@ request_after_server_fin(void **state)
 	assert_int_equal(seg(t, &k, 1000 + 2 * l4, ACK, R4, l4, &s),
 			 SL_SEG_ABSORBED);
 	assert_int_equal(s.n, 1);
+	/* a FIN past server bytes not seen: what they held cannot be
+	 * framed any more, so it closes nothing */
+	open_flow(t, &k2, &s);
+	assert_int_equal(seg(t, &k2, 1000, ACK, R4, l4, &s), SL_SEG_FORWARD);
+	sg = (struct sl_seg){
+		.seq = 5001 + ol, .ack = 1000 + l4, .flags = FIN | ACK};
+	sl_flow_server_segment_mark(t, &k2, &sg, 1, &mk);
+	assert_false(mk.closed);
+	assert_true(sl_resp_due(&sl_flow_lookup(t, &k2)->resp) < 0);
+	assert_int_equal(sl_flow_stats(t)->resp_unframed, 1);
 	sl_flow_table_free(t);
 }
 

@@ -235,6 +235,20 @@ sl_cost_response(struct sl_worker *w, struct sl_flow *f, const uint8_t *pl,
 			  len - mk->end[i].off);
 	}
 	drop_passed(w, r, f);
+	/*
+	 * The server's FIN, every byte before it seen and framed: those still
+	 * due were never answered, and never will be. Mostly one a client sent
+	 * as the server closed a connection it thought kept (the keep-alive
+	 * race; it retries on a new one): the backend's stack resets it
+	 * unread. Nothing the client did kept a response from being read, so
+	 * it is not presumed when the connection ends (the retry would be
+	 * refused for a request the backend never read); nothing said its
+	 * cost, so the declared cost stands, as for a response not read.
+	 */
+	if (mk->closed) {
+		w->ctr.cost_unanswered += (uint64_t)__builtin_popcount(r->due);
+		r->due = 0;
+	}
 	if (!(r->due & due_bit(r, r->cut_ord)))
 		r->cutting = 0;
 	while (r->due != 0 && !(r->due & 1)) {
@@ -243,30 +257,6 @@ sl_cost_response(struct sl_worker *w, struct sl_flow *f, const uint8_t *pl,
 	}
 	if (r->due == 0)
 		f->xflags &= (uint8_t)~SL_XF_COST;
-}
-
-/*
- * The server's FIN, every byte before it seen and framed: the requests
- * still due were never answered, and never will be. Mostly one a client
- * sent as the server closed a connection it thought kept (the keep-alive
- * race; it retries on a new one): the backend's stack resets it unread.
- * Nothing the client did kept a response from being read, so it is not
- * presumed when the connection ends (the retry would be refused for a
- * request the backend never read); nothing said its cost, so the
- * declared cost stands, as for a response that could not be read.
- */
-void
-sl_cost_server_closed(struct sl_worker *w, struct sl_flow *f)
-{
-	struct sl_cost_rec *r;
-
-	if (!sl_cost_due(w, f))
-		return;
-	r = &w->costs[sl_flow_index(w->flows, f)];
-	w->ctr.cost_unanswered += (uint64_t)__builtin_popcount(r->due);
-	r->due = 0;
-	r->cutting = 0;
-	f->xflags &= (uint8_t)~SL_XF_COST;
 }
 
 void

@@ -94,7 +94,6 @@ void sl_cost_note(struct sl_worker *w, struct sl_flow *f, int parked);
 /* f ends with costs still due (the flow table's gone callback; arg: the
  * worker): each charged the most its response could have said. */
 void sl_cost_abandoned(void *arg, struct sl_flow *f);
-void sl_cost_server_closed(struct sl_worker *w, struct sl_flow *f);
 /* Whether responses of f settle a cost: the framer lists them all. */
 int sl_cost_due(struct sl_worker *w, const struct sl_flow *f);
 /* A server segment's payload pl, mk where its status lines ended. */

@@ -446,7 +446,6 @@ server_side(struct sl_worker *w, struct rte_mbuf *m, uint8_t *frame,
 	struct sl_flow *f = NULL, *any = NULL; /* f: translated */
 	struct sl_resp_mark mk;
 	uint32_t seq = 0;
-	int ordered = 0; /* the segment starts where the server's bytes end */
 
 	flow_key(&k, p, 0);
 	if (p->tcp_flags & SL_TCP_SYN)
@@ -471,11 +470,8 @@ server_side(struct sl_worker *w, struct rte_mbuf *m, uint8_t *frame,
 		}
 		/* the framer marks the response a budget is for, and lists
 		 * every one where costs are due */
-		if (any != NULL) {
+		if (any != NULL)
 			mk.all = (uint8_t)sl_cost_due(w, any);
-			ordered = any->s_seen &&
-				  (int32_t)(p->seq - any->s_next) <= 0;
-		}
 		if (f != NULL)
 			mk.ord = sl_budget_due(w, f);
 	}
@@ -485,9 +481,6 @@ server_side(struct sl_worker *w, struct rte_mbuf *m, uint8_t *frame,
 	if (any != NULL && !(p->tcp_flags & SL_TCP_RST)) {
 		sl_cost_response(w, any, frame + p->payload_off, p->payload_len,
 				 &mk);
-		if ((p->tcp_flags & SL_TCP_FIN) && ordered &&
-		    sl_resp_due(&any->resp) >= 0)
-			sl_cost_server_closed(w, any);
 		if (f != NULL && w->pol->budget &&
 		    sl_budget_server(w, f, m, p, &mk, seq, s.ack))
 			return;
