@@ -274,7 +274,8 @@ sl_ledger_open(struct sl_ledger *g, const struct sl_share *s, int full,
 	g->used = 1;
 }
 
-/* Refilled to now: count units per period, never above full. */
+/* Refilled to now: count units per period, never above full (nothing
+ * before last_ns, which a drain may set ahead). */
 static void
 refill(struct sl_ledger *g, const struct sl_share *s, uint64_t now)
 {
@@ -303,11 +304,28 @@ sl_ledger_room(struct sl_ledger *g, const struct sl_share *s, uint64_t units,
 }
 
 void
-sl_ledger_drain(struct sl_ledger *g, const struct sl_share *s, uint64_t now)
+sl_ledger_drain(struct sl_ledger *g, const struct sl_share *s, uint64_t now,
+		uint64_t until)
 {
 	refill(g, s, now);
 	if (g->credit > 0)
 		g->credit = 0;
+	if (until > g->last_ns)
+		g->last_ns = until;
+}
+
+uint64_t
+sl_store_ahead_ns(uint8_t algo, uint64_t count, uint64_t burst,
+		  uint32_t period_ms, uint64_t reset_ns, uint64_t retry_ns)
+{
+	uint64_t fill;
+
+	if (algo > SL_LIM_GCRA)
+		return retry_ns;
+	if (count == 0)
+		return 0;
+	fill = burst * period_ms * 1000000ULL / count;
+	return reset_ns > fill ? reset_ns - fill : 0;
 }
 
 unsigned int
@@ -388,7 +406,8 @@ sl_ledger_wait_ns(struct sl_ledger *g, const struct sl_share *s, uint64_t units,
 		return 0;
 	if (units > s->burst)
 		return SL_NEVER;
-	return (uint64_t)((need - g->credit + s->count - 1) / s->count);
+	return (g->last_ns > now ? g->last_ns - now : 0) +
+	       (uint64_t)((need - g->credit + s->count - 1) / s->count);
 }
 
 /* The key's mix: its slot from the low bits, its tag from the high. */

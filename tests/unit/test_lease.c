@@ -437,7 +437,7 @@ ledger_drain(void **state)
 	sl_share_of(&sh, 600, 20, 60 * S, 4); /* 150/min, burst 5 */
 	sl_ledger_open(&g, &sh, 1, t);
 	assert_int_equal(sl_ledger_left(&g, &sh, t), 5);
-	sl_ledger_drain(&g, &sh, t);
+	sl_ledger_drain(&g, &sh, t, 0);
 	assert_int_equal(sl_ledger_left(&g, &sh, t), 0);
 	assert_false(sl_ledger_room(&g, &sh, 1, t));
 	/* 2.5 units a second from now on */
@@ -445,9 +445,65 @@ ledger_drain(void **state)
 	assert_int_equal(sl_ledger_left(&g, &sh, t + 2 * S), 5);
 	/* in debt: drained, still in debt */
 	sl_ledger_charge(&g, &sh, 8, t + 2 * S);
-	sl_ledger_drain(&g, &sh, t + 2 * S);
+	sl_ledger_drain(&g, &sh, t + 2 * S, 0);
 	assert_false(sl_ledger_room(&g, &sh, 1, t + 2 * S));
 	assert_int_equal(sl_ledger_wait_ns(&g, &sh, 1, t + 2 * S), 1600 * MS);
+}
+
+/* Drained while the store's bucket is promised to reservations until u:
+ * nothing earned before u, charges before it are debt, and it earns at
+ * its rate from u on. */
+static void
+ledger_drain_until(void **state)
+{
+	struct sl_share sh;
+	struct sl_ledger g;
+	uint64_t t = 10 * S, u = t + 1 * S;
+
+	(void)state;
+	memset(&g, 0, sizeof(g));
+	sl_share_of(&sh, 600, 20, 60 * S, 4); /* 150/min, burst 5 */
+	sl_ledger_open(&g, &sh, 1, t);
+	sl_ledger_drain(&g, &sh, t, u);
+	assert_int_equal(sl_ledger_left(&g, &sh, t + 900 * MS), 0);
+	assert_int_equal(sl_ledger_wait_ns(&g, &sh, 1, t), 1400 * MS);
+	assert_int_equal(sl_ledger_left(&g, &sh, u + 400 * MS), 1);
+	/* a unit admitted meanwhile (a reservation spent) is owed from u */
+	memset(&g, 0, sizeof(g));
+	sl_ledger_open(&g, &sh, 1, t);
+	sl_ledger_drain(&g, &sh, t, u);
+	sl_ledger_charge(&g, &sh, 1, t + 500 * MS);
+	assert_int_equal(sl_ledger_left(&g, &sh, u + 400 * MS), 0);
+	assert_int_equal(sl_ledger_left(&g, &sh, u + 800 * MS), 1);
+}
+
+/* How far ahead the store's bucket is promised, from its answer; and
+ * when a share may earn again, taken to stay that far ahead while the
+ * demand goes on, no further than the store could have promised. */
+static void
+store_promise(void **state)
+{
+	(void)state;
+	/* 600/min, burst 20: -30 tokens is 5 s to full, 3 s out of debt */
+	assert_int_equal(sl_store_ahead_ns(0, 600, 20, 60000, 5000 * MS, 0),
+			 3000 * MS);
+	/* units left: promised to nobody */
+	assert_int_equal(sl_store_ahead_ns(0, 600, 20, 60000, 1500 * MS, 0),
+			 0);
+	assert_int_equal(sl_store_ahead_ns(1, 600, 20, 60000, 2000 * MS, 0),
+			 0);
+	/* a window refusing: until it frees */
+	assert_int_equal(sl_store_ahead_ns(2, 600, 20, 60000, 9 * S, 4 * S),
+			 4 * S);
+	assert_int_equal(sl_store_promised_until(0, 3 * S, 10 * S), 0);
+	assert_int_equal(sl_store_promised_until(9 * S, 0, 10 * S), 0);
+	assert_int_equal(sl_store_promised_until(9 * S, 3 * S, 10 * S),
+			 13 * S);
+	/* no further than SL_LEASE_AHEAD_MS past the store's last word */
+	assert_int_equal(sl_store_promised_until(6 * S, 3 * S, 10 * S),
+			 11 * S);
+	assert_int_equal(sl_store_promised_until(2 * S, 3 * S, 10 * S),
+			 7 * S);
 }
 
 /* An edit hands out nothing: what the slice had left carries over, at
@@ -603,6 +659,8 @@ main(void)
 		cmocka_unit_test(ledger_basics),
 		cmocka_unit_test(ledger_bounds_mix),
 		cmocka_unit_test(ledger_drain),
+		cmocka_unit_test(ledger_drain_until),
+		cmocka_unit_test(store_promise),
 		cmocka_unit_test(ledger_renumber),
 		cmocka_unit_test(asks_out),
 		cmocka_unit_test(refusals),

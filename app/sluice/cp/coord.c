@@ -134,6 +134,8 @@ struct node_ledger {
 	struct sl_ledger g;
 	uint64_t refused_at;  /* the store's last refusal of it */
 	uint64_t drained_for; /* the refusal its burst was drained for */
+	uint64_t ahead_ns;    /* how far ahead the store's bucket was
+			       * promised at its last answer */
 };
 
 /*
@@ -142,8 +144,9 @@ struct node_ledger {
  * share keeps its rate from now, not its burst. A node the others
  * outpaced (its grants few, its share refilled to its burst meanwhile)
  * would add that burst to what they spend of their reservations
- * (measured 1.06-1.14 x over a 3 s pause). Drained once per refusal:
- * what it refills after is the node's to spend.
+ * (measured 1.06-1.14 x over a 3 s pause). Nor its rate while the
+ * store's bucket is promised to reservations (sl_store_promised_until).
+ * Drained once per refusal: what it refills after is the node's to spend.
  */
 static void
 drain_if_empty_in_store(struct node_ledger *nl, const struct sl_share *sh,
@@ -152,7 +155,9 @@ drain_if_empty_in_store(struct node_ledger *nl, const struct sl_share *sh,
 	if (!sl_refused_lately(nl->refused_at, now) ||
 	    nl->drained_for == nl->refused_at)
 		return;
-	sl_ledger_drain(&nl->g, sh, now);
+	sl_ledger_drain(
+		&nl->g, sh, now,
+		sl_store_promised_until(nl->refused_at, nl->ahead_ns, now));
 	nl->drained_for = nl->refused_at;
 }
 
@@ -173,12 +178,21 @@ node_ledger(struct sl_coord *c, uint64_t k1, uint64_t k2, uint64_t now)
 	return (struct node_ledger *)s;
 }
 
-/* The store had nothing (or only a reservation) left for the key: the
- * node's ledger and every worker learn it. */
+/* What the store's answer a to ask q says of the key: how far ahead its
+ * bucket is promised; and, at its limit (nothing, or only a reservation,
+ * left), the node's ledger and every worker learn that too. */
 static void
-note_refused(struct sl_coord *c, const struct sl_coord_msg *q, uint64_t now)
+heard(struct sl_coord *c, const struct sl_coord_msg *q,
+      const struct sl_coord_msg *a, uint64_t now)
 {
-	node_ledger(c, q->k1, q->k2, now)->refused_at = now;
+	struct node_ledger *nl = node_ledger(c, q->k1, q->k2, now);
+
+	nl->ahead_ns = sl_store_ahead_ns(q->algo, q->ask.count, q->ask.burst,
+					 q->period_ms, a->ans.reset_ns,
+					 a->ans.retry_ns);
+	if (a->ans.granted >= q->ask.need && a->ans.retry_ns == 0)
+		return;
+	nl->refused_at = now;
 	sl_refusals_note(&c->refused, q->k1, q->k2, now);
 }
 
@@ -353,32 +367,27 @@ store_answer(void *ctx, const struct sl_coord_msg *q, struct sl_coord_msg *a,
 			life = SL_LEASE_SATURATED_MS * 1000000ULL;
 		a->ans.expires_ns =
 			now + life + (a->ans.granted ? a->ans.retry_ns : 0);
-		if (a->ans.granted && a->ans.retry_ns) {
-			c->st.reservations++; /* the key is at its limit */
-			note_refused(c, q, now);
-		}
+		/* a reservation: the key is at its limit */
+		c->st.reservations += a->ans.granted && a->ans.retry_ns;
+		heard(c, q, a, now);
 		if (a->ans.granted) {
 			c->st.granted_units += a->ans.granted;
 			ledger_charge(c, q, q->ask.count, q->ask.burst,
 				      q->ask.on_failure, a->ans.granted, now);
 		} else {
 			c->st.refusals++;
-			note_refused(c, q, now);
 		}
 	}
 	to_worker(c, a);
 }
 
-/* A reply that came after the node answered in its place: a refusal
- * says the key is at its limit, as an answer in time would. */
+/* A reply that came after the node answered in its place says of the
+ * key what an answer in time would. */
 static void
-store_late(void *ctx, const struct sl_coord_msg *q, uint64_t granted,
-	   uint64_t now)
+store_late(void *ctx, const struct sl_coord_msg *q,
+	   const struct sl_coord_msg *a, uint64_t now)
 {
-	struct sl_coord *c = ctx;
-
-	if (granted < q->ask.need)
-		note_refused(c, q, now);
+	heard(ctx, q, a, now);
 }
 
 /*

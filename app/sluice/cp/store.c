@@ -618,7 +618,7 @@ late_reply(struct sl_store *s, struct node *nd, struct inflight *f,
 		s->sink.answer(s->sink.ctx, &f->q, &a, s->now);
 		return;
 	}
-	s->sink.late(s->sink.ctx, &f->q, g, s->now);
+	s->sink.late(s->sink.ctx, &f->q, &a, s->now);
 	if (g > f->covered) {
 		sl_msg_taken(&b, &f->q, g - f->covered);
 		b.type = SL_CO_GIVE_BACK;

@@ -53,9 +53,9 @@ struct sl_store_sink {
 	int (*failed)(void *ctx, const struct sl_coord_msg *q, int how,
 		      uint64_t now_ns, uint64_t *covered);
 	/* the store's reply to ask q came after the caller answered it
-	 * (granted: what the store granted): what it says of the key */
-	void (*late)(void *ctx, const struct sl_coord_msg *q, uint64_t granted,
-		     uint64_t now_ns);
+	 * (a: the store's answer): what it says of the key */
+	void (*late)(void *ctx, const struct sl_coord_msg *q,
+		     const struct sl_coord_msg *a, uint64_t now_ns);
 	void *ctx;
 };
 

@@ -78,7 +78,8 @@ refused_lately(const struct sl_worker *w, const struct sl_need *n,
  * reserved would be the fleet's limit again (measured 1.16 x over a 3 s
  * outage; an outpaced node admitted 10-14 of 20 at once where 4 were
  * due, and 5 while only the worker the store had refused knew it).
- * Once per answer of the store.
+ * Nor its rate while the store's bucket is promised to reservations
+ * (sl_store_promised_until). Once per answer of the store.
  */
 static void
 drain_if_empty_in_store(const struct sl_worker *w, const struct sl_need *n,
@@ -89,7 +90,13 @@ drain_if_empty_in_store(const struct sl_worker *w, const struct sl_need *n,
 
 	if (!empty || l->drained)
 		return;
-	sl_ledger_drain(&l->share, &l->slice, w->now_ns);
+	sl_ledger_drain(&l->share, &l->slice, w->now_ns,
+			sl_store_promised_until(
+				l->refused_at,
+				sl_store_ahead_ns(l->algo, l->count, l->burst,
+						  l->period_ms, l->reset_ns,
+						  l->retry_ns),
+				w->now_ns));
 	l->drained = 1;
 }
 
