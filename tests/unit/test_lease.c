@@ -488,22 +488,17 @@ store_promise(void **state)
 	assert_int_equal(sl_store_ahead_ns(0, 600, 20, 60000, 5000 * MS, 0),
 			 3000 * MS);
 	/* units left: promised to nobody */
-	assert_int_equal(sl_store_ahead_ns(0, 600, 20, 60000, 1500 * MS, 0),
-			 0);
-	assert_int_equal(sl_store_ahead_ns(1, 600, 20, 60000, 2000 * MS, 0),
-			 0);
+	assert_int_equal(sl_store_ahead_ns(0, 600, 20, 60000, 1500 * MS, 0), 0);
+	assert_int_equal(sl_store_ahead_ns(1, 600, 20, 60000, 2000 * MS, 0), 0);
 	/* a window refusing: until it frees */
 	assert_int_equal(sl_store_ahead_ns(2, 600, 20, 60000, 9 * S, 4 * S),
 			 4 * S);
 	assert_int_equal(sl_store_promised_until(0, 3 * S, 10 * S), 0);
 	assert_int_equal(sl_store_promised_until(9 * S, 0, 10 * S), 0);
-	assert_int_equal(sl_store_promised_until(9 * S, 3 * S, 10 * S),
-			 13 * S);
+	assert_int_equal(sl_store_promised_until(9 * S, 3 * S, 10 * S), 13 * S);
 	/* no further than SL_LEASE_AHEAD_MS past the store's last word */
-	assert_int_equal(sl_store_promised_until(6 * S, 3 * S, 10 * S),
-			 11 * S);
-	assert_int_equal(sl_store_promised_until(2 * S, 3 * S, 10 * S),
-			 7 * S);
+	assert_int_equal(sl_store_promised_until(6 * S, 3 * S, 10 * S), 11 * S);
+	assert_int_equal(sl_store_promised_until(2 * S, 3 * S, 10 * S), 7 * S);
 }
 
 /* An edit hands out nothing: what the slice had left carries over, at
