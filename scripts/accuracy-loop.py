@@ -9,10 +9,16 @@ one sample (a diagnostic, not a test: it prints what each round gave).
   outage N [HOGS]: k-pause alone, N rounds
   conns N [HOGS]: a fresh key from 64 connections on each appliance
 
+With SL_LEDGER=1, each k-pause round also records Redis's MONITOR and
+prints the key's ledger: every call on it (time from the round's start,
+the connection, reserve's want/need/force/span/ahead or a refund's
+units) and the bucket's tokens after it, read from the script's HSET.
+
 usage: scripts/accuracy-loop.py PATH/TO/sluice outpaced|pause|outage|conns N [HOGS]
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,7 +33,34 @@ import sltest  # noqa: E402
 import test_accuracy as acc  # noqa: E402
 
 
-def rounds(kind, n, res, redis, a, b):
+def ledger(path, t0):
+    """The busiest key's calls in a MONITOR capture, and its tokens after
+    each (the reserve script's HSET of field t)."""
+    calls, out, last = {}, [], None
+    lines = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = re.match(r'([\d.]+) \[\d+ ([^\]]+)\] (.*)', line)
+            if m:
+                lines.append((float(m.group(1)) - t0, m.group(2),
+                              re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(3))))
+    for _, _, w in lines:
+        if w and w[0].upper() in ("FCALL", "EVALSHA") and len(w) > 3:
+            calls[w[3]] = calls.get(w[3], 0) + 1
+    key = max(calls, key=calls.get) if calls else None
+    for t, who, w in lines:
+        if w and w[0].upper() in ("FCALL", "EVALSHA") and len(w) > 3 and w[3] == key:
+            v = w[4:]
+            what = ("reserve want %s need %s force %s span %s ahead %s" % tuple(v[4:9])
+                    if len(v) >= 9 else "refund %s" % v[4])
+            last = "%7.3f %-21s %s" % (t, who, what)
+        elif w and w[0].upper() == "HSET" and len(w) > 3 and w[1] == key and last:
+            out.append("%s -> %s" % (last, w[3][:7]))
+            last = None
+    return out
+
+
+def rounds(kind, n, res, redis, a, b, port):
     for i in range(n):
         if kind == "outpaced":
             acc.outpaced(res, redis, a, b, key="k-out%d" % i)
@@ -42,8 +75,21 @@ def rounds(kind, n, res, redis, a, b):
 
             was = [acc.store_sum((a, b), f) for f in
                    ("refunds_owed", "refunds_settled", "given_back_lost")]
+            mon = None
+            if os.environ.get("SL_LEDGER"):
+                mon = tempfile.NamedTemporaryFile(prefix="monitor", suffix=".txt")
+                mp = subprocess.Popen(["stdbuf", "-oL", "redis-cli", "-p", str(port),
+                                       "monitor"], stdout=mon)
+            t0 = time.time()
             acc.check_bound(res, (a, b), "/v1/shared", "k-pause%d" % i, 600, 60, 20,
                             during=pause)
+            if mon is not None:
+                time.sleep(0.5)
+                mp.terminate()
+                mp.wait()
+                for line in ledger(mon.name, t0):
+                    print("  ledger " + line)
+                mon.close()
             time.sleep(0.5)
             now = [acc.store_sum((a, b), f) for f in
                    ("refunds_owed", "refunds_settled", "given_back_lost")]
@@ -77,7 +123,7 @@ def main():
                                      prefix="la%d" % pid) as a, \
                         sltest.Topology(binary, conf, tmp, workers=acc.WORKERS,
                                         prefix="lb%d" % pid) as b:
-                    rounds(kind, n, res, redis, a, b)
+                    rounds(kind, n, res, redis, a, b, port)
             finally:
                 proxy.close()
                 redis.kill()
