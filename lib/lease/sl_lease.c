@@ -324,7 +324,9 @@ sl_store_ahead_ns(uint8_t algo, uint64_t count, uint64_t burst,
 		return retry_ns;
 	if (count == 0)
 		return 0;
-	fill = burst * period_ms * 1000000ULL / count;
+	/* a day's period and a burst of a million overflow 64 bits */
+	fill = (uint64_t)((unsigned __int128)burst * period_ms * 1000000ULL /
+			  count);
 	return reset_ns > fill ? reset_ns - fill : 0;
 }
 

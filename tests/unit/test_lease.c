@@ -490,6 +490,11 @@ store_promise(void **state)
 	/* units left: promised to nobody */
 	assert_int_equal(sl_store_ahead_ns(0, 600, 20, 60000, 1500 * MS, 0), 0);
 	assert_int_equal(sl_store_ahead_ns(1, 600, 20, 60000, 2000 * MS, 0), 0);
+	/* 10^6 a day, burst 10^6, 10^6 in debt: a day out of debt (the
+	 * burst's refill alone is past 64 bits in ns x ms) */
+	assert_int_equal(sl_store_ahead_ns(0, 1000000, 1000000, 86400000,
+					   2 * 86400 * S, 0),
+			 86400 * S);
 	/* a window refusing: until it frees */
 	assert_int_equal(sl_store_ahead_ns(2, 600, 20, 60000, 9 * S, 4 * S),
 			 4 * S);
