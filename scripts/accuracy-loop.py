@@ -105,8 +105,11 @@ def main():
     if len(sys.argv) < 4 or sys.argv[2] not in ("outpaced", "pause", "outage", "conns"):
         sys.exit(__doc__)
     binary, kind, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    # each in its own process group, killed whole: killing timeout alone
+    # left its sh spinning for the rest of its 30 minutes (a clean-clone
+    # run then went under two busy loops)
     hogs = [subprocess.Popen(["timeout", "1800", "sh", "-c", "while :; do :; done"],
-                             stdout=subprocess.DEVNULL)
+                             stdout=subprocess.DEVNULL, start_new_session=True)
             for _ in range(int(sys.argv[4]) if len(sys.argv) > 4 else 0)]
     res = sltest.Results("accuracy-loop")
     try:
@@ -130,7 +133,8 @@ def main():
                 redis.wait()
     finally:
         for h in hogs:
-            h.kill()
+            os.killpg(h.pid, signal.SIGKILL)
+            h.wait()
     return res.finish()
 
 
