@@ -180,8 +180,9 @@ node_ledger(struct sl_coord *c, uint64_t k1, uint64_t k2, uint64_t now)
 
 /* What the store's answer a to ask q says of the key: how far ahead its
  * bucket is promised; and, at its limit (nothing, or only a reservation,
- * left), the node's ledger and every worker learn that too. */
-static void
+ * left), the node's ledger and every worker learn that too. Returns the
+ * node's ledger of it. */
+static struct node_ledger *
 heard(struct sl_coord *c, const struct sl_coord_msg *q,
       const struct sl_coord_msg *a, uint64_t now)
 {
@@ -191,9 +192,10 @@ heard(struct sl_coord *c, const struct sl_coord_msg *q,
 					 q->period_ms, a->ans.reset_ns,
 					 a->ans.retry_ns);
 	if (a->ans.granted >= q->ask.need && a->ans.retry_ns == 0)
-		return;
+		return nl;
 	nl->refused_at = now;
 	sl_refusals_note(&c->refused, q->k1, q->k2, now);
+	return nl;
 }
 
 static struct sl_ledger *
@@ -202,12 +204,13 @@ ledger_of(struct sl_coord *c, uint64_t k1, uint64_t k2, uint64_t now)
 	return &node_ledger(c, k1, k2, now)->g;
 }
 
-/* Units the node admitted (granted by the store, or taken alone). */
+/* Units the node admitted (granted by the store, or taken alone), into
+ * its ledger g of m's key. */
 static void
-ledger_charge(struct sl_coord *c, const struct sl_coord_msg *m, uint64_t count,
-	      uint64_t burst, uint8_t on_failure, uint64_t units, uint64_t now)
+ledger_charge(struct sl_coord *c, struct sl_ledger *g,
+	      const struct sl_coord_msg *m, uint64_t count, uint64_t burst,
+	      uint8_t on_failure, uint64_t units, uint64_t now)
 {
-	struct sl_ledger *g = ledger_of(c, m->k1, m->k2, now);
 	struct sl_share sh;
 
 	share_for(c, count, burst, m->period_ms, on_failure, &sh);
@@ -361,6 +364,7 @@ store_answer(void *ctx, const struct sl_coord_msg *q, struct sl_coord_msg *a,
 		 * SL_LEASE_SATURATED_MS) as long as its holder takes to
 		 * spend it at no more than that share */
 		uint64_t life = c->lease_ns;
+		struct node_ledger *nl;
 
 		if (q->ask.ahead_ms > 0 &&
 		    life < SL_LEASE_SATURATED_MS * 1000000ULL)
@@ -369,10 +373,10 @@ store_answer(void *ctx, const struct sl_coord_msg *q, struct sl_coord_msg *a,
 			now + life + (a->ans.granted ? a->ans.retry_ns : 0);
 		/* a reservation: the key is at its limit */
 		c->st.reservations += a->ans.granted && a->ans.retry_ns;
-		heard(c, q, a, now);
+		nl = heard(c, q, a, now);
 		if (a->ans.granted) {
 			c->st.granted_units += a->ans.granted;
-			ledger_charge(c, q, q->ask.count, q->ask.burst,
+			ledger_charge(c, &nl->g, q, q->ask.count, q->ask.burst,
 				      q->ask.on_failure, a->ans.granted, now);
 		} else {
 			c->st.refusals++;
@@ -504,8 +508,9 @@ taken(struct sl_coord *c, const struct sl_coord_msg *q, uint64_t now)
 
 	c->st.taken_units += q->back.units;
 	if (c->store != NULL) {
-		ledger_charge(c, q, q->back.count, q->back.burst,
-			      q->back.on_failure, q->back.units, now);
+		ledger_charge(c, ledger_of(c, q->k1, q->k2, now), q,
+			      q->back.count, q->back.burst, q->back.on_failure,
+			      q->back.units, now);
 		if (sl_store_charge(c->store, q, now) != 0)
 			c->st.taken_uncharged += q->back.units;
 		return;
