@@ -101,9 +101,7 @@ static int
 explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
 	    const struct sl_http_req *req, uint8_t af, const uint8_t *peer)
 {
-	const struct sl_ident_cfg ic = {c->identity.use_xff,
-					c->identity.trusted_hops,
-					c->identity.ipv6_prefix};
+	struct sl_ident_cfg ic;
 	struct sl_identity id;
 	struct sl_http_norm nt;
 	struct sl_match_req m;
@@ -113,7 +111,13 @@ explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
 
 	if (scratch == NULL)
 		return 1;
-	sl_ident_extract(&ic, req, af, peer, &id);
+	sl_config_ident_cfg(c, &ic);
+	err = sl_ident_extract(&ic, req, af, peer, &id);
+	if (err != 0) {
+		printf("{\"refused\":\"%s\"}\n", sl_http_err_name(err));
+		free(scratch);
+		return 0;
+	}
 	sl_ident_format(&id, who, sizeof(who));
 	blocked =
 		(req->api_key.len &&
@@ -178,12 +182,7 @@ explain_all(const struct sl_config *c, const struct sl_ruleset *rs,
 	struct sl_http_req req;
 	size_t off = 0;
 
-	hc.api_key_header =
-		(struct sl_str){c->identity.api_key_header,
-				(uint32_t)strlen(c->identity.api_key_header)};
-	hc.user_header =
-		(struct sl_str){c->identity.user_header,
-				(uint32_t)strlen(c->identity.user_header)};
+	sl_config_http_cfg(c, &hc);
 	do {
 		int n = sl_http_parse_request(buf + off, len - off, &hc, &req);
 

@@ -46,15 +46,8 @@ sl_app_setup(struct sl_app *app, struct sl_config *cfg)
 
 		app->service[p >> 3] |= (uint8_t)(1u << (p & 7));
 	}
-	app->http.api_key_header =
-		(struct sl_str){cfg->identity.api_key_header,
-				(uint32_t)strlen(cfg->identity.api_key_header)};
-	app->http.user_header =
-		(struct sl_str){cfg->identity.user_header,
-				(uint32_t)strlen(cfg->identity.user_header)};
-	app->ident.use_xff = cfg->identity.use_xff;
-	app->ident.trusted_hops = cfg->identity.trusted_hops;
-	app->ident.ipv6_prefix = cfg->identity.ipv6_prefix;
+	sl_config_http_cfg(cfg, &app->http);
+	sl_config_ident_cfg(cfg, &app->ident);
 	app->wall0_s =
 		(int64_t)time(NULL) - (int64_t)(rte_rdtsc() / app->tsc_hz);
 	app->rx_tsc_off = rx_stamp_field();

@@ -95,11 +95,10 @@ after_request(struct sl_flow *f, const struct sl_http_req *req)
 	if (req->upgrade && !req->chunked &&
 	    !(req->has_cl && req->content_length > 0)) {
 		f->state = SL_FLOW_UPGRADE;
-		if (req->method.len == 7 &&
-		    memcmp(req->method.p, "CONNECT", 7) == 0)
-			f->nflags |= SL_NF_CONNECT;
-		else
-			f->nflags &= (uint8_t)~SL_NF_CONNECT;
+		sl_resp_expect_tunnel(
+			&f->resp,
+			req->method.len == 7 &&
+				memcmp(req->method.p, "CONNECT", 7) == 0);
 	} else if (req->chunked) {
 		f->state = SL_FLOW_BODY_CHUNKED;
 		sl_chunked_init(&f->chunk);
@@ -165,8 +164,11 @@ complete(struct seg_ctx *c, const struct sl_http_req *req, uint32_t head_len,
 }
 
 /*
- * A head can only be complete, or be taken as complete by a lenient
- * backend, once a line ends in an empty line ("\n\n" or "\n\r\n").
+ * Whether a lenient server could act on the head so far, and so whether
+ * it must be decided before these bytes go on: at the end of the request
+ * line, where an HTTP/0.9 server serves "GET /p" (nginx does, and sluice
+ * refuses such a line), and at a line that ends in an empty one ("\n\n"
+ * or "\n\r\n"), where every HTTP/1.x server takes the head as whole.
  * Until then there is nothing to decide and no reason to parse again,
  * which keeps a head sent a byte at a time linear instead of quadratic.
  */
@@ -183,6 +185,40 @@ may_end(const uint8_t *b, uint32_t from, uint32_t to)
 			return 1;
 	}
 	return 0;
+}
+
+/*
+ * Whether b[from, to) ends a line that is not empty: the request line
+ * (empty lines before it are passed over, RFC 9112 2.2).
+ */
+static int
+line_ends(const uint8_t *b, uint32_t from, uint32_t to)
+{
+	const uint8_t *lf = memchr(b + from, '\n', to - from);
+
+	for (; lf != NULL;
+	     lf = memchr(lf + 1, '\n', (size_t)(b + to - (lf + 1)))) {
+		uint32_t i = (uint32_t)(lf - b);
+
+		if (i > 0 && b[i - 1] != '\n' &&
+		    !(b[i - 1] == '\r' && (i == 1 || b[i - 2] == '\n')))
+			return 1;
+	}
+	return 0;
+}
+
+/* The buffered head, old bytes of it before these: parse it now? */
+static int
+worth_parsing(const struct sl_flow_table *t, struct sl_flow *f,
+	      const uint8_t *buf, uint32_t old)
+{
+	if (f->head_used >= t->p.max_head_bytes)
+		return 1;
+	if (!(f->nflags & SL_NF_LINE) && line_ends(buf, old, f->head_used)) {
+		f->nflags |= SL_NF_LINE;
+		return 1;
+	}
+	return may_end(buf, old >= 2 ? old - 2 : 0, f->head_used);
 }
 
 static int
@@ -206,6 +242,11 @@ head_unbuffered(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 		return NO_SLOT;
 	memcpy(t->heads + (size_t)f->slot * t->p.max_head_bytes, p, n);
 	f->head_used = (uint16_t)n;
+	/* parsed whole above: a request line that ended in it was valid */
+	if (line_ends(p, 0, n))
+		f->nflags |= SL_NF_LINE;
+	else
+		f->nflags &= (uint8_t)~SL_NF_LINE;
 	return (int)n;
 }
 
@@ -224,8 +265,7 @@ head_buffered(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 		take = n;
 	memcpy(buf + old, p, take);
 	f->head_used = (uint16_t)(old + take);
-	if (f->head_used < t->p.max_head_bytes &&
-	    !may_end(buf, old >= 2 ? old - 2 : 0, f->head_used))
+	if (!worth_parsing(t, f, buf, old))
 		return (int)take;
 	rc = sl_http_parse_request((const char *)buf, f->head_used, t->p.http,
 				   &req);
@@ -742,23 +782,21 @@ sl_flow_resume(struct sl_flow_table *t, struct sl_flow *f, const uint8_t *rest,
 }
 
 /*
- * The server's first bytes after an upgrade request: 101 (2xx to
- * CONNECT) and the stream leaves HTTP; any other status line and
- * inspection goes on, as the server does.
+ * Whether the answer to a pending upgrade came: the response framer
+ * attributes status lines to the requests they answer, so only the
+ * upgrade's own 101 (2xx to CONNECT) takes the stream out of HTTP. Any
+ * other answer to it, or an answer that cannot be attributed (framing
+ * lost), and inspection goes on, as a server that did not switch reads
+ * on.
  */
 static void
-upgrade_answer(struct sl_flow_table *t, struct sl_flow *f, const uint8_t *p,
-	       uint32_t n)
+upgrade_answer(struct sl_flow_table *t, struct sl_flow *f)
 {
-	int ok;
+	int st = sl_resp_tunnel(&f->resp);
 
-	if (n < 12 || memcmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ')
-		return; /* not a status line at the segment's start */
-	if (f->nflags & SL_NF_CONNECT)
-		ok = p[9] == '2';
-	else
-		ok = p[9] == '1' && p[10] == '0' && p[11] == '1';
-	if (ok) {
+	if (st == 0)
+		return;
+	if (st > 0) {
 		f->state = SL_FLOW_PASS;
 		t->st.upgrades++;
 	} else {
@@ -856,8 +894,8 @@ sl_flow_server_segment_mark(struct sl_flow_table *t,
 	f->s_seen = 1;
 	if (f->nflags & SL_NF_PLACED)
 		sl_flow_set_estab(t, f);
-	if (f->state == SL_FLOW_UPGRADE && s->len > 0)
-		upgrade_answer(t, f, s->payload, s->len);
+	if (f->state == SL_FLOW_UPGRADE)
+		upgrade_answer(t, f);
 	if (s->flags & SL_FL_FIN) {
 		f->s_fin = 1;
 		if (mk != NULL && sl_resp_due(&f->resp) >= 0)

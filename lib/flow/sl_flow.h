@@ -49,7 +49,7 @@ enum sl_flow_state {
 			     * ACK confirms */
 #define SL_NF_CTS      0x08 /* the client's SYN carried timestamps */
 #define SL_NF_TS       0x10 /* timestamps negotiated: PAWS applies */
-#define SL_NF_CONNECT  0x20 /* the pending upgrade is a CONNECT */
+#define SL_NF_LINE     0x20 /* the buffered head's request line ended */
 #define SL_NF_TIMEDOUT 0x40 /* its incomplete head lost its buffer */
 #define SL_NF_XLATE    0x80 /* the caller translates its sequence numbers */
 

@@ -148,17 +148,25 @@ ieq(const char *a, const char *lit, size_t n)
 	return 1;
 }
 
+/*
+ * A field name against a configured one: with underscores read as the
+ * backend's framework reads them, '_' and '-' are one byte.
+ */
 static int
-ieq_str(struct sl_str a, struct sl_str b)
+same_header(struct sl_str a, struct sl_str b, uint8_t us)
 {
 	size_t i;
 
 	if (a.len != b.len)
 		return 0;
-	for (i = 0; i < a.len; i++)
-		if (lower((unsigned char)a.p[i]) !=
-		    lower((unsigned char)b.p[i]))
+	for (i = 0; i < a.len; i++) {
+		unsigned char x = lower((unsigned char)a.p[i]);
+		unsigned char y = lower((unsigned char)b.p[i]);
+
+		if (x != y && !(us == SL_US_SAME && (x == '_' || x == '-') &&
+				(y == '_' || y == '-')))
 			return 0;
+	}
 	return 1;
 }
 
@@ -235,6 +243,8 @@ parse_target(struct pstate *s)
 	}
 	if (s->pos >= s->len)
 		return SL_HTTP_INCOMPLETE;
+	if ((c == '\r' || c == '\n') && s->pos > start)
+		return fail(s, SL_HTTP_E_HTTP09); /* served by some at the LF */
 	if (c != ' ' || s->pos == start)
 		return bad_byte(s, c, SL_HTTP_E_TARGET);
 	s->req->target.p = s->buf + start;
@@ -385,6 +395,16 @@ set_once(struct pstate *s, struct sl_str *dst, struct sl_str v)
 	return 0;
 }
 
+/* The newest fields are the ones our proxies wrote: kept in a ring. */
+static void
+forwarded_field(struct sl_http_req *r, struct sl_str v)
+{
+	if (v.len == 0)
+		return; /* no address in it */
+	r->xff[r->n_xff % SL_HTTP_MAX_XFF] = v;
+	r->n_xff++; /* at most SL_HTTP_MAX_HEADERS */
+}
+
 static int
 on_header(struct pstate *s, struct sl_str n, struct sl_str v)
 {
@@ -392,9 +412,10 @@ on_header(struct pstate *s, struct sl_str n, struct sl_str v)
 	const struct sl_http_cfg *cfg = s->cfg;
 
 	if (cfg != NULL && cfg->api_key_header.len &&
-	    ieq_str(n, cfg->api_key_header))
+	    same_header(n, cfg->api_key_header, cfg->underscores))
 		return set_once(s, &r->api_key, v);
-	if (cfg != NULL && cfg->user_header.len && ieq_str(n, cfg->user_header))
+	if (cfg != NULL && cfg->user_header.len &&
+	    same_header(n, cfg->user_header, cfg->underscores))
 		return set_once(s, &r->user, v);
 	switch (n.len) {
 	case 4:
@@ -421,13 +442,14 @@ on_header(struct pstate *s, struct sl_str n, struct sl_str v)
 		if (ieq(n.p, "content-length", 14))
 			return on_content_length(s, v);
 		break;
+	case 9:
+		if (cfg != NULL && cfg->forwarded && ieq(n.p, "forwarded", 9))
+			forwarded_field(r, v);
+		break;
 	case 15:
-		if (!ieq(n.p, "x-forwarded-for", 15))
-			break;
-		if (r->n_xff < SL_HTTP_MAX_XFF)
-			r->xff[r->n_xff++] = v;
-		else
-			r->xff_overflow = 1;
+		if ((cfg == NULL || !cfg->forwarded) &&
+		    ieq(n.p, "x-forwarded-for", 15))
+			forwarded_field(r, v);
 		break;
 	case 17:
 		if (!ieq(n.p, "transfer-encoding", 17))
@@ -593,6 +615,9 @@ sl_http_err_name(enum sl_http_err e)
 		[SL_HTTP_E_CREDENTIALS] = "conflicting_credentials",
 		[SL_HTTP_E_AUTH_SCHEME] = "authorization_scheme",
 		[SL_HTTP_E_PATH_PARAMS] = "path_parameters",
+		[SL_HTTP_E_HTTP09] = "http09",
+		[SL_HTTP_E_FORWARDED] = "forwarded_unreadable",
+		[SL_HTTP_E_CLIENT_ADDR] = "client_address",
 	};
 	return (unsigned)e < SL_HTTP_E__COUNT ? names[e] : "unknown";
 }

@@ -20,7 +20,9 @@
 #define SL_HTTP_INCOMPLETE (-2)
 #define SL_HTTP_ERROR      (-1)
 
-#define SL_HTTP_MAX_XFF     4
+/* forwarded-address fields kept: the newest, as many as trusted_hops may
+ * reach (a field holds at least one address) */
+#define SL_HTTP_MAX_XFF     16
 #define SL_HTTP_MAX_HEADERS 100
 
 enum sl_http_err {
@@ -53,6 +55,11 @@ enum sl_http_err {
 	SL_HTTP_E_CREDENTIALS,   /* two credentials that name two keys */
 	SL_HTTP_E_AUTH_SCHEME,   /* "Bearer" not followed by one SP */
 	SL_HTTP_E_PATH_PARAMS,   /* ';' in the path (path_params: reject) */
+	SL_HTTP_E_HTTP09,        /* a request line without a version */
+	/* the configured client address cannot be read whole: refused,
+	 * never keyed on the proxy in its place */
+	SL_HTTP_E_FORWARDED,
+	SL_HTTP_E_CLIENT_ADDR, /* the client address is unspecified (::) */
 	SL_HTTP_E__COUNT
 };
 
@@ -61,10 +68,24 @@ struct sl_str {
 	uint32_t len;
 };
 
+/*
+ * How a header name spelt with '_' for '-' is read: by CGI-style
+ * applications (HTTP_X_API_KEY), PHP, and nginx with
+ * underscores_in_headers on, as the same header.
+ */
+enum sl_underscores {
+	SL_US_SAME = 0, /* the same header: one alone is it, two conflict */
+	SL_US_IGNORE,   /* another header (the backend drops such names) */
+};
+
 /* Which request header carries what; names compared case-insensitively. */
 struct sl_http_cfg {
 	struct sl_str api_key_header; /* e.g. X-API-Key */
 	struct sl_str user_header;    /* e.g. X-User-Id; len 0 disables */
+	uint8_t underscores;          /* enum sl_underscores */
+	/* the forwarded-address fields kept are Forwarded (RFC 7239), not
+	 * X-Forwarded-For */
+	uint8_t forwarded;
 };
 
 struct sl_http_req {
@@ -78,16 +99,16 @@ struct sl_http_req {
 				 came from the configured header */
 	uint64_t content_length;
 	uint16_t n_headers;
-	uint8_t n_xff;
-	uint8_t xff_overflow; /* more X-Forwarded-For fields than kept */
+	uint8_t n_xff; /* non-empty forwarded-address fields in the head */
 	uint8_t minor_version;
 	uint8_t has_cl;
 	uint8_t chunked;
 	uint8_t conn_close;
 	uint8_t upgrade; /* Upgrade requested or CONNECT: stream leaves HTTP */
 	uint8_t error;   /* enum sl_http_err */
-	/* X-Forwarded-For fields, in order; the first n_xff are set (last:
-	 * a parse clears only what precedes it) */
+	/* X-Forwarded-For (or Forwarded) fields: field i of the head at
+	 * xff[i % SL_HTTP_MAX_XFF], so the newest are kept (last: a parse
+	 * clears only what precedes it) */
 	struct sl_str xff[SL_HTTP_MAX_XFF];
 };
 
@@ -133,7 +154,7 @@ uint64_t sl_chunked_opaque(const struct sl_chunked *c);
  * to requests forwarded. Framing it cannot follow for certain (a body
  * delimited by the close, a coding other than chunked alone, two
  * lengths, a body over 4 GiB, a gap in the bytes) makes the count
- * unknown for the rest of the connection. 16 bytes, held in the flow.
+ * unknown for the rest of the connection. 20 bytes, held in the flow.
  */
 struct sl_resp {
 	uint32_t left;  /* body bytes (or chunk bytes) still to come */
@@ -146,6 +167,8 @@ struct sl_resp {
 	uint8_t due;     /* responses due */
 	uint8_t ndigits; /* the chunked decoder's */
 	uint8_t done;    /* responses the last call completed */
+	uint8_t tunnel;  /* the last request due asks for one: 1 upgrade,
+			  * 2 CONNECT */
 	uint16_t served; /* responses completed on the connection (wraps) */
 };
 
@@ -177,6 +200,15 @@ void sl_resp_init(struct sl_resp *r);
 /* A request went to the server: a response is due (none has a body if
  * head, a HEAD request). */
 void sl_resp_expect(struct sl_resp *r, int head);
+/*
+ * The last request expected asks to leave HTTP (an Upgrade, or CONNECT
+ * when connect): only the status line that answers it can open the
+ * tunnel (101, or 2xx to CONNECT).
+ */
+void sl_resp_expect_tunnel(struct sl_resp *r, int connect);
+/* 1: the tunnel asked for is open; 0: its answer is still to come;
+ * -1: refused, or where the answer cannot be told (framing lost). */
+int sl_resp_tunnel(const struct sl_resp *r);
 /* The last request expected did not go after all. */
 void sl_resp_unexpect(struct sl_resp *r);
 /* The server's next bytes, in order; returns responses completed. */

@@ -24,7 +24,7 @@ enum {
 	R_BODY_CL,  /* left bytes of body to come */
 	R_BODY_CHUNKED,
 	R_LOST,   /* framing it cannot follow: unknown from here on */
-	R_TUNNEL, /* 101: no longer HTTP */
+	R_TUNNEL, /* the tunnel asked for was granted: no longer HTTP */
 };
 
 /* flags */
@@ -79,6 +79,22 @@ sl_resp_expect(struct sl_resp *r, int head)
 	if (head)
 		r->heads |= 1u << r->due;
 	r->due++;
+	r->tunnel = 0;
+}
+
+void
+sl_resp_expect_tunnel(struct sl_resp *r, int connect)
+{
+	if (r->due > 0)
+		r->tunnel = connect ? 2 : 1;
+}
+
+int
+sl_resp_tunnel(const struct sl_resp *r)
+{
+	if (r->state == R_TUNNEL)
+		return 1;
+	return r->state == R_LOST || r->tunnel == 0 ? -1 : 0;
 }
 
 void
@@ -88,6 +104,7 @@ sl_resp_unexpect(struct sl_resp *r)
 		return;
 	r->due--;
 	r->heads &= ~(1u << r->due);
+	r->tunnel = 0;
 }
 
 static void
@@ -108,10 +125,6 @@ head_done(struct sl_resp *r)
 {
 	uint32_t status = r->status;
 
-	if (status == 101) {
-		r->state = R_TUNNEL;
-		return;
-	}
 	if (status < 200) { /* interim: the final response still comes */
 		r->state = R_LINE;
 		return;
@@ -466,12 +479,32 @@ chunked_bytes(struct sl_resp *r, const uint8_t *p, uint32_t n)
 	return (uint32_t)used;
 }
 
+/*
+ * Only the answer to the request that asked for a tunnel opens one: a
+ * status line read anywhere else (inside an earlier response's body, or
+ * a 101 that no request asked for) changes nothing the client reads.
+ */
+static void
+tunnel_answer(struct sl_resp *r)
+{
+	uint32_t st = r->status;
+	int asked = r->tunnel != 0 && r->due == 1;
+
+	if (asked && (r->tunnel == 2 ? st / 100 == 2 : st == 101))
+		r->state = R_TUNNEL;
+	else if (st == 101) /* a switch no request here asked for */
+		sl_resp_lost(r);
+	else if (asked && st >= 200)
+		r->tunnel = 0; /* refused: HTTP goes on */
+}
+
 /* A status line just ended at i: the first final one is marked. */
 static void
 mark(struct sl_resp *r, uint32_t i, struct sl_resp_mark *mk)
 {
 	r->flags &= (uint8_t)~F_STATUS;
-	if (mk == NULL || r->status < 200)
+	tunnel_answer(r);
+	if (mk == NULL || r->status < 200 || r->state == R_LOST)
 		return;
 	if (mk->all && mk->n_ends < SL_RESP_ENDS) {
 		mk->end[mk->n_ends].off = i;

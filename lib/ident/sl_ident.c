@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <arpa/inet.h>
 #include <stdio.h>
+#include <strings.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -118,7 +119,29 @@ set_id(struct sl_identity *out, uint8_t kind, struct sl_str s)
 	out->len = (uint8_t)n;
 }
 
-/* Parses one XFF element: "a.b.c.d", "a.b.c.d:port", "v6" or "[v6]:port". */
+/*
+ * One address family per client: ::ffff:a.b.c.d (mapped) and ::a.b.c.d
+ * (compatible, deprecated) are a.b.c.d, so that a dual-stack proxy's
+ * spelling neither escapes an IPv4 blocklist entry nor pools every
+ * such client in one bucket. Returns -1 for the unspecified address.
+ */
+static int
+one_family(uint8_t *af, uint8_t addr[16])
+{
+	static const uint8_t zero[16];
+	int v4_tail = addr[12] | addr[13] | addr[14] || addr[15] > 1;
+
+	if (*af == AF6 && memcmp(addr, zero, 10) == 0 &&
+	    ((addr[10] == 0xff && addr[11] == 0xff) ||
+	     (addr[10] == 0 && addr[11] == 0 && v4_tail))) {
+		memmove(addr, addr + 12, 4);
+		memset(addr + 4, 0, 12);
+		*af = AF4;
+	}
+	return memcmp(addr, zero, *af == AF6 ? 16 : 4) == 0 ? -1 : 0;
+}
+
+/* Parses one element: "a.b.c.d", "a.b.c.d:port", "v6" or "[v6]:port". */
 static int
 parse_addr(struct sl_str s, uint8_t *af, uint8_t addr[16])
 {
@@ -132,10 +155,14 @@ parse_addr(struct sl_str s, uint8_t *af, uint8_t addr[16])
 	if (p[0] == '[') {
 		const char *rb = memchr(p, ']', n);
 
-		if (rb == NULL)
+		if (rb == NULL || (rb + 1 < p + n && rb[1] != ':'))
 			return -1;
 		n = (uint32_t)(rb - p - 1);
 		p++;
+		memcpy(tmp, p, n);
+		tmp[n] = '\0';
+		*af = AF6;
+		return inet_pton(AF_INET6, tmp, addr) == 1 ? 0 : -1;
 	}
 	memcpy(tmp, p, n);
 	tmp[n] = '\0';
@@ -154,46 +181,132 @@ parse_addr(struct sl_str s, uint8_t *af, uint8_t addr[16])
 	return -1;
 }
 
+static struct sl_str
+trimmed(const char *p, uint32_t lo, uint32_t hi)
+{
+	while (lo < hi && (p[lo] == ' ' || p[lo] == '\t'))
+		lo++;
+	while (hi > lo && (p[hi - 1] == ' ' || p[hi - 1] == '\t'))
+		hi--;
+	return (struct sl_str){p + lo, hi - lo};
+}
+
 /*
- * The element trusted_hops from the right across all XFF fields: our own
+ * The end of the element that starts at i: the next ',' outside a
+ * quoted string (Forwarded's values may be quoted; X-Forwarded-For has
+ * none, and a '"' in it makes the element no address anyway).
+ */
+static uint32_t
+elem_end(struct sl_str v, uint32_t i)
+{
+	int q = 0;
+
+	for (; i < v.len; i++) {
+		if (v.p[i] == '"')
+			q = !q;
+		else if (v.p[i] == '\\' && q && i + 1 < v.len)
+			i++;
+		else if (v.p[i] == ',' && !q)
+			break;
+	}
+	return i;
+}
+
+/* The field's elements (empty ones are not elements), counted; *at, the
+ * k-th (from 0) when k < the count. */
+static uint32_t
+elements(struct sl_str v, uint32_t k, struct sl_str *at)
+{
+	uint32_t i = 0, n = 0;
+
+	while (i <= v.len) {
+		uint32_t e = elem_end(v, i);
+		struct sl_str x = trimmed(v.p, i, e);
+
+		if (x.len > 0 && n++ == k)
+			*at = x;
+		i = e + 1;
+	}
+	return n;
+}
+
+/*
+ * The element trusted_hops from the right across all fields: our own
  * proxies appended those; everything to its left is written by the client
  * and must never be believed. With fewer elements than hops, every element
- * was written by us and the leftmost is the client.
+ * was written by us and the leftmost is the client. -1 where the fields
+ * that would hold it were not kept.
  */
 static int
 xff_pick(const struct sl_http_req *req, uint32_t hops, struct sl_str *out)
 {
-	int f;
-	uint32_t seen = 0;
+	uint32_t kept =
+		req->n_xff < SL_HTTP_MAX_XFF ? req->n_xff : SL_HTTP_MAX_XFF;
+	uint32_t i, seen = 0;
 
-	if (req->xff_overflow)
-		return -1;
-	for (f = req->n_xff - 1; f >= 0; f--) {
-		struct sl_str v = req->xff[f];
-		int32_t end = (int32_t)v.len;
+	for (i = 0; i < kept; i++) {
+		struct sl_str v =
+			req->xff[(req->n_xff - 1 - i) % SL_HTTP_MAX_XFF];
+		uint32_t n = elements(v, UINT32_MAX, NULL);
 
-		while (end > 0) {
-			int32_t b = end - 1;
-			uint32_t lo, hi;
-
-			while (b >= 0 && v.p[b] != ',')
-				b--;
-			lo = (uint32_t)(b + 1);
-			hi = (uint32_t)end;
-			while (lo < hi && (v.p[lo] == ' ' || v.p[lo] == '\t'))
-				lo++;
-			while (hi > lo &&
-			       (v.p[hi - 1] == ' ' || v.p[hi - 1] == '\t'))
-				hi--;
-			end = b;
-			if (hi == lo)
-				continue;
-			*out = (struct sl_str){v.p + lo, hi - lo};
-			if (++seen == hops)
-				return 0;
+		if (n == 0)
+			continue;
+		if (seen + n >= hops) {
+			elements(v, n - (hops - seen), out);
+			return 0;
 		}
+		seen += n;
+		elements(v, 0, out); /* the leftmost so far */
 	}
-	return seen > 0 ? 0 : -1;
+	return seen > 0 && req->n_xff <= SL_HTTP_MAX_XFF ? 0 : -1;
+}
+
+/*
+ * Forwarded's element (RFC 7239 4): pairs split by ';', the address in
+ * "for", maybe quoted. "unknown", an obfuscated "_name" or no "for" at
+ * all: no address (and parse_addr says so).
+ */
+static struct sl_str
+forwarded_for(struct sl_str e)
+{
+	uint32_t i = 0;
+
+	while (i < e.len) {
+		uint32_t j = i;
+		struct sl_str pr;
+		int q = 0;
+
+		for (; j < e.len && (q || e.p[j] != ';'); j++)
+			if (e.p[j] == '"')
+				q = !q;
+		pr = trimmed(e.p, i, j);
+		i = j + 1;
+		if (pr.len < 4 || strncasecmp(pr.p, "for=", 4) != 0)
+			continue;
+		pr = trimmed(pr.p, 4, pr.len);
+		if (pr.len >= 2 && pr.p[0] == '"' && pr.p[pr.len - 1] == '"')
+			pr = (struct sl_str){pr.p + 1, pr.len - 2};
+		return pr;
+	}
+	return (struct sl_str){e.p, 0};
+}
+
+/* The forwarded address, or an sl_http_err; 1 when there is none. */
+static int
+forwarded_addr(const struct sl_ident_cfg *cfg, const struct sl_http_req *req,
+	       uint8_t *af, uint8_t addr[16])
+{
+	struct sl_str e;
+
+	if (req->n_xff == 0)
+		return 1; /* no proxy of ours on the way: the peer is it */
+	if (xff_pick(req, cfg->trusted_hops, &e) != 0)
+		return SL_HTTP_E_FORWARDED;
+	if (cfg->client_ip == SL_CIP_FORWARDED)
+		e = forwarded_for(e);
+	if (parse_addr(e, af, addr) != 0)
+		return SL_HTTP_E_FORWARDED;
+	return 0;
 }
 
 static void
@@ -217,28 +330,22 @@ static int
 client_ip(const struct sl_ident_cfg *cfg, const struct sl_http_req *req,
 	  uint8_t af, const uint8_t peer[16], struct sl_identity *out)
 {
-	struct sl_str e;
-	int fallback = 0;
-
 	out->ip_af = af;
 	memcpy(out->client_ip, peer, af == AF6 ? 16 : 4);
-	if (cfg->use_xff && cfg->trusted_hops > 0 && req != NULL) {
-		uint8_t xaf;
-		uint8_t xa[16];
+	if (cfg->client_ip != SL_CIP_PEER && cfg->trusted_hops > 0 &&
+	    req != NULL) {
+		int rc = forwarded_addr(cfg, req, &out->ip_af, out->client_ip);
 
-		if (xff_pick(req, cfg->trusted_hops, &e) == 0 &&
-		    parse_addr(e, &xaf, xa) == 0) {
-			out->ip_af = xaf;
-			memcpy(out->client_ip, xa, 16);
-			out->xff_used = 1;
-		} else if (req->n_xff > 0) {
-			fallback = 1;
-		}
+		if (rc > 1)
+			return rc;
+		out->xff_used = rc == 0;
 	}
+	if (one_family(&out->ip_af, out->client_ip) != 0)
+		return SL_HTTP_E_CLIENT_ADDR;
 	memcpy(out->addr, out->client_ip, 16);
 	if (out->ip_af == AF6)
 		apply_prefix(out->client_ip, cfg->ipv6_prefix);
-	return fallback;
+	return 0;
 }
 
 int

@@ -21,9 +21,16 @@ enum sl_ident_kind {
 	SL_ID_IP,
 };
 
+/* Where the client address comes from. */
+enum sl_client_ip {
+	SL_CIP_PEER = 0,  /* the TCP peer */
+	SL_CIP_XFF,       /* X-Forwarded-For, by trusted hops */
+	SL_CIP_FORWARDED, /* Forwarded (RFC 7239) for=, by trusted hops */
+};
+
 struct sl_ident_cfg {
-	uint8_t use_xff;      /* client_ip: x-forwarded-for */
-	uint8_t trusted_hops; /* proxies of ours that append to XFF */
+	uint8_t client_ip;    /* enum sl_client_ip */
+	uint8_t trusted_hops; /* proxies of ours that append to the list */
 	uint8_t ipv6_prefix;  /* IPv6 clients grouped by this prefix */
 };
 
@@ -31,7 +38,7 @@ struct sl_identity {
 	uint8_t kind;          /* enum sl_ident_kind */
 	uint8_t len;           /* bytes used in id */
 	uint8_t ip_af;         /* SL_AF_INET / SL_AF_INET6 of client_ip */
-	uint8_t xff_used;      /* client_ip came from X-Forwarded-For */
+	uint8_t xff_used;      /* client_ip came from a forwarded field */
 	uint8_t client_ip[16]; /* grouped by ipv6_prefix for IPv6 */
 	uint8_t addr[16];      /* client_ip whole: what blocklists match */
 	uint8_t id[SL_IDENT_MAX];
@@ -39,8 +46,14 @@ struct sl_identity {
 
 /*
  * Fills out from a parsed request and the TCP peer (af 4 or 6, addr in
- * network order). Returns 0, or 1 when X-Forwarded-For was configured but
- * unusable and the peer address was used instead.
+ * network order). One address family per client: IPv4-mapped and
+ * IPv4-compatible IPv6 addresses are read as the IPv4 address, wherever
+ * they come from. The forwarded address is the trusted_hops-th from the
+ * right across every field, however many there are; with fewer, the
+ * leftmost; with none, the peer. Returns 0, or the sl_http_err to refuse
+ * the request with (400): SL_HTTP_E_FORWARDED where the list cannot be
+ * read whole or the address picked is not one, SL_HTTP_E_CLIENT_ADDR
+ * where the address is unspecified. Never another address in its place.
  */
 int sl_ident_extract(const struct sl_ident_cfg *cfg,
 		     const struct sl_http_req *req, uint8_t af,

@@ -147,14 +147,42 @@ check_whole(struct loader *L, yaml_node_t *root)
 				"response: headers_on_allow needs keep_alive: "
 				"true (the response grows: sequence numbers "
 				"are translated as for a kept 429)");
-	if (c->identity.use_xff && c->identity.trusted_hops == 0)
-		sl_cfg_error_at(L, root,
-				"identity: client_ip x-forwarded-for needs "
-				"trusted_hops >= 1");
+	if (c->identity.client_ip != SL_CIP_PEER &&
+	    c->identity.trusted_hops == 0)
+		sl_cfg_error_at(
+			L, root,
+			"identity: client_ip %s needs trusted_hops >= 1 "
+			"(how many of the newest addresses your own "
+			"proxies wrote)",
+			c->identity.client_ip == SL_CIP_XFF ? "x-forwarded-for"
+							    : "forwarded");
 	if (c->dataplane.head_buffers_per_worker >
 	    c->dataplane.flows_per_worker)
 		c->dataplane.head_buffers_per_worker =
 			c->dataplane.flows_per_worker;
+}
+
+void
+sl_config_http_cfg(const struct sl_config *c, struct sl_http_cfg *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->api_key_header =
+		(struct sl_str){c->identity.api_key_header,
+				(uint32_t)strlen(c->identity.api_key_header)};
+	out->user_header =
+		(struct sl_str){c->identity.user_header,
+				(uint32_t)strlen(c->identity.user_header)};
+	out->underscores = c->identity.underscores;
+	out->forwarded = c->identity.client_ip == SL_CIP_FORWARDED;
+}
+
+void
+sl_config_ident_cfg(const struct sl_config *c, struct sl_ident_cfg *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->client_ip = c->identity.client_ip;
+	out->trusted_hops = c->identity.trusted_hops;
+	out->ipv6_prefix = c->identity.ipv6_prefix;
 }
 
 void

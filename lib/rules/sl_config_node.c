@@ -11,7 +11,9 @@
 
 #include "sl_config_priv.h"
 
-static const char *const client_ip_names[] = {"peer", "x-forwarded-for", NULL};
+static const char *const client_ip_names[] = {"peer", "x-forwarded-for",
+					      "forwarded", NULL};
+static const char *const underscores_names[] = {"same", "ignore", NULL};
 static const char *const hstyle_names[] = {"draft", "legacy", "both", NULL};
 static const char *const escslash_names[] = {"reject", "decode", "keep", NULL};
 static const char *const hostmis_names[] = {"reject", "allow", NULL};
@@ -104,8 +106,10 @@ f_userhdr(struct loader *L, yaml_node_t *v, void *o)
 static const struct field identity_fields[] = {
 	F_FN("api_key_header", f_keyhdr),
 	F_FN("user_header", f_userhdr),
-	F_ENUM("client_ip", struct sl_config, identity.use_xff,
+	F_ENUM("client_ip", struct sl_config, identity.client_ip,
 	       client_ip_names),
+	F_ENUM("underscores", struct sl_config, identity.underscores,
+	       underscores_names),
 	F_UINT("trusted_hops", struct sl_config, identity.trusted_hops, 0, 16),
 	F_UINT("ipv6_prefix", struct sl_config, identity.ipv6_prefix, 1, 128),
 	F_END,

@@ -225,6 +225,7 @@ static const struct field match_fields[] = {
 	F_FN("path", f_path),
 	F_ENUM("path_case", struct sl_rule, path_icase, path_case_names),
 	F_FN("host", f_host),
+	F_BOOL("head", struct sl_rule, head_as_get),
 	F_END,
 };
 
@@ -386,6 +387,7 @@ sl_cfg_rules(struct loader *L, yaml_node_t *v, void *o)
 		r->accuracy_ppm = 20000;
 		r->sub_buckets = 1;
 		r->headers_on_allow = 1;
+		r->head_as_get = 1;
 		r->scope = 0xff;
 		r->line = (uint32_t)it->start_mark.line + 1;
 		sl_cfg_walk_map(L, it, "rule", rule_fields, r);
@@ -409,6 +411,13 @@ sl_cfg_rules(struct loader *L, yaml_node_t *v, void *o)
 				r->name);
 		if (r->burst == 0)
 			r->burst = r->limit.count;
+		if ((r->methods & SL_M_GET) && r->head_as_get)
+			r->methods |= SL_M_HEAD;
+		else if (!r->head_as_get && !(r->methods & SL_M_GET))
+			sl_cfg_error_at(L, it,
+					"rule '%s': 'head: false' applies to "
+					"rules whose methods name GET",
+					r->name);
 		check_rule_numbers(L, it, r);
 		if (c->n_rules >= SL_MAX_RULES)
 			sl_cfg_error_at(L, it, "rules: at most %d rules",

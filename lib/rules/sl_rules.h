@@ -69,6 +69,10 @@ struct sl_rule {
 	uint8_t shadow;
 	int16_t tier;     /* -1: every tier */
 	uint32_t methods; /* 0: every method */
+	/* methods naming GET take HEAD too (RFC 9110 9.3.2: a GET without
+	 * the body, and a caching backend turns it into one); head: false
+	 * for a rule that means GET alone */
+	uint8_t head_as_get;
 	char path_prefix[SL_TEXT_MAX];
 	/* exact path, or a route: "{name}" is one segment, a last "*" the
 	 * rest (none or more segments) */
@@ -154,9 +158,10 @@ struct sl_config {
 	struct {
 		char api_key_header[SL_NAME_MAX];
 		char user_header[SL_NAME_MAX];
-		uint8_t use_xff;
+		uint8_t client_ip; /* enum sl_client_ip */
 		uint8_t trusted_hops;
 		uint8_t ipv6_prefix;
+		uint8_t underscores; /* enum sl_underscores */
 	} identity;
 	char tiers[SL_MAX_TIERS][SL_NAME_MAX];
 	uint32_t n_tiers;
@@ -242,6 +247,10 @@ int sl_config_set_region(struct sl_config *c, const char *region);
 
 /* The config with every field at its documented default. */
 void sl_config_defaults(struct sl_config *c);
+/* The identity section as the head parser and the identity read it
+ * (pointing into c: valid while c is). */
+void sl_config_http_cfg(const struct sl_config *c, struct sl_http_cfg *out);
+void sl_config_ident_cfg(const struct sl_config *c, struct sl_ident_cfg *out);
 
 /* Parses "100/min" style rates; returns 0 or -1. */
 int sl_rate_parse(const char *s, struct sl_rate *out);

@@ -107,7 +107,6 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "ident_key", c->ident_key);
 	U64(d, "ident_user", c->ident_user);
 	U64(d, "ident_ip", c->ident_ip);
-	U64(d, "xff_fallback", c->xff_fallback);
 	U64(d, "replies", c->replies);
 	U64(d, "absorbed", c->absorbed);
 	U64(d, "keepalive_replies", c->keepalive_replies);

@@ -43,7 +43,6 @@ struct sl_counters {
 	uint64_t ident_key;
 	uint64_t ident_user;
 	uint64_t ident_ip;
-	uint64_t xff_fallback;
 	uint64_t replies;  /* answers built: 429, 403, 400, 431 */
 	uint64_t absorbed; /* client segments acknowledged after one */
 	/* response.keep_alive: 429s that kept the connection, refusals that

@@ -281,6 +281,72 @@ def upgrade(res):
     fwd(res, "c", g.data(BAD), "upgraded: bytes pass")
 
 
+def ok0(conn, res):
+    """The server answers the request before: a whole empty 200."""
+    ok = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+    fwd(res, "s", conn.s(ok), "%d: 200" % conn.sport)
+    conn.sseq += len(ok)
+
+
+def undecided(res):
+    """Bytes a lenient backend acts on are decided before they go on: an
+    HTTP/0.9 line cut before its LF, a 101 inside an earlier response's
+    body, the client behind more X-Forwarded-For fields than a proxy
+    usually writes, an IPv4-mapped address, HEAD for a GET rule, the key
+    header spelt with underscores. Each next to its honest twin."""
+    f = Conn(40190)
+    W.handshake(f, res)
+    fwd(res, "c", f.data(b"GET /v1/search"), "HTTP/0.9: the line so far (no server acts)")
+    W.server_ack(f, res)
+    answered(res, f.data(b"\r\n"), 400, f.cseq - 2, "HTTP/0.9: decided at its LF")
+    g = Conn(40191)
+    W.handshake(g, res)
+    fwd(res, "c", g.data(b"GET /v1/search HTTP/1.1\r\n"), "HTTP/1.1: the request line")
+    fwd(res, "c", g.data(b"Host: a\r\n\r\n"), "HTTP/1.1: the rest")
+    # a 101 at the start of a segment of an earlier response's body
+    h = Conn(40192)
+    W.handshake(h, res)
+    fwd(res, "c", h.data(req("/echo")), "a request whose response echoes")
+    up = req("/ws", "Connection: Upgrade", "Upgrade: websocket")
+    fwd(res, "c", h.data(up), "an upgrade behind it")
+    fwd(res, "s", h.s(b"HTTP/1.1 200 OK\r\nContent-Length: 36\r\n\r\n"), "echo: head")
+    h.sseq += 39
+    fwd(res, "s", h.s(b"HTTP/1.1 101 Switching Protocols\r\n\r\n"), "echo: its body")
+    h.sseq += 36
+    dropped(res, h.data(BAD), "a 101 in a body switches nothing: held")
+    h.cseq -= len(BAD)
+    fwd(res, "s", h.s(b"HTTP/1.1 101 Switching Protocols\r\n\r\n"), "the upgrade's 101")
+    h.sseq += 36
+    fwd(res, "c", h.data(BAD), "upgraded by its own answer: bytes pass")
+    # the client behind five fields, blocklisted; and its twin
+    xff = ["X-Forwarded-For: 198.18.7.%d" % i for i in range(1, 5)]
+    k = Conn(40193)
+    W.handshake(k, res)
+    for spelling in ("203.0.113.7", "::ffff:203.0.113.7", "[::ffff:cb00:7107]:5"):
+        r = req("/x", *(xff + ["X-Forwarded-For: " + spelling]))
+        answered(res, k.data(r), 403, k.cseq - len(r), "fifth field %s: blocked" % spelling)
+        k = Conn(k.sport + 10)
+        W.handshake(k, res)
+    fwd(res, "c", k.data(req("/x", *(xff + ["X-Forwarded-For: 198.18.7.9"]))),
+        "fifth field not blocked: on")
+    ok0(k, res)
+    r = req("/x", "X-Forwarded-For: 198.18.7.1, unknown")
+    answered(res, k.data(r), 400, k.cseq - len(r), "no address where the client is: 400")
+    # HEAD is a GET to the rule; the key header spelt with underscores
+    m = Conn(40194)
+    W.handshake(m, res)
+    fwd(res, "c", m.data(req("/v1/get1", "X-API-Key: k-h")), "GET within its limit")
+    ok0(m, res)
+    r = b"HEAD /v1/get1 HTTP/1.1\r\nHost: api\r\nX-API-Key: k-h\r\n\r\n"
+    oc, _ = W.step("c", m.data(r), want=2)
+    res.check(len(oc) == 1 and b" 429 " in bytes(Ether(oc[0])[TCP].payload)[:13],
+              "HEAD counts against the GET rule: 429")
+    n = Conn(40195)
+    W.handshake(n, res)
+    r = req("/x", "X_API_Key: k-bad")
+    answered(res, n.data(r), 403, n.cseq - len(r), "X_API_Key is the key: blocked")
+
+
 def head_timeout(res):
     """An incomplete head loses its buffer after head_timeout_ms: 408."""
     f = Conn(40180)
@@ -303,7 +369,7 @@ def main():
             w.drain()
             for case in (keep_alive, ipv6_vlan, gap_and_checksum, answers, rst_and_syn,
                          resent, linux_drops, encapsulation, syn_data, pickup, order,
-                         upgrade, head_timeout):
+                         upgrade, undecided, head_timeout):
                 case(res)
             st = s.stats()
             res.eq(s.stop(), 0, "sluice exits 0 on SIGINT")
@@ -311,7 +377,7 @@ def main():
     for k, n in (("no_ack", 1), ("ack_unsent", 1), ("urgent", 1), ("paws", 1),
                  ("no_timestamp", 1), ("tcp_signature", 1), ("l2_group_address", 1),
                  ("ip_options", 1), ("resent_differs", 1), ("resent_partial", 1),
-                 ("answer_order", 2), ("upgrade_pending", 2)):
+                 ("answer_order", 2), ("upgrade_pending", 3)):
         res.eq(nd.get(k), n, "normalizer_drops.%s" % k)
     res.check(nd.get("midstream_unplaced", 0) >= 2, "normalizer_drops.midstream_unplaced")
     res.eq(st["malformed_reasons"].get("vlan_depth"), 1, "malformed_reasons.vlan_depth")
@@ -320,13 +386,17 @@ def main():
     res.eq(st["syn_ignored"], 1, "syn_ignored")
     res.eq(st["syn_data"], 1, "syn_data")
     res.eq(st["midstream_probes"], 3, "midstream_probes")
-    res.eq(st["upgrades"], 1, "upgrades")
+    res.eq(st["upgrades"], 2, "upgrades")
+    pe = st["parse_errors"]
+    res.eq(pe.get("http09"), 1, "parse_errors.http09")
+    res.eq(pe.get("forwarded_unreadable"), 1, "parse_errors.forwarded_unreadable")
     res.eq(st["upgrades_refused"], 1, "upgrades_refused")
-    # framed: the refused upgrade's 200 and /b's; not framed: the
-    # connections whose server sends bytes that are no response (the
-    # scripts' "rrr...") and those picked up mid-stream
-    res.eq(st["responses"], 2, "responses")
-    res.eq(st["resp_unframed"], 7, "resp_unframed")
+    # framed: the refused upgrade's 200, /b's, the echo and two 200s of
+    # the undecided bytes' case; not framed: the connections whose server
+    # sends bytes that are no response (the scripts' "rrr..."), those
+    # picked up mid-stream, and the two upgraded
+    res.eq(st["responses"], 5, "responses")
+    res.eq(st["resp_unframed"], 8, "resp_unframed")
     res.eq(st["head_timeout"], 1, "head_timeout (408 sent)")
     res.eq(st["bad_checksum"], 1, "bad_checksum")
     res.eq(st["ooo_dropped"], 1, "ooo_dropped")

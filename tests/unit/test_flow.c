@@ -417,6 +417,7 @@ close_and_server_side(void **state)
 }
 
 static const char OK0[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+#define OK0_LEN 38u
 
 /*
  * A request sent after the server's FIN (the keep-alive race): never
@@ -739,6 +740,7 @@ segments_linux_drops(void **state)
 	sl_flow_table_free(t);
 }
 
+/* A whole response without a body: 38 bytes. */
 /* An upgrade ends inspection only when the server answers 101. */
 static void
 upgrade_waits_for_server(void **state)
@@ -762,7 +764,7 @@ upgrade_waits_for_server(void **state)
 	assert_int_equal(sl_flow_cut(t), lu);
 	assert_int_equal(sl_flow_lookup(t, &k)->state, SL_FLOW_UPGRADE);
 	/* the server refuses (200): inspection goes on */
-	srv(t, &k, SACK, 1000 + lu, ACK, "HTTP/1.1 200 OK\r\n", 17);
+	srv(t, &k, SACK, 1000 + lu, ACK, OK0, OK0_LEN);
 	assert_int_equal(sl_flow_lookup(t, &k)->state, SL_FLOW_HEAD);
 	assert_int_equal(seg(t, &k, 1000 + lu, ACK, R4, l4, &s),
 			 SL_SEG_FORWARD);
@@ -770,7 +772,9 @@ upgrade_waits_for_server(void **state)
 	/* again, and this time the server switches */
 	assert_int_equal(seg(t, &k, 1000 + lu + l4, ACK, UP, lu, &s),
 			 SL_SEG_FORWARD);
-	srv(t, &k, SACK + 17, 1000 + 2 * lu + l4, ACK,
+	srv(t, &k, SACK + OK0_LEN, 1000 + 2 * lu + l4, ACK, OK0, OK0_LEN);
+	assert_int_equal(sl_flow_lookup(t, &k)->state, SL_FLOW_UPGRADE);
+	srv(t, &k, SACK + 2 * OK0_LEN, 1000 + 2 * lu + l4, ACK,
 	    "HTTP/1.1 101 Switching Protocols\r\n", 34);
 	assert_int_equal(sl_flow_lookup(t, &k)->state, SL_FLOW_PASS);
 	assert_int_equal(sl_flow_stats(t)->upgrades, 1);
@@ -1009,6 +1013,115 @@ gone_told_once_per_marked_end(void **state)
 	sl_flow_table_free(t);
 }
 
+/*
+ * A 101 anywhere but in the answer to the upgrade request changes
+ * nothing: here at the start of a segment inside the body of the answer
+ * to the request before it (an echo, a file the client uploaded).
+ */
+static void
+upgrade_only_by_its_own_answer(void **state)
+{
+	static const char UP[] = "GET /ws HTTP/1.1\r\nHost: a\r\n"
+				 "Connection: Upgrade\r\nUpgrade: websocket\r\n"
+				 "\r\n";
+	static const char BODY1[] = "HTTP/1.1 200 OK\r\nContent-Length: 70\r\n"
+				    "\r\n";
+	static const char FAKE[] = "HTTP/1.1 101 Switching Protocols\r\n\r\n"
+				   "0123456789012345678901234567890123";
+	struct sl_flow_table *t = table(16, 4, 1024);
+	struct sl_flow_key k = key(1);
+	struct seen s = {0};
+	uint32_t l4 = (uint32_t)strlen(R4), lu = (uint32_t)strlen(UP);
+	uint32_t b1 = (uint32_t)strlen(BODY1), fk = (uint32_t)strlen(FAKE);
+	uint32_t c = 1000;
+	int i;
+
+	(void)state;
+	assert_int_equal(fk, 70);
+	open_flow(t, &k, &s);
+	assert_int_equal(seg(t, &k, c, ACK, R4, l4, &s), SL_SEG_FORWARD);
+	c += l4;
+	assert_int_equal(seg(t, &k, c, ACK, UP, lu, &s), SL_SEG_FORWARD);
+	c += lu;
+	srv(t, &k, SACK, c, ACK, BODY1, b1);
+	/* the body's first segment is a 101 status line: still waiting */
+	srv(t, &k, SACK + b1, c, ACK, FAKE, fk);
+	assert_int_equal(sl_flow_lookup(t, &k)->state, SL_FLOW_UPGRADE);
+	for (i = 0; i < 20; i++)
+		assert_int_equal(seg(t, &k, c, ACK, R4, l4, &s), SL_SEG_DROP);
+	assert_int_equal(s.n, 2);
+	/* a 101 no request asked for, answering R4 on another flow: the
+	 * responses can no longer be told apart, and inspection goes on */
+	srv(t, &k, SACK + b1 + fk, c, ACK,
+	    "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", 47);
+	assert_int_equal(sl_flow_lookup(t, &k)->state, SL_FLOW_HEAD);
+	assert_int_equal(seg(t, &k, c, ACK, R4, l4, &s), SL_SEG_FORWARD);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(sl_flow_stats(t)->upgrades, 0);
+	sl_flow_table_free(t);
+}
+
+/*
+ * A lenient server serves an HTTP/0.9 line at its LF: the line is
+ * decided there (refused), however the client cuts it, never forwarded
+ * whole while sluice waits for a blank line.
+ */
+static void
+http09_decided_at_its_line_end(void **state)
+{
+	static const char *const heads[] = {
+		"GET /v1/search\r\n",
+		"GET /v1/search\n",
+		"\r\nGET /x\r\n",
+		"GET /v1/search HTTP/1.1\r\nHost: a\r\n\n",
+		"GET / HTTP/1.1\r\nHost: a\r\n X: y\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost : a\r\n\r\n"};
+	size_t h;
+
+	(void)state;
+	for (h = 0; h < sizeof(heads) / sizeof(heads[0]); h++) {
+		const char *p = heads[h];
+		uint32_t n = (uint32_t)strlen(p), cut, i;
+
+		for (cut = 1; cut < n; cut++) {
+			struct sl_flow_table *t = table(16, 4, 1024);
+			struct sl_flow_key k = key(1);
+			struct seen s = {.stop_at = 1};
+			enum sl_seg_verdict v;
+
+			open_flow(t, &k, &s);
+			v = seg(t, &k, 1000, ACK, p, cut, &s);
+			if (s.n == 0) {
+				/* nothing a server acts on yet */
+				assert_int_equal(v, SL_SEG_FORWARD);
+				v = seg(t, &k, 1000 + cut, ACK, p + cut,
+					n - cut, &s);
+			}
+			assert_int_equal(s.n, 1);
+			assert_int_equal(s.kinds[0], SL_EV_PARSE_ERROR);
+			assert_int_equal(v, SL_SEG_STOPPED);
+			sl_flow_table_free(t);
+		}
+		/* a byte at a time */
+		{
+			struct sl_flow_table *t = table(16, 4, 1024);
+			struct sl_flow_key k = key(1);
+			struct seen s = {.stop_at = 1};
+			enum sl_seg_verdict v = SL_SEG_FORWARD;
+
+			open_flow(t, &k, &s);
+			for (i = 0; i < n && s.n == 0; i++) {
+				v = seg(t, &k, 1000 + i, ACK, p + i, 1, &s);
+				/* the server acknowledges each */
+				srv(t, &k, SACK, 1001 + i, ACK, NULL, 0);
+			}
+			assert_int_equal(s.n, 1);
+			assert_int_equal(v, SL_SEG_STOPPED);
+			sl_flow_table_free(t);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -1030,6 +1143,8 @@ main(void)
 		cmocka_unit_test(resent_any_byte_changed),
 		cmocka_unit_test(segments_linux_drops),
 		cmocka_unit_test(upgrade_waits_for_server),
+		cmocka_unit_test(upgrade_only_by_its_own_answer),
+		cmocka_unit_test(http09_decided_at_its_line_end),
 		cmocka_unit_test(refusal_keeps_answer_order),
 		cmocka_unit_test(head_buffer_budget),
 		cmocka_unit_test(flow_hash_keyed_and_spread),

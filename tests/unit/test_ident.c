@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -60,7 +61,7 @@ static void
 xff_trusted_hops(void **state)
 {
 	struct sl_ident_cfg cfg = {
-		.use_xff = 1, .trusted_hops = 1, .ipv6_prefix = 64};
+		.client_ip = SL_CIP_XFF, .trusted_hops = 1, .ipv6_prefix = 64};
 	struct sl_identity id;
 	struct sl_http_req r;
 	char s[128];
@@ -92,11 +93,10 @@ xff_trusted_hops(void **state)
 	sl_ident_extract(&cfg, &r, 4, PEER4, &id);
 	sl_ident_format(&id, s, sizeof(s));
 	assert_string_equal(s, "ip:198.18.1.1");
-	/* garbage: the peer, and the caller is told */
+	/* garbage: refused, never the peer (the proxy) in its place */
 	r = req_with(NULL, NULL, "unknown", NULL);
-	assert_int_equal(sl_ident_extract(&cfg, &r, 4, PEER4, &id), 1);
-	sl_ident_format(&id, s, sizeof(s));
-	assert_string_equal(s, "ip:198.18.0.7");
+	assert_int_equal(sl_ident_extract(&cfg, &r, 4, PEER4, &id),
+			 SL_HTTP_E_FORWARDED);
 	/* no XFF at all: the peer, silently */
 	r = req_with(NULL, NULL, NULL, NULL);
 	assert_int_equal(sl_ident_extract(&cfg, &r, 4, PEER4, &id), 0);
@@ -214,12 +214,205 @@ hash_values_are_stable(void **state)
 	}
 }
 
+/* The parser's ring and the ident's pick, over n fields of one address. */
+static void
+parse_xff(const char *head, const struct sl_ident_cfg *ic,
+	  const struct sl_http_cfg *hc, int want_rc, const char *want)
+{
+	struct sl_http_req r;
+	struct sl_identity id;
+	char s[128];
+	int rc;
+
+	assert_true(sl_http_parse_request(head, strlen(head), hc, &r) > 0);
+	rc = sl_ident_extract(ic, &r, 4, PEER4, &id);
+	assert_int_equal(rc, want_rc);
+	if (rc != 0)
+		return;
+	sl_ident_format(&id, s, sizeof(s));
+	assert_string_equal(s, want);
+}
+
+/* Any number of fields, merged or apart: counted from the right. */
+static void
+xff_any_number_of_fields(void **state)
+{
+	struct sl_ident_cfg ic = {
+		.client_ip = SL_CIP_XFF, .trusted_hops = 1, .ipv6_prefix = 64};
+	char head[4096];
+	int n, hops;
+
+	(void)state;
+	for (hops = 1; hops <= 16; hops++) {
+		ic.trusted_hops = (uint8_t)hops;
+		for (n = 1; n <= 40; n++) {
+			int i, len = sprintf(head,
+					     "GET / HTTP/1.1\r\nHost: a\r\n");
+			char want[32];
+
+			/* field i names 198.18.0.i: the client is field
+			 * n - hops (the leftmost when fewer) */
+			for (i = 0; i < n; i++)
+				len += sprintf(
+					head + len,
+					"X-Forwarded-For: 198.18.0.%d\r\n",
+					i + 1);
+			strcpy(head + len, "\r\n");
+			sprintf(want, "ip:198.18.0.%d",
+				n > hops ? n - hops + 1 : 1);
+			parse_xff(head, &ic, NULL, 0, want);
+		}
+	}
+	/* one merged field and one appended: the 2nd from the right */
+	ic.trusted_hops = 2;
+	parse_xff("GET / HTTP/1.1\r\nHost: a\r\n"
+		  "X-Forwarded-For: 6.6.6.6, 7.7.7.7,, 198.18.9.9\r\n"
+		  "X-Forwarded-For:\r\n"
+		  "X-Forwarded-For: 198.18.1.1\r\n\r\n",
+		  &ic, NULL, 0, "ip:198.18.9.9");
+	/* the blocklisted client behind five fields is still the client */
+	ic.trusted_hops = 1;
+	parse_xff("GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 1.1.1.1\r\n"
+		  "X-Forwarded-For: 1.1.1.2\r\nX-Forwarded-For: 1.1.1.3\r\n"
+		  "X-Forwarded-For: 1.1.1.4\r\n"
+		  "X-Forwarded-For: 203.0.113.7\r\n\r\n",
+		  &ic, NULL, 0, "ip:203.0.113.7");
+	/* the picked element is no address: refused */
+	parse_xff("GET / HTTP/1.1\r\nHost: a\r\n"
+		  "X-Forwarded-For: 198.18.0.1, bogus\r\n\r\n",
+		  &ic, NULL, SL_HTTP_E_FORWARDED, NULL);
+	parse_xff("GET / HTTP/1.1\r\nHost: a\r\n"
+		  "X-Forwarded-For: [2001:2::1]x\r\n\r\n",
+		  &ic, NULL, SL_HTTP_E_FORWARDED, NULL);
+	/* more fields than kept, the pick not among them: refused */
+	{
+		struct sl_http_req r;
+		struct sl_identity id;
+		int i;
+
+		memset(&r, 0, sizeof(r));
+		for (i = 0; i < 20; i++)
+			r.xff[i % SL_HTTP_MAX_XFF] = (struct sl_str){" , ", 3};
+		r.n_xff = 20;
+		assert_int_equal(sl_ident_extract(&ic, &r, 4, PEER4, &id),
+				 SL_HTTP_E_FORWARDED);
+	}
+}
+
+/* IPv4-mapped and -compatible addresses are their IPv4 address. */
+static void
+one_family_per_client(void **state)
+{
+	struct sl_ident_cfg ic = {
+		.client_ip = SL_CIP_XFF, .trusted_hops = 1, .ipv6_prefix = 64};
+	static const char *const v4[] = {
+		"::ffff:203.0.113.7", "[::ffff:203.0.113.7]:80",
+		"::FFFF:cb00:7107",   "::203.0.113.7",
+		"203.0.113.7:1",      "[::ffff:cb00:7107]"};
+	uint8_t mapped[16] = {0, 0, 0,    0,    0,   0,  0, 0,
+			      0, 0, 0xff, 0xff, 198, 18, 0, 9};
+	struct sl_identity id;
+	char head[256], s[64];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(v4) / sizeof(v4[0]); i++) {
+		sprintf(head,
+			"GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: "
+			"%s\r\n\r\n",
+			v4[i]);
+		parse_xff(head, &ic, NULL, 0, "ip:203.0.113.7");
+	}
+	/* the unspecified address is no client */
+	parse_xff("GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: ::\r\n\r\n",
+		  &ic, NULL, SL_HTTP_E_CLIENT_ADDR, NULL);
+	parse_xff(
+		"GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 0.0.0.0\r\n\r\n",
+		&ic, NULL, SL_HTTP_E_CLIENT_ADDR, NULL);
+	/* ::1 stays IPv6 */
+	parse_xff("GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: ::1\r\n\r\n",
+		  &ic, NULL, 0, "ip:::");
+	/* from the packet too: a mapped peer is an IPv4 client, whole */
+	ic.client_ip = SL_CIP_PEER;
+	assert_int_equal(sl_ident_extract(&ic, NULL, 6, mapped, &id), 0);
+	assert_int_equal(id.ip_af, 4);
+	sl_ident_format(&id, s, sizeof(s));
+	assert_string_equal(s, "ip:198.18.0.9");
+	assert_memory_equal(id.addr, "\xc6\x12\x00\x09", 4);
+	memset(mapped, 0, 16);
+	assert_int_equal(sl_ident_extract(&ic, NULL, 6, mapped, &id),
+			 SL_HTTP_E_CLIENT_ADDR);
+}
+
+/* Forwarded (RFC 7239): for= of the element trusted_hops from the right. */
+static void
+forwarded_header(void **state)
+{
+	struct sl_ident_cfg ic = {.client_ip = SL_CIP_FORWARDED,
+				  .trusted_hops = 1,
+				  .ipv6_prefix = 128};
+	struct sl_http_cfg hc = {.forwarded = 1};
+
+	(void)state;
+	parse_xff("GET / HTTP/1.1\r\nHost: a\r\n"
+		  "Forwarded: for=6.6.6.6, for=198.18.0.5;proto=http;by=x\r\n"
+		  "X-Forwarded-For: 7.7.7.7\r\n\r\n",
+		  &ic, &hc, 0, "ip:198.18.0.5");
+	parse_xff("GET / HTTP/1.1\r\nHost: a\r\n"
+		  "Forwarded: For=\"[2001:2::17]:4711\"\r\n\r\n",
+		  &ic, &hc, 0, "ip:2001:2::17");
+	/* a quoted comma is not a new element */
+	ic.trusted_hops = 2;
+	parse_xff("GET / HTTP/1.1\r\nHost: a\r\n"
+		  "Forwarded: for=198.18.0.1;x=\"a,b\", for=198.18.0.2\r\n"
+		  "Forwarded: proto=https;for=\"198.18.0.3:8443\"\r\n\r\n",
+		  &ic, &hc, 0, "ip:198.18.0.2");
+	ic.trusted_hops = 1;
+	parse_xff("GET / HTTP/1.1\r\nHost: a\r\nForwarded: for=unknown\r\n\r\n",
+		  &ic, &hc, SL_HTTP_E_FORWARDED, NULL);
+	parse_xff("GET / HTTP/1.1\r\nHost: a\r\nForwarded: for=_hidden\r\n\r\n",
+		  &ic, &hc, SL_HTTP_E_FORWARDED, NULL);
+	parse_xff("GET / HTTP/1.1\r\nHost: a\r\nForwarded: proto=http\r\n\r\n",
+		  &ic, &hc, SL_HTTP_E_FORWARDED, NULL);
+	/* X-Forwarded-For alone is not what was configured: the peer */
+	parse_xff(
+		"GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 7.7.7.7\r\n\r\n",
+		&ic, &hc, 0, "ip:198.18.0.7");
+}
+
+/* An identity header spelt with '_' is the same header (by default). */
+static void
+underscore_names(void **state)
+{
+	struct sl_http_cfg hc = {.api_key_header = {"X-API-Key", 9}};
+	struct sl_http_req r;
+	const char *one = "GET / HTTP/1.1\r\nHost: a\r\nX_API_Key: k-1\r\n\r\n";
+	const char *two = "GET / HTTP/1.1\r\nHost: a\r\nX-Api-Key: k-1\r\n"
+			  "x_api_key: k-2\r\n\r\n";
+
+	(void)state;
+	assert_true(sl_http_parse_request(one, strlen(one), &hc, &r) > 0);
+	assert_int_equal(r.api_key.len, 3);
+	assert_int_equal(sl_http_parse_request(two, strlen(two), &hc, &r),
+			 SL_HTTP_ERROR);
+	assert_int_equal(r.error, SL_HTTP_E_DUP_IDENT);
+	hc.underscores = SL_US_IGNORE;
+	assert_true(sl_http_parse_request(one, strlen(one), &hc, &r) > 0);
+	assert_int_equal(r.api_key.len, 0);
+	assert_true(sl_http_parse_request(two, strlen(two), &hc, &r) > 0);
+	assert_memory_equal(r.api_key.p, "k-1", 3);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(key_then_user_then_ip),
 		cmocka_unit_test(xff_trusted_hops),
+		cmocka_unit_test(xff_any_number_of_fields),
+		cmocka_unit_test(one_family_per_client),
+		cmocka_unit_test(forwarded_header),
+		cmocka_unit_test(underscore_names),
 		cmocka_unit_test(ipv6_prefix_grouping),
 		cmocka_unit_test(long_keys_stay_distinct),
 		cmocka_unit_test(hash_values_are_stable),

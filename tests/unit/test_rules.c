@@ -73,7 +73,7 @@ full_example(void **state)
 	assert_int_equal(c->dataplane.max_head_bytes, 4096);
 	assert_int_equal(c->dataplane.idle_sleep_us, 50);
 	assert_string_equal(c->identity.api_key_header, "X-Key");
-	assert_int_equal(c->identity.use_xff, 1);
+	assert_int_equal(c->identity.client_ip, SL_CIP_XFF);
 	assert_int_equal(c->identity.trusted_hops, 2);
 	assert_int_equal(c->n_tiers, 2);
 	assert_int_equal(c->default_tier, 1);
@@ -81,7 +81,8 @@ full_example(void **state)
 	assert_int_equal(c->n_rules, 2);
 	assert_string_equal(c->rules[0].name, "r1");
 	assert_int_equal(c->rules[0].tier, 1);
-	assert_int_equal(c->rules[0].methods, SL_M_GET | SL_M_POST);
+	/* GET takes HEAD along */
+	assert_int_equal(c->rules[0].methods, SL_M_GET | SL_M_HEAD | SL_M_POST);
 	assert_int_equal(c->rules[0].algo, SL_ALGO_GCRA);
 	assert_int_equal(c->rules[0].limit.count, 100);
 	assert_int_equal(c->rules[0].limit.period_ms, 60000);

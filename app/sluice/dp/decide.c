@@ -78,10 +78,8 @@ check_one(struct sl_worker *w, const struct sl_req *q, struct check *c,
 }
 
 static void
-count_identity(struct sl_worker *w, const struct sl_identity *id, int rc)
+count_identity(struct sl_worker *w, const struct sl_identity *id)
 {
-	if (rc != 0)
-		w->ctr.xff_fallback++;
 	if (id->kind == SL_ID_KEY)
 		w->ctr.ident_key++;
 	else if (id->kind == SL_ID_USER)
@@ -403,9 +401,10 @@ sl_decide(struct sl_worker *w, struct sl_req *q)
 	q->tier = -1;
 	q->id = &id;
 	w->cost_next_set = 0;
-	count_identity(w, &id,
-		       sl_ident_extract(&w->app->ident, req, q->p->af,
-					q->p->src, &id));
+	err = sl_ident_extract(&w->app->ident, req, q->p->af, q->p->src, &id);
+	if (err != 0)
+		return refuse(w, err);
+	count_identity(w, &id);
 	v = screen(w, q, &key_tier);
 	if (v.action == SL_REQ_STOP)
 		return v;
