@@ -18,11 +18,12 @@ declare -A SRC=(
 	[resp]="lib/http/sl_resp.c lib/http/sl_chunked.c"
 	[frame]="lib/net/sl_net.c"
 	[flow]="lib/mem/sl_mem.c lib/table/sl_table.c lib/flow/sl_flow.c lib/flow/sl_flow_norm.c lib/flow/sl_flow_table.c $(echo lib/http/sl_*.c) lib/ident/sl_ident.c"
+	[decided]="lib/mem/sl_mem.c lib/table/sl_table.c lib/flow/sl_flow.c lib/flow/sl_flow_norm.c lib/flow/sl_flow_table.c $(echo lib/http/sl_*.c) lib/ident/sl_ident.c"
 	# every sl_config*.c, so a new section file cannot be left out of the harness
 	[config]="$(echo lib/rules/sl_config*.c) lib/http/sl_http_norm.c lib/http/sl_http.c"
 )
 names=("$@")
-[ ${#names[@]} -eq 0 ] && names=(http norm resp frame flow config)
+[ ${#names[@]} -eq 0 ] && names=(http norm resp frame flow decided config)
 for n in "${names[@]}"; do
 	libs=()
 	[ "$n" = config ] && libs=(-lyaml)

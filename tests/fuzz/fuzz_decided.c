@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libFuzzer: the undecided-bytes invariant as a property of lib/flow.
+ *
+ * Client segments (cut, resent and flagged as the input says) go
+ * through the flow table; whatever it lets through is delivered, in
+ * order, to a model of the most lenient HTTP/1.x server, which acts on
+ * a request at the request line's LF when the line has no version
+ * (HTTP/0.9) and otherwise at the first line that ends in an empty one
+ * ("\n\n" or "\n\r\n"). The property: every request that server acts on
+ * was decided first (an event for a head that starts where the server's
+ * request starts), and the stream leaves HTTP only after the server
+ * answered the upgrade request itself with a 101. The model server
+ * answers requests in order, some of them with a body whose second
+ * segment begins with a 101 status line.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sl_flow.h"
+
+static const struct sl_http_cfg cfg = {.api_key_header = {"X-API-Key", 9}};
+
+#define MAXREC 256
+#define SRVMAX 65536
+#define ISN    1000u
+#define SISN   5000u
+
+/* Heads decided, in stream order: where each starts and its framing. */
+static struct rec {
+	uint32_t start, head_len;
+	uint64_t cl;
+	uint8_t chunked, upgrade, refused;
+} recs[MAXREC];
+static uint32_t n_recs;
+static uint32_t cur_seq; /* the client segment being fed */
+
+/* The server: what reached it, what it has read, what it answered. */
+static uint8_t srv[SRVMAX];
+static uint32_t srv_len, srv_pos, srv_rec, answered, s_next;
+static uint8_t tunnel_ok, in_body, chunked;
+static uint64_t body_left;
+static struct sl_chunked chunk;
+
+static enum sl_req_action
+on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
+{
+	const struct sl_http_req *q = ev->req;
+	struct rec *r;
+	uint32_t start = cur_seq + ev->seg_end - ev->head_len - ISN;
+
+	(void)arg;
+	(void)f;
+	if (ev->kind != SL_EV_REQUEST)
+		return SL_REQ_STOP; /* as the appliance: 400, 408, 431 */
+	/* a head decided again (its refusal had to wait, and the client
+	 * sent other bytes there): the earlier decision did not stand */
+	while (n_recs > srv_rec && recs[n_recs - 1].start >= start)
+		n_recs--;
+	r = &recs[n_recs < MAXREC ? n_recs : MAXREC - 1];
+	memset(r, 0, sizeof(*r));
+	r->start = start;
+	r->head_len = ev->head_len;
+	r->cl = q->has_cl ? q->content_length : 0;
+	r->chunked = q->chunked;
+	r->upgrade = q->upgrade;
+	/* a refusal, as a limit or the blocklist would answer */
+	r->refused = q->target.len >= 2 && q->target.p[1] == 'x';
+	if (n_recs < MAXREC)
+		n_recs++;
+	return r->refused ? SL_REQ_STOP : SL_REQ_CONTINUE;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The property failed: what the server got, and what was decided. */
+static void
+broken(const char *why)
+{
+	uint32_t i;
+
+	fprintf(stderr, "undecided: %s at %u of %u\n", why, srv_pos, srv_len);
+	for (i = 0; i < n_recs; i++)
+		fprintf(stderr, "  head %u: at %u, %u bytes%s\n", i,
+			recs[i].start, recs[i].head_len,
+			recs[i].refused ? ", refused" : "");
+	fprintf(stderr, "  server got: \"");
+	for (i = 0; i < srv_len; i++)
+		fprintf(stderr, srv[i] >= 32 && srv[i] < 127 ? "%c" : "\\x%02x",
+			srv[i]);
+	fprintf(stderr, "\"\n");
+	abort();
+}
+
+/* Where the lenient server acts on the request at p[0, n): -1 not yet. */
+static int64_t
+acts_at(const uint8_t *p, uint32_t n)
+{
+	uint32_t i = 0, sp = 0;
+
+	while (i < n && (p[i] == '\r' || p[i] == '\n'))
+		i++;
+	for (; i < n && p[i] != '\n'; i++)
+		sp += p[i] == ' ' && i > 0 && p[i - 1] != ' ';
+	if (i == n)
+		return -1;
+	if (sp < 2)
+		return i; /* "GET /p": served at its LF */
+	for (; i + 1 < n; i++)
+		if (p[i] == '\n' &&
+		    (p[i + 1] == '\n' ||
+		     (p[i + 1] == '\r' && i + 2 < n && p[i + 2] == '\n')))
+			return i + 1;
+	return -1;
+}
+
+/* The server reads what it got: bodies skipped as decided, heads acted
+ * on only where decided. */
+static void
+server_reads(void)
+{
+	for (;;) {
+		uint32_t avail = srv_len - srv_pos;
+
+		if (in_body && !chunked) {
+			uint64_t k = avail < body_left ? avail : body_left;
+
+			srv_pos += (uint32_t)k;
+			body_left -= k;
+			if (body_left > 0)
+				return;
+			in_body = 0;
+			continue;
+		}
+		if (in_body) {
+			int done = 0;
+			long k = sl_chunked_consume(&chunk,
+						    (const char *)srv + srv_pos,
+						    avail, &done);
+
+			if (k < 0)
+				broken("framing");
+			srv_pos += (uint32_t)k;
+			if (!done)
+				return;
+			in_body = 0;
+			continue;
+		}
+		if (avail == 0)
+			return;
+		if (srv_rec < n_recs && recs[srv_rec].start == srv_pos) {
+			const struct rec *r = &recs[srv_rec];
+
+			if (avail < r->head_len)
+				return;
+			if (r->refused)
+				broken("a refused head");
+			srv_rec++;
+			srv_pos += r->head_len;
+			in_body = r->cl > 0 || r->chunked;
+			chunked = r->chunked;
+			body_left = r->cl;
+			sl_chunked_init(&chunk);
+			continue;
+		}
+		if (acts_at(srv + srv_pos, avail) >= 0)
+			broken("acted on");
+		return;
+	}
+}
+
+static void
+server_seg(struct sl_flow_table *t, const struct sl_flow_key *k, uint8_t fl,
+	   const char *p, uint32_t n)
+{
+	struct sl_seg s = {.seq = s_next,
+			   .ack = ISN + srv_len,
+			   .flags = fl,
+			   .payload = (const uint8_t *)p,
+			   .len = n};
+
+	sl_flow_server_segment(t, k, &s, 0);
+	s_next += n;
+}
+
+/* The server answers its oldest request it read: a 101 where that asked
+ * to upgrade and how says so, else a response whose body's second
+ * segment begins with a 101 status line (an echo). */
+static void
+server_answers(struct sl_flow_table *t, const struct sl_flow_key *k,
+	       uint8_t how)
+{
+	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Length: 36\r\n"
+				   "\r\n";
+	static const char s101[] = "HTTP/1.1 101 Switching Protocols\r\n\r\n";
+
+	if (answered >= srv_rec)
+		return;
+	if (recs[answered].upgrade && (how & 1)) {
+		server_seg(t, k, 0x18, s101, 36);
+		tunnel_ok = 1;
+		answered = srv_rec; /* no more requests: a tunnel */
+		return;
+	}
+	server_seg(t, k, 0x18, head, sizeof(head) - 1);
+	server_seg(t, k, 0x18, s101, 36);
+	answered++;
+}
+
+static enum sl_seg_verdict
+client(struct sl_flow_table *t, const struct sl_flow_key *k, uint32_t seq,
+       uint8_t flags, const uint8_t *p, uint32_t len)
+{
+	struct sl_seg s = {.seq = seq,
+			   .ack = s_next,
+			   .flags = flags,
+			   .payload = p,
+			   .len = len};
+
+	cur_seq = seq;
+	return sl_flow_client_segment(t, k, sl_flow_hash(t, k), &s, 0, on_ev,
+				      NULL);
+}
+
+/* The server's stack takes in-order bytes (a resent copy: the first). */
+static void
+deliver(uint32_t seq, const uint8_t *p, uint32_t n)
+{
+	uint32_t off = seq - ISN;
+
+	if (off > srv_len)
+		broken("past a gap");
+	if (off + n <= srv_len)
+		return;
+	n -= srv_len - off;
+	p += srv_len - off;
+	if (srv_len + n > SRVMAX)
+		n = SRVMAX - srv_len;
+	memcpy(srv + srv_len, p, n);
+	srv_len += n;
+}
+
+static void
+reset(void)
+{
+	n_recs = srv_len = srv_pos = srv_rec = answered = 0;
+	tunnel_ok = in_body = 0;
+	s_next = SISN;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct sl_flow_table *t;
+	static uint16_t port;
+	struct sl_flow_key k = {.af = 4, .sport = 80};
+	uint32_t seq = ISN;
+	size_t off = 0;
+
+	if (t == NULL) {
+		struct sl_flow_params p = {.capacity = 64,
+					   .head_slots = 8,
+					   .max_head_bytes = 512,
+					   .idle_timeout = 1000,
+					   .closed_timeout = 1,
+					   .head_timeout = 1000,
+					   .http = &cfg};
+		t = sl_flow_table_create(&p);
+	}
+	k.cport = ++port; /* a new connection each input */
+	reset();
+	client(t, &k, ISN - 1, 0x02, NULL, 0);
+	server_seg(t, &k, 0x12, NULL, 0);
+	s_next = SISN + 1;
+	client(t, &k, ISN, 0x10, NULL, 0);
+	while (off + 2 <= size) {
+		uint32_t len = data[off] % 48;
+		uint8_t ctl = data[off + 1];
+		uint32_t back = (ctl >> 5) % 4 * 3; /* resend a little */
+		uint32_t from = seq - back;
+		enum sl_seg_verdict v;
+		struct sl_flow *f;
+
+		off += 2;
+		if (len > size - off)
+			len = (uint32_t)(size - off);
+		if (ctl & 0x01)
+			server_seg(t, &k, 0x10, NULL, 0); /* ACK all it got */
+		if (ctl & 0x02)
+			server_answers(t, &k, ctl >> 2);
+		if (back > seq - ISN || back > off - 2)
+			from = seq, back = 0;
+		v = client(t, &k, from, 0x18, data + off - back, len + back);
+		/* a refusal that had to wait for earlier answers did not
+		 * stand: the client sends those bytes again, or others */
+		while (v != SL_SEG_STOPPED && n_recs > srv_rec &&
+		       recs[n_recs - 1].refused)
+			n_recs--;
+		if (v == SL_SEG_FORWARD)
+			deliver(from, data + off - back, len + back);
+		else if (v == SL_SEG_PREFIX)
+			deliver(from, data + off - back, sl_flow_cut(t));
+		f = sl_flow_lookup(t, &k);
+		if (f != NULL && f->state == SL_FLOW_PASS) {
+			if (!tunnel_ok)
+				broken("tunnel without its 101");
+			break;
+		}
+		server_reads();
+		if (v == SL_SEG_FORWARD || v == SL_SEG_PREFIX)
+			seq = from + (v == SL_SEG_PREFIX ? sl_flow_cut(t)
+							 : len + back);
+		else if (v != SL_SEG_DROP && v != SL_SEG_HOLD)
+			break; /* answered, reset: the connection is over */
+		off += len;
+	}
+	client(t, &k, seq, 0x04, NULL, 0);
+	return 0;
+}
