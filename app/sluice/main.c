@@ -121,6 +121,12 @@ parse_opts(int argc, char **argv, struct opts *o)
 	return o->config != NULL || o->help || o->version ? 0 : -1;
 }
 
+static void
+warn_line(void *arg, uint32_t line, const char *msg)
+{
+	fprintf(stderr, "%s:%u: warning: %s\n", (const char *)arg, line, msg);
+}
+
 /* Validates without EAL: --check-config must not touch any port. */
 static int
 check_config(const char *path)
@@ -132,6 +138,7 @@ check_config(const char *path)
 		fputs(err, stderr);
 		return 1;
 	}
+	sl_config_lint(c, warn_line, (void *)path);
 	printf("OK rules=%u version=%s\n", c->n_rules, c->version);
 	sl_config_free(c);
 	return 0;

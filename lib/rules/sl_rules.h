@@ -247,6 +247,13 @@ int sl_config_set_region(struct sl_config *c, const char *region);
 
 /* The config with every field at its documented default. */
 void sl_config_defaults(struct sl_config *c);
+/*
+ * What a valid config leaves unlimited without saying so: fn is called
+ * once per warning with the line it is about. Returns the count.
+ */
+typedef void (*sl_config_warn_fn)(void *arg, uint32_t line, const char *msg);
+uint32_t sl_config_lint(const struct sl_config *c, sl_config_warn_fn fn,
+			void *arg);
 /* The identity section as the head parser and the identity read it
  * (pointing into c: valid while c is). */
 void sl_config_http_cfg(const struct sl_config *c, struct sl_http_cfg *out);

@@ -45,7 +45,27 @@ def main():
               "--config is required: %r" % err.splitlines()[:1])
     unit(binary, res)
     explain_heads(binary, res)
+    host_rules(binary, res)
     return res.finish()
+
+
+def host_rules(binary, res):
+    """Rules that all match a host leave other hosts unlimited: said, with
+    the hosts named; one rule without host and nothing is said."""
+    rules = ("version: 1\nrules:\n"
+             "  - {name: a, scope: ip, match: {host: api.example.com}, limit: 5/s}\n"
+             "  - {name: b, scope: ip, match: {host: www.example.com}, limit: 5/s}\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "h.yaml")
+        for extra, warned in (("", True), ("  - {name: c, scope: ip, limit: 50/s}\n", False)):
+            with open(path, "w") as f:
+                f.write(rules + extra)
+            rc, out, err = run(binary, "--", "--config", path, "--check-config")
+            said = "%s:3: warning: every rule matches a host (api.example.com, " \
+                   "www.example.com)" % path in err
+            res.check(rc == 0 and out.startswith("OK rules=") and said == warned,
+                      "--check-config, %d rules: host warning %s: %r" % (
+                          2 + bool(extra), "given" if warned else "none", err.strip()))
 
 
 def explain_heads(binary, res):
