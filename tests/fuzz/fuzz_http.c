@@ -43,7 +43,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 			outside(f[i], data, (size_t)rc);
-		for (i = 0; i < r.n_xff; i++)
+		for (i = 0; i < r.n_xff && i < SL_HTTP_MAX_XFF; i++)
 			outside(&r.xff[i], data, (size_t)rc);
 	}
 	/* every prefix of a complete head is incomplete, never an error */

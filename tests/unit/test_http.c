@@ -43,7 +43,7 @@ parse(const char *s, size_t n, struct sl_http_req *r)
 	FIX(api_key);
 	FIX(user);
 	FIX(bearer);
-	for (int i = 0; i < r->n_xff; i++)
+	for (int i = 0; i < r->n_xff && i < SL_HTTP_MAX_XFF; i++)
 		FIX(xff[i]);
 #undef FIX
 	free(b);
