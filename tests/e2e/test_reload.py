@@ -97,6 +97,24 @@ def main():
             res.check(version() != v2, "a changed file is picked up by itself")
             res.eq(get(), 429, "lowering the limit takes effect at once")
 
+            # written in place in two halves 300 ms apart, the first of
+            # which parses (its second rule missing): applied once, whole
+            v2b = version()
+            whole = BASE % ("3/min", 1) + \
+                "  - {name: other, scope: ip, match: {path_prefix: /v1/o}, limit: 9/min}\n"
+            half = whole[:whole.index("  - {name: other")]
+            with open(conf, "w") as f:
+                f.write(half)
+            time.sleep(0.3)
+            with open(conf, "w") as f:
+                f.write(whole)
+            deadline = time.time() + 10
+            while version() == v2b and time.time() < deadline:
+                time.sleep(0.2)
+            time.sleep(2.5)  # two more polls: nothing else may apply
+            rules = sltest.telemetry(t.sluice.prefix, "/sluice/rules")
+            res.check("other" in rules, "a file written in two halves: the whole applied")
+
             # SIGHUP applies a valid file too: one the file watch cannot
             # see change (same inode, size and mtime), so only the signal
             # can have applied it
@@ -121,6 +139,11 @@ def main():
             res.check("reload (SIGHUP) refused" in t.sluice.out and
                       "reload (SIGHUP): rules version" in t.sluice.out,
                       "SIGHUP both refused the bad file and applied the good one (log)")
+            # the file watch applied two files: the lowered limit, and the
+            # one written in halves once, whole (the explicit reloads came
+            # first: a change is applied after a second unchanged)
+            res.eq(t.sluice.out.count("reload (file changed): rules version"), 2,
+                   "the file watch applied each file once, never a half")
     return res.finish()
 
 

@@ -22,6 +22,9 @@ static char slot_names[SL_MAX_RULES][SL_NAME_MAX];
 static uint32_t n_slots;
 static struct sl_app *the_app;
 static struct stat last_stat;
+/* a change not yet applied: the file as the last poll saw it */
+static struct stat seen_stat;
+static int seen;
 
 static int
 slot_of(const char *name)
@@ -215,6 +218,21 @@ sl_reload_init(struct sl_app *app)
 		"Reloads the config file; returns the version or the errors");
 }
 
+static int
+same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_size == b->st_size && a->st_ino == b->st_ino;
+}
+
+/*
+ * Called once a second. A changed file is applied only once it has stayed
+ * unchanged for a whole poll: an editor saving in place, or a deploy
+ * copying over the file, leaves it half written for a moment, and a half
+ * that parses (a rule cut after its limit, the rules after it gone) must
+ * never go live. Writing by rename is atomic and costs the same second.
+ */
 void
 sl_reload_poll(struct sl_app *app)
 {
@@ -223,10 +241,16 @@ sl_reload_poll(struct sl_app *app)
 	struct sl_policy_peek pk;
 
 	if (app->config_path == NULL || stat(app->config_path, &st) != 0 ||
-	    (st.st_mtim.tv_sec == last_stat.st_mtim.tv_sec &&
-	     st.st_mtim.tv_nsec == last_stat.st_mtim.tv_nsec &&
-	     st.st_size == last_stat.st_size && st.st_ino == last_stat.st_ino))
+	    same_file(&st, &last_stat)) {
+		seen = 0;
 		return;
+	}
+	if (!seen || !same_file(&st, &seen_stat)) {
+		seen_stat = st;
+		seen = 1;
+		return;
+	}
+	seen = 0;
 	if (sl_reload(app, msg, sizeof(msg)) == 0) {
 		sl_policy_peek(app, &pk);
 		SL_LOG(NOTICE, "reload (file changed): rules version %s%s%s",
