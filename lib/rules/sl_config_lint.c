@@ -39,7 +39,7 @@ lint_hosts(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 	if (n == 0)
 		return 0;
 	{
-		char msg[400];
+		char msg[512];
 
 		snprintf(msg, sizeof(msg),
 			 "every rule matches a host (%s): requests for any "
