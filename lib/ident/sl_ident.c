@@ -149,20 +149,17 @@ parse_addr(struct sl_str s, uint8_t *af, uint8_t addr[16])
 	const char *p = s.p;
 	uint32_t n = s.len;
 	const char *colon;
+	int bracketed = n > 0 && p[0] == '[';
 
 	if (n == 0 || n >= sizeof(tmp))
 		return -1;
-	if (p[0] == '[') {
+	if (bracketed) {
 		const char *rb = memchr(p, ']', n);
 
 		if (rb == NULL || (rb + 1 < p + n && rb[1] != ':'))
 			return -1;
 		n = (uint32_t)(rb - p - 1);
 		p++;
-		memcpy(tmp, p, n);
-		tmp[n] = '\0';
-		*af = AF6;
-		return inet_pton(AF_INET6, tmp, addr) == 1 ? 0 : -1;
 	}
 	memcpy(tmp, p, n);
 	tmp[n] = '\0';
@@ -170,6 +167,8 @@ parse_addr(struct sl_str s, uint8_t *af, uint8_t addr[16])
 		*af = AF6;
 		return 0;
 	}
+	if (bracketed) /* only IPv6 goes in brackets */
+		return -1;
 	colon = strchr(tmp, ':');
 	if (colon != NULL && strchr(colon + 1, ':') == NULL)
 		tmp[colon - tmp] = '\0';
@@ -192,12 +191,13 @@ trimmed(const char *p, uint32_t lo, uint32_t hi)
 }
 
 /*
- * The end of the element that starts at i: the next ',' outside a
- * quoted string (Forwarded's values may be quoted; X-Forwarded-For has
- * none, and a '"' in it makes the element no address anyway).
+ * Where the part that starts at i ends: the next sep outside a quoted
+ * string (Forwarded's values may be quoted, and hold ',' and ';';
+ * X-Forwarded-For has none, and a '"' in it makes the element no
+ * address anyway).
  */
 static uint32_t
-elem_end(struct sl_str v, uint32_t i)
+part_end(struct sl_str v, uint32_t i, char sep)
 {
 	int q = 0;
 
@@ -206,7 +206,7 @@ elem_end(struct sl_str v, uint32_t i)
 			q = !q;
 		else if (v.p[i] == '\\' && q && i + 1 < v.len)
 			i++;
-		else if (v.p[i] == ',' && !q)
+		else if (v.p[i] == sep && !q)
 			break;
 	}
 	return i;
@@ -220,7 +220,7 @@ elements(struct sl_str v, uint32_t k, struct sl_str *at)
 	uint32_t i = 0, n = 0;
 
 	while (i <= v.len) {
-		uint32_t e = elem_end(v, i);
+		uint32_t e = part_end(v, i, ',');
 		struct sl_str x = trimmed(v.p, i, e);
 
 		if (x.len > 0 && n++ == k)
@@ -247,7 +247,8 @@ xff_pick(const struct sl_http_req *req, uint32_t hops, struct sl_str *out)
 	for (i = 0; i < kept; i++) {
 		struct sl_str v =
 			req->xff[(req->n_xff - 1 - i) % SL_HTTP_MAX_XFF];
-		uint32_t n = elements(v, UINT32_MAX, NULL);
+		struct sl_str first;
+		uint32_t n = elements(v, 0, &first);
 
 		if (n == 0)
 			continue;
@@ -256,7 +257,7 @@ xff_pick(const struct sl_http_req *req, uint32_t hops, struct sl_str *out)
 			return 0;
 		}
 		seen += n;
-		elements(v, 0, out); /* the leftmost so far */
+		*out = first; /* the leftmost so far */
 	}
 	return seen > 0 && req->n_xff <= SL_HTTP_MAX_XFF ? 0 : -1;
 }
@@ -272,14 +273,9 @@ forwarded_for(struct sl_str e)
 	uint32_t i = 0;
 
 	while (i < e.len) {
-		uint32_t j = i;
-		struct sl_str pr;
-		int q = 0;
+		uint32_t j = part_end(e, i, ';');
+		struct sl_str pr = trimmed(e.p, i, j);
 
-		for (; j < e.len && (q || e.p[j] != ';'); j++)
-			if (e.p[j] == '"')
-				q = !q;
-		pr = trimmed(e.p, i, j);
 		i = j + 1;
 		if (pr.len < 4 || strncasecmp(pr.p, "for=", 4) != 0)
 			continue;

@@ -14,10 +14,22 @@
  * request for another Host (or none, in HTTP/1.0) matches no rule, and
  * the backend's default server answers it anyway, unlimited.
  */
+/* Whether a rule before rule i matches host h too: named once. */
+static int
+named_before(const struct sl_config *c, uint32_t i, const char *h)
+{
+	uint32_t j;
+
+	for (j = 0; j < i; j++)
+		if (!c->rules[j].shadow && strcmp(c->rules[j].host, h) == 0)
+			return 1;
+	return 0;
+}
+
 static uint32_t
 lint_hosts(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 {
-	char names[256] = "";
+	char names[256] = "", msg[512];
 	uint32_t i, first = 0, n = 0;
 	size_t len = 0;
 
@@ -30,7 +42,7 @@ lint_hosts(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 			return 0; /* some rule covers every host */
 		if (n++ == 0)
 			first = r->line;
-		if (strstr(names, r->host) == NULL &&
+		if (!named_before(c, i, r->host) &&
 		    len + strlen(r->host) + 3 < sizeof(names))
 			len += (size_t)snprintf(names + len,
 						sizeof(names) - len, "%s%s",
@@ -38,17 +50,12 @@ lint_hosts(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 	}
 	if (n == 0)
 		return 0;
-	{
-		char msg[512];
-
-		snprintf(msg, sizeof(msg),
-			 "every rule matches a host (%s): requests for any "
-			 "other Host match no rule and go unlimited to the "
-			 "backend's default server; add a rule without host "
-			 "to cover them",
-			 names);
-		fn(arg, first, msg);
-	}
+	snprintf(msg, sizeof(msg),
+		 "every rule matches a host (%s): requests for any other Host "
+		 "match no rule and go unlimited to the backend's default "
+		 "server; add a rule without host to cover them",
+		 names);
+	fn(arg, first, msg);
 	return 1;
 }
 
