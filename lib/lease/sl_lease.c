@@ -5,23 +5,41 @@
 
 #define NS 1000000000ULL
 
+/*
+ * The rate a key is seen at, from the mean gap between its arrivals over
+ * windows of at least SL_LEASE_WINDOW_NS, smoothed with weight 1/8. Not
+ * from each gap alone: requests of one burst share its timestamp, and a
+ * rate read per gap took each for a unit per nanosecond (a key at 11 k/s
+ * was seen at the cap: every lease the accuracy budget's 60 k, 11 x its
+ * use, and 100 k of burst reserved until the authority refused), and an
+ * average of per-gap gaps sampled inside a burst still read it at twice
+ * its rate. The first gap seen gives the first estimate at once (climbing
+ * from nothing took a dozen requests, each one an ask, before a key seen
+ * a few times a second had a lease that covered its next request). A
+ * window's gap is at most a second: a key seen again after a pause is
+ * seen at a unit a second, not at nothing.
+ */
 static void
 observe(struct sl_lease *l, uint32_t cost, uint64_t now)
 {
-	uint64_t dt = now > l->last_ns ? now - l->last_ns : 1;
-	uint64_t inst;
+	uint64_t dt, g;
 
+	l->win_units += cost;
 	if (l->last_ns == 0) {
 		l->last_ns = now;
+		l->win_units = 0;
 		return;
 	}
-	/* units per second x 256, smoothed with weight 1/8 — from the first
-	 * gap seen, not from zero: climbing from zero took a dozen requests,
-	 * each one an ask, before a key seen a few times a second had a lease
-	 * that covered its next request */
-	inst = dt >= NS ? cost * 256ULL : (uint64_t)cost * 256ULL * NS / dt;
-	l->rate = l->rate == 0 ? inst : l->rate - l->rate / 8 + inst / 8;
+	dt = now > l->last_ns ? now - l->last_ns : 0;
+	if (dt < SL_LEASE_WINDOW_NS && (l->gap != 0 || dt == 0))
+		return;
+	g = dt * SL_LEASE_GAP_ONE / l->win_units;
+	if (g > NS * SL_LEASE_GAP_ONE)
+		g = NS * SL_LEASE_GAP_ONE;
+	g = l->gap == 0 ? g : l->gap - l->gap / 8 + g / 8;
+	l->gap = g > 0 ? g : 1;
 	l->last_ns = now;
+	l->win_units = 0;
 }
 
 void
@@ -56,7 +74,7 @@ sl_lease_want(const struct sl_lease *l, const struct sl_lease_sizing *z,
 {
 	uint64_t holders = z->holders ? z->holders : 1;
 	uint64_t budget = z->count * z->accuracy_ppm / 1000000ULL / holders;
-	uint64_t want = l->rate * SL_LEASE_LIFETIME_NS / NS / 256;
+	uint64_t want = sl_lease_rate(l) * SL_LEASE_LIFETIME_NS / NS / 256;
 
 	if (sl_lease_saturated(l, z) && z->period_ns > 0) {
 		/* the holder's fair share: reserved in the store (a wait,
@@ -88,7 +106,7 @@ sl_lease_saturated(const struct sl_lease *l, const struct sl_lease_sizing *z)
 	    z->period_ns == 0)
 		return 0;
 	/* rate is units per second x 256; the share's is count / period */
-	return (unsigned __int128)l->rate * holders * z->period_ns >
+	return (unsigned __int128)sl_lease_rate(l) * holders * z->period_ns >
 	       (unsigned __int128)z->count * 256 * NS;
 }
 
@@ -144,8 +162,8 @@ sl_lease_granted(struct sl_lease *l, uint64_t units, uint64_t expires_ns,
 	 * lifetime says: a client that moved to another worker (a new
 	 * connection) left them stranded here, the key's other holders
 	 * waiting meanwhile */
-	if (retry_ns > 0 && l->rate > 0) {
-		uint64_t spend = l->units * 2 * NS * 256 / l->rate;
+	if (retry_ns > 0 && l->gap > 0) {
+		uint64_t spend = l->units * 2 * (l->gap / SL_LEASE_GAP_ONE);
 		uint64_t end = l->paced_ns + (spend > SL_LEASE_LIFETIME_NS
 						      ? spend
 						      : SL_LEASE_LIFETIME_NS);

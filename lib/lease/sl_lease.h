@@ -174,16 +174,19 @@ uint64_t sl_ledger_wait_ns(struct sl_ledger *g, const struct sl_share *s,
  * answers and decisions alone read.
  */
 struct sl_lease {
-	uint64_t units;         /* spendable now */
-	uint64_t expires_ns;    /* unspent units go back after this */
-	uint64_t last_ns;       /* last spend, for the rate estimate */
-	uint64_t rate;          /* smoothed units per second, x 256 */
+	uint64_t units;      /* spendable now */
+	uint64_t expires_ns; /* unspent units go back after this */
+	uint64_t last_ns;    /* the rate's window began then */
+	/* smoothed gap between arrivals, ns per unit x SL_LEASE_GAP_ONE
+	 * (0: none seen yet); sl_lease_rate() reads it as a rate */
+	uint64_t gap;
 	uint64_t refused_until; /* answered locally as refused until then */
 	/* a reservation's units come good one per interval of the rate,
 	 * as the store's bucket would have had them, the last at paced_ns:
 	 * the i-th of the units held is good at paced_ns - (units - i) x
 	 * the interval (units granted outright sit before, good now) */
 	uint64_t paced_ns;
+	uint32_t win_units; /* units seen in the rate's window */
 	/* the numbers it was granted under, to give units back with */
 	uint64_t count;
 	uint64_t burst;
@@ -229,6 +232,18 @@ struct sl_lease {
 
 _Static_assert(__builtin_offsetof(struct sl_lease, paced_ns) < 64,
 	       "what a spend reads is in the first line");
+
+/* The gap's fixed point: a sixteenth of a nanosecond. */
+#define SL_LEASE_GAP_ONE 16ULL
+/* The rate is read over windows at least this long (a burst is one). */
+#define SL_LEASE_WINDOW_NS 50000000ULL
+
+/* The rate a lease's key is seen at: units per second x 256 (0: none). */
+static inline uint64_t
+sl_lease_rate(const struct sl_lease *l)
+{
+	return l->gap ? 256ULL * 1000000000ULL * SL_LEASE_GAP_ONE / l->gap : 0;
+}
 
 struct sl_lease_sizing {
 	uint64_t count; /* the rule's units per period */

@@ -168,8 +168,9 @@ renumber(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l)
 	if (!resliced) {
 		l->refused_at = 0;
 		l->refused_n = 0;
-		l->rate = 0;
+		l->gap = 0;
 		l->last_ns = 0;
+		l->win_units = 0;
 	}
 	l->count = n->count;
 	l->burst = n->burst;
