@@ -99,6 +99,7 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "invalid", c->invalid);
 	U64(d, "shadow_rejected", c->shadow_rejected);
 	U64(d, "degraded", c->degraded);
+	U64(d, "decided_alone", c->decided_alone);
 	U64(d, "malformed", c->malformed);
 	U64(d, "malformed_dropped", c->malformed_dropped);
 	U64(d, "frag_dropped", c->frag_dropped);

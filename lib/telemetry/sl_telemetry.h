@@ -33,7 +33,10 @@ struct sl_counters {
 	uint64_t blocked;
 	uint64_t invalid; /* parse errors and oversized heads */
 	uint64_t shadow_rejected;
-	uint64_t degraded;
+	uint64_t degraded; /* the authority or store did not answer in time */
+	/* decided from the worker's slice because the request could not
+	 * wait for the authority (pipelined behind, a queue full) */
+	uint64_t decided_alone;
 	uint64_t malformed;
 	uint64_t malformed_dropped;
 	uint64_t frag_dropped;

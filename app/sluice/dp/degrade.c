@@ -107,16 +107,25 @@ sl_degrade(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 	uint32_t i, best = 0;
 	uint64_t left = UINT64_MAX;
 
-	r->flags |= SL_DF_DEGRADED;
-	w->ctr.degraded++;
-	w->tiers_ctr[r->tier + 1].degraded++;
+	/* degraded: the authority (or the store behind it) did not answer
+	 * in time. A request that could not wait for it (pipelined behind,
+	 * the park queue or the ring full) is decided alone from the same
+	 * slice, charged to the authority all the same: nothing failed */
+	if (late) {
+		r->flags |= SL_DF_DEGRADED;
+		w->ctr.degraded++;
+		w->tiers_ctr[r->tier + 1].degraded++;
+	} else {
+		w->ctr.decided_alone++;
+	}
 	for (i = 0; i < n; i++) {
 		struct sl_lease *l = ls[i];
 		uint64_t u;
 
 		sl_lease_number(w, l, &ns[i]);
 		sl_lease_charge_pending(l, w->now_ns);
-		w->rules[ns[i].slot].degraded++;
+		if (late)
+			w->rules[ns[i].slot].degraded++;
 		drain_if_empty_in_store(w, &ns[i], l, late);
 		if (!sl_ledger_room(&l->share, &l->slice, ns[i].cost,
 				    w->now_ns)) {
