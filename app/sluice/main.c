@@ -220,10 +220,15 @@ start_workers(struct sl_app *app, unsigned int *n_out)
 				 "cannot allocate the flow table of lcore %u "
 				 "(flows_per_worker too large?)\n",
 				 lcore);
-		src[n] = (struct sl_telemetry_src){
-			lcore,          &ws[n].ctr,     ws[n].flows,
-			ws[n].buckets,  ws[n].rules,    &ws[n].top,
-			&ws[n].latency, ws[n].tiers_ctr};
+		src[n] = (struct sl_telemetry_src){.lcore = lcore,
+						   .ctr = &ws[n].ctr,
+						   .flows = ws[n].flows,
+						   .buckets = ws[n].buckets,
+						   .leases = ws[n].leases,
+						   .rules = ws[n].rules,
+						   .top = &ws[n].top,
+						   .latency = &ws[n].latency,
+						   .tiers = ws[n].tiers_ctr};
 		n++;
 	}
 	if (sl_telemetry_register(src, n) != 0)

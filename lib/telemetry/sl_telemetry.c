@@ -30,6 +30,20 @@ sl_telemetry_set_rules(const struct sl_ruleset *rs, const uint16_t *slots)
 }
 
 static void
+add_table(struct sl_bucket_stats *o, const struct sl_bucket_table *t)
+{
+	const struct sl_bucket_stats *b;
+
+	if (t == NULL)
+		return;
+	b = sl_bucket_stats(t);
+	o->active += b->active;
+	o->created += b->created;
+	o->evicted += b->evicted;
+	o->expired += b->expired;
+}
+
+static void
 bucket_sums(struct sl_bucket_stats *o, const struct sl_telemetry_src *s,
 	    unsigned int n)
 {
@@ -37,15 +51,8 @@ bucket_sums(struct sl_bucket_stats *o, const struct sl_telemetry_src *s,
 
 	memset(o, 0, sizeof(*o));
 	for (i = 0; i < n; i++) {
-		const struct sl_bucket_stats *b;
-
-		if (s[i].buckets == NULL)
-			continue;
-		b = sl_bucket_stats(s[i].buckets);
-		o->active += b->active;
-		o->created += b->created;
-		o->evicted += b->evicted;
-		o->expired += b->expired;
+		add_table(o, s[i].buckets);
+		add_table(o, s[i].leases);
 	}
 }
 

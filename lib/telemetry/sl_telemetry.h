@@ -116,7 +116,10 @@ struct sl_telemetry_src {
 	unsigned int lcore;
 	const struct sl_counters *ctr;
 	const struct sl_flow_table *flows;
+	/* the worker's limit state: local buckets (shadow rules, and every
+	 * rule without a coordinator) and leases; buckets_* sum both */
 	const struct sl_bucket_table *buckets;
+	const struct sl_bucket_table *leases;
 	const struct sl_rule_ctr *rules; /* SL_MAX_RULES entries */
 	const struct sl_top *top;        /* most throttled identities */
 	const struct sl_hist *latency;   /* decision path, sampled */

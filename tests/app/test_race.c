@@ -182,9 +182,15 @@ both_at_once(void **state)
 	(void)state;
 	assert_non_null(w);
 	assert_int_equal(sl_worker_init(w, &app, WORKER_ID, 0, 0), 0);
-	src = (struct sl_telemetry_src){WORKER_ID,   &w->ctr,     w->flows,
-					w->buckets,  w->rules,    &w->top,
-					&w->latency, w->tiers_ctr};
+	src = (struct sl_telemetry_src){.lcore = WORKER_ID,
+					.ctr = &w->ctr,
+					.flows = w->flows,
+					.buckets = w->buckets,
+					.leases = w->leases,
+					.rules = w->rules,
+					.top = &w->top,
+					.latency = &w->latency,
+					.tiers = w->tiers_ctr};
 	assert_int_equal(sl_telemetry_register(&src, 1), 0);
 	assert_int_equal(pthread_create(&t, NULL, worker_thread, w), 0);
 	while (!__atomic_load_n(&finished, __ATOMIC_ACQUIRE)) {
