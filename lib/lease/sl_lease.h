@@ -301,13 +301,12 @@ uint64_t sl_lease_want(const struct sl_lease *l,
 
 /*
  * Saturated: refused (or reserved for) again within two saturated
- * leases' time of a refusal, and seen at more than the holder's share of
- * the limit's rate — demand
- * above the limit (a key refused once, at a limit it is otherwise below
- * or just raised, is not).
- * Such a key spends every unit it is granted, so its lease may be the
- * holder's fair share of SL_LEASE_SATURATED_MS, not the accuracy
- * budget's (units
+ * leases' time of a refusal, and seen at more than half the holder's
+ * share of the limit's rate — demand at or above the limit (a key
+ * refused once, at a limit it is otherwise below or just raised, is not).
+ * Such a key spends every unit it is granted, so its lease may be what
+ * the holder spends in SL_LEASE_SATURATED_MS, at most its fair share of
+ * it, not the accuracy budget's (units
  * are reserved when granted: a larger lease strands units only when the
  * demand stops, and those go back); and it asks only when empty, for the
  * whole lease, rather than ahead for whatever trickled back — a key far

@@ -334,8 +334,10 @@ def main():
                 # reconnects after each 429 allow) gets leases of its
                 # holders' fair share of 4 s, reserved in Redis up to 5 s
                 # ahead and good at the rate: one call per lease once the
-                # key is known to be at its limit (measured 11-18 per
-                # 1000 from 4 to 9 s; ~140 when reservations were good only
+                # key is known to be at its limit (measured 12.9-14.8 per
+                # 1000 from 6 to 14 s; 17-22 while a holder its
+                # connections fell short on, seen below its share, was
+                # not counted saturated; ~140 when reservations were good only
                 # at their end and 0.5 s ahead, ~1 100 with leases capped
                 # by the accuracy budget); over the whole run the first
                 # asks of each holder and the leases given back add more

@@ -388,6 +388,18 @@ saturated_sizing(void **state)
 	sl_lease_granted(&l, 0, 0, 10 * MS, S, 0, t + 4 * S);
 	z.now_ns = t + 4 * S + MS;
 	assert_false(sl_lease_saturated(&l, &z));
+	/* refused twice and seen at 20/s, 0.8 of its share (its clients
+	 * wait for their answers; fewer of its connections landed here):
+	 * saturated, its lease what it spends in four seconds, 80, not the
+	 * budget's 30 nor the whole share of 100 */
+	memset(&l, 0, sizeof(l));
+	for (i = 0; i < 160; i++)
+		sl_lease_seen(&l, 1, t + (uint64_t)i * 50 * MS);
+	sl_lease_granted(&l, 0, 0, 10 * MS, S, 0, t + 8 * S);
+	sl_lease_granted(&l, 0, 0, 10 * MS, S, 0, t + 8 * S);
+	z.now_ns = t + 8 * S + MS;
+	assert_true(sl_lease_saturated(&l, &z));
+	assert_in_range(sl_lease_want(&l, &z, 1), 76, 84);
 }
 
 /*
