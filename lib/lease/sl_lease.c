@@ -66,7 +66,8 @@ sl_lease_take(struct sl_lease *l, uint32_t cost, uint64_t now)
  * beyond that would go back unspent, and fewer make a key seen a few
  * times a second ask every other request (at 500 ms, a key seen every
  * 250 ms got two units). The accuracy budget caps what this strands in
- * holders that go quiet, as before.
+ * holders that go quiet; a sixth of the burst per holder caps what they
+ * hold against a client that is below its rate.
  */
 uint64_t
 sl_lease_want(const struct sl_lease *l, const struct sl_lease_sizing *z,
@@ -95,6 +96,14 @@ sl_lease_want(const struct sl_lease *l, const struct sl_lease_sizing *z,
 			budget = fair;
 		if (want < fair)
 			want = spends < fair ? spends : fair;
+	} else if (z->burst / (3 * holders) < budget) {
+		/* what every holder holds at once stays within half the
+		 * burst: units a client's other workers hold unspent are
+		 * charged to its bucket, and a client below its rate keeps
+		 * that bucket full, so the next ask finds half of it
+		 * whatever the others hold (each holds up to 1.5 leases:
+		 * it asks ahead at half of one) */
+		budget = z->burst / (3 * holders);
 	}
 	if (want > budget)
 		want = budget;

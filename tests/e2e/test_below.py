@@ -15,6 +15,15 @@ share a timestamp) for a unit per nanosecond: every lease was the
 accuracy budget's 60 k, 11 x what was spent, and the node's authority
 refused while 100 k/s of it stood unspent (29 of 168 418 refused).
 
+Then wrk paced to at most 1 000 requests a second (each connection waits
+its share of a millisecond between requests) against rules at 10, 2 and
+1.25 x that, each with a burst of a fifth of a second of its rate: not
+one refused; and against a rule at 0.8 x: refused only while the client
+is above it, admitted within [0.9, 1.05] x (burst + rate x t). From 1
+and 4 connections over 2 workers, with the node and with Redis as the
+authority, SL_BELOW_SECS (3) each. SL_BELOW_FULL=1 runs the whole
+matrix BENCHMARKS.md reports: 1, 2 and 4 connections, 1 and 2 workers.
+
 usage: test_below.py PATH/TO/sluice
 """
 
@@ -27,15 +36,36 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import sltest  # noqa: E402
 
 PORT = 8083
-SECS = 8
+SECS = 5
+PACED_SECS = int(os.environ.get("SL_BELOW_SECS", "3"))
+FULL = os.environ.get("SL_BELOW_FULL") == "1"
+OFFER = 1000  # paced wrk's most requests a second, all connections
+# the paced rules: limit as a multiple of OFFER, burst a fifth of a second
+PACED = (("x10", 10.0), ("x2", 2.0), ("x125", 1.25), ("x08", 0.8))
 CONF = """version: 1
 dataplane: {service_ports: [%d], flows_per_worker: 4096, head_buffers_per_worker: 128,
             mbufs: 8191, idle_sleep_us: 100}
 identity: {api_key_header: X-API-Key}
 rules:
-  - {name: far, scope: key, limit: 6000000/min, burst: 100000}
+  - {name: far, scope: key, match: {path_prefix: /v1/below}, limit: 6000000/min,
+     burst: 100000}
+%s
 %s
 response: {retry_jitter: 0}
+"""
+
+
+def paced_rules():
+    return "\n".join(
+        "  - {name: %s, scope: key, match: {path_prefix: /%s/}, limit: %d/min, burst: %d}"
+        % (name, name, OFFER * x * 60, OFFER * x / 5) for name, x in PACED)
+
+
+# each connection waits its share of OFFER's interval between requests
+PACE = """
+local gap = 1
+init = function(args) gap = tonumber(args[1]) end
+delay = function() return gap end
 """
 
 
@@ -50,32 +80,71 @@ request = function() return req end
 """
 
 
-def run(res, binary, tmp, store_port, what, pipelined=False):
+def wrk_out(r):
+    """(requests sent, answers not 2xx, wrk's own span in seconds)."""
+    m = re.search(r"(\d+) requests in ([\d.]+)s", r.stdout)
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", r.stdout)
+    return (int(m.group(1)) if m else 0, int(non2xx.group(1)) if non2xx else 0,
+            float(m.group(2)) if m else 0.0)
+
+
+def paced(res, t, tmp, what, conns):
+    """Paced wrk from conns connections against each paced rule."""
+    lua = os.path.join(tmp, "pace.lua")
+    with open(lua, "w") as f:
+        f.write(PACE)
+    for name, x in PACED:
+        key = "k-%s-%s-c%d" % (what, name, conns)
+        r = t.client("wrk", "-t1", "-c%d" % conns, "-d%ds" % PACED_SECS, "-H",
+                     "X-API-Key: " + key, "-s", lua, "http://198.18.0.2:%d/%s/r" % (PORT, name),
+                     "--", str(conns), timeout=PACED_SECS + 60)
+        sent, refused, span = wrk_out(r)
+        limit = OFFER * x
+        allowed = limit / 5 + limit * span
+        admitted = sent - refused
+        sltest.record("below", what=what, rule=name, conns=conns, secs=span, sent=sent,
+                      refused=refused, allowed=allowed)
+        label = "%s, %d conn, rule at %.2f x %d/s: %d sent in %.1f s (%.0f/s), %d refused" % (
+            what, conns, x, OFFER, sent, span, sent / span if span else 0, refused)
+        if sent < 0.95 * allowed:
+            res.check(sent > 0 and refused == 0, label + " (below its limit: none)")
+        elif sent <= allowed:
+            res.check(admitted <= 1.05 * allowed, label + " (at its limit: admitted %d, at "
+                      "most %.0f)" % (admitted, 1.05 * allowed))
+        else:
+            res.check(0.9 * allowed <= admitted <= 1.05 * allowed,
+                      label + " (above its limit: admitted %d within [0.9, 1.05] x %.0f)"
+                      % (admitted, allowed))
+
+
+def run(res, binary, tmp, store_port, what, pipelined=False, workers=2, conns=(1, 4)):
     store = ("store:\n  redis: {endpoints: [\"127.0.0.1:%d\"], timeout_ms: 5}\n" % store_port
              if store_port else "")
     tmp = os.path.join(tmp, what)  # nginx's log of this run alone
     os.makedirs(tmp)
     conf = os.path.join(tmp, "below.yaml")
     with open(conf, "w") as f:
-        f.write(CONF % (PORT, store))
+        f.write(CONF % (PORT, paced_rules(), store))
     script = []
     if pipelined:
         script = ["-s", os.path.join(tmp, "pipeline.lua")]
         with open(script[1], "w") as f:
             f.write(PIPELINE)
-    with sltest.Topology(binary, conf, tmp, workers=2, prefix="bl%d" % (os.getpid() % 1000)) \
-            as t, sltest.Nginx(t, tmp, PORT, "$status") as ng:
+    with sltest.Topology(binary, conf, tmp, workers=workers,
+                         prefix="bl%d" % (os.getpid() % 1000)) as t, \
+            sltest.Nginx(t, tmp, PORT, "$status") as ng:
         r = t.client("wrk", "-t1", "-c4", "-d%ds" % SECS, "-H", "X-API-Key: k-below",
                      *script, "http://198.18.0.2:%d/v1/below" % PORT, timeout=SECS + 60)
-        m = re.search(r"(\d+) requests in", r.stdout)
-        sent = int(m.group(1)) if m else 0
-        non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", r.stdout)
+        sent, non2xx, _ = wrk_out(r)
         st = t.sluice.stats()
         store = sltest.telemetry(t.sluice.prefix, "/sluice/store")
         served = sum(1 for f in ng.log() if f and f[0] == "200")
+        if not pipelined:
+            for c in conns:
+                paced(res, t, tmp, what, c)
         res.eq(t.sluice.stop(), 0, "%s: sluice exits 0" % what)
     res.check(sent > 1000, "%s: wrk sent %d requests" % (what, sent))
-    res.eq((int(non2xx.group(1)) if non2xx else 0, st["rejected"]), (0, 0),
+    res.eq((non2xx, st["rejected"]), (0, 0),
            "%s: %d requests far below the limit, none refused (answers not 2xx, "
            "rejected)" % (what, sent))
     if pipelined:
@@ -91,7 +160,7 @@ def run(res, binary, tmp, store_port, what, pipelined=False):
         res.eq(st["degraded"], 0, "%s: none degraded" % what)
     # one key: a lease on each worker that saw it (one swept in a lull
     # and made again is a new entry), never one per request
-    res.check(1 <= st["buckets_created"] <= 10 and 1 <= st["buckets_active"] <= 2,
+    res.check(1 <= st["buckets_created"] <= 10 and 1 <= st["buckets_active"] <= workers,
               "%s: one key's state on each worker (buckets created %d, active %d)"
               % (what, st["buckets_created"], st["buckets_active"]))
     granted = store.get("granted_units", 0)
@@ -106,12 +175,17 @@ def main():
     binary = sys.argv[1]
     res = sltest.Results("below")
     with tempfile.TemporaryDirectory() as tmp:
-        run(res, binary, tmp, 0, "node")
+        conns = (1, 2, 4) if FULL else (1, 4)
+        run(res, binary, tmp, 0, "node", conns=conns)
         run(res, binary, tmp, 0, "node-pipelined", pipelined=True)
+        if FULL:
+            run(res, binary, tmp, 0, "node-1w", workers=1, conns=conns)
         port = sltest.free_port()
         redis = sltest.start_redis(port, tmp)
         try:
-            run(res, binary, tmp, port, "redis")
+            run(res, binary, tmp, port, "redis", conns=conns)
+            if FULL:
+                run(res, binary, tmp, port, "redis-1w", workers=1, conns=conns)
         finally:
             redis.kill()
             redis.wait()
