@@ -348,6 +348,10 @@ sl_config_parse(const char *name, const char *text, size_t len, char *err,
 		err[0] = '\0';
 	if (c == NULL)
 		return NULL;
+	if (sl_config_sum_check(name, text, len, err, errlen) != 0) {
+		free(c);
+		return NULL;
+	}
 	sl_config_defaults(c);
 	L.cfg = c;
 	memset(&doc, 0, sizeof(doc));

@@ -165,4 +165,14 @@ void sl_cfg_regions(struct loader *L, yaml_node_t *v, void *o);
 /* Global rules (and their overrides) cut to this region's slice. */
 void sl_cfg_apply_regions(struct loader *L, yaml_node_t *root);
 
+/* SHA-256 of data as 64 lower-case hex digits (sl_config_sum.c). */
+void sl_sha256_hex(const void *data, size_t len, char out[65]);
+
+/*
+ * A file whose first line is "# sha256: HEX" must hash to HEX after that
+ * line: 0 when it does or names none; -1 with FILE:1:1 in err when not.
+ */
+int sl_config_sum_check(const char *file, const char *text, size_t len,
+			char *err, size_t errlen);
+
 #endif /* SL_CONFIG_PRIV_H */

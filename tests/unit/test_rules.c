@@ -789,10 +789,67 @@ regions_errors(void **state)
 	}
 }
 
+/*
+ * A file that names its sha256 on its first line is refused unless the
+ * rest hashes to it: cut after its first rule it still parses, and would
+ * have gone live without its second.
+ */
+static void
+checksum_line(void **state)
+{
+	static const char body[] = "version: 1\n"
+				   "rules:\n"
+				   "  - {name: a, scope: ip, limit: 5/min}\n"
+				   "  - {name: b, scope: ip, limit: 7/min}\n";
+	char text[512], err[512];
+	struct sl_config *c;
+
+	(void)state;
+	snprintf(text, sizeof(text),
+		 "# sha256: "
+		 "baccf3bc020577c7f36b13770b917899ed8d5685071d8392ce1da8164669a"
+		 "6fe\n%s",
+		 body);
+	c = load(text, err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(c->n_rules, 2);
+	sl_config_free(c);
+	/* upper-case digits and no blank after the colon are the same sum */
+	snprintf(text, sizeof(text),
+		 "# "
+		 "sha256:"
+		 "BACCF3BC020577C7F36B13770B917899ED8D5685071D8392CE1DA8164669A"
+		 "6FE\n%s",
+		 body);
+	c = load(text, err, sizeof(err));
+	assert_non_null(c);
+	sl_config_free(c);
+	/* cut before the second rule: valid YAML, refused */
+	snprintf(text, sizeof(text),
+		 "# sha256: "
+		 "baccf3bc020577c7f36b13770b917899ed8d5685071d8392ce1da8164669a"
+		 "6fe\n%.*s",
+		 (int)strlen(body) - 39, body);
+	assert_null(load(text, err, sizeof(err)));
+	assert_non_null(strstr(err,
+			       "t.yaml:1:1: the file after its first line has "
+			       "sha256 "
+			       "eb789417fa0564b25bf461b80173142fb032726b7814c8b"
+			       "20a44f7c5f6caa02c"));
+	/* not 64 digits: refused, not read as a comment */
+	assert_null(load("# sha256: abc\nversion: 1\n", err, sizeof(err)));
+	assert_non_null(strstr(err, "t.yaml:1:1:"));
+	/* no such line: no check */
+	c = load(body, err, sizeof(err));
+	assert_non_null(c);
+	sl_config_free(c);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(checksum_line),
 		cmocka_unit_test(full_example),
 		cmocka_unit_test(all_errors_with_positions),
 		cmocka_unit_test(headers_on_allow),
