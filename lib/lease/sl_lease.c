@@ -343,6 +343,16 @@ sl_ledger_room(struct sl_ledger *g, const struct sl_share *s, uint64_t units,
 }
 
 void
+sl_ledger_set(struct sl_ledger *g, const struct sl_share *s, uint64_t units,
+	      uint64_t now)
+{
+	__int128 c = (__int128)units * s->period_ns;
+
+	refill(g, s, now);
+	g->credit = c < cap_of(s) ? c : cap_of(s);
+}
+
+void
 sl_ledger_drain(struct sl_ledger *g, const struct sl_share *s, uint64_t now,
 		uint64_t until)
 {

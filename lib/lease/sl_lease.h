@@ -110,6 +110,18 @@ void sl_share_of(struct sl_share *s, uint64_t count, uint64_t burst,
 int sl_ledger_room(struct sl_ledger *g, const struct sl_share *s,
 		   uint64_t units, uint64_t now_ns);
 /*
+ * What the store said the limit has left, divided among its holders: the
+ * share's own level from now (at most full). A ledger opened empty at
+ * the first grant, refilled at the share's rate and charged with whole
+ * leases, had nothing for a key at a third of its limit a few seconds
+ * after it was first seen: each reply late by a paused store then made
+ * its request wait for that reply, or be refused, while the store had
+ * nearly all of the limit left. Set from the store's count instead, the
+ * fleet's holders have between them what the store had.
+ */
+void sl_ledger_set(struct sl_ledger *g, const struct sl_share *s,
+		   uint64_t units, uint64_t now_ns);
+/*
  * Its burst forgotten: what it has left now, at most nothing (a key whose
  * store bucket is empty: the slice keeps its rate, not its burst), and
  * nothing earned before until_ns (the store's bucket is promised to its

@@ -71,6 +71,40 @@ def strict_vs_open(res, redis, t):
         redis.send_signal(signal.SIGCONT)
 
 
+def flapping(binary, res, tmp, conf, redis):
+    """Redis paused and continued every half second: a known key and a
+    fresh key each time, on a fail_open rule, are all served, and no
+    request waits for the worker's own deadline (coordinator_timeout_ms,
+    200 ms): an ask the store does not answer within its timeout (20 ms)
+    is decided by the node at its next poll. A veth pair's first exchange
+    (0.5-0.8 s until its carrier is on) once read as such a wait."""
+    with sltest.Topology(binary, conf, tmp, workers=2, prefix="rf%d" % (os.getpid() % 1000)) as t:
+        t.curl("-H", "X-API-Key: k-known", "http://%s/v1/bulk/0" % S4)
+        codes, slow = [], 0.0
+        for i in range(16):
+            redis.send_signal(signal.SIGSTOP if i % 2 == 0 else signal.SIGCONT)
+            for key in ("k-known", "k-fresh-%d" % i):
+                t0 = time.time()
+                codes.append(t.curl("-H", "X-API-Key: " + key,
+                                    "http://%s/v1/bulk/%d" % (S4, i))[0])
+                slow = max(slow, time.time() - t0)
+            time.sleep(0.5)
+        redis.send_signal(signal.SIGCONT)
+        store = sltest.telemetry(t.sluice.prefix, "/sluice/store")
+        res.eq(codes.count(200), len(codes),
+               "Redis flapping every 0.5 s: every known and fresh key served (%s)" % codes)
+        st = t.sluice.stats()
+        res.check(st["degraded"] > 0 and st["degraded"] == store["degraded"],
+                  "requests decided while an answer was late are counted degraded "
+                  "(%d; /sluice/store %d)" % (st["degraded"], store["degraded"]))
+        res.check(store["store_timeouts"] > 0 and store["parked_ns_max"] < 200000000,
+                  "no request waited for the worker's deadline: the longest park %.1f ms "
+                  "(its bucket), the store's timeout 20 ms, %d asks timed out; curl's "
+                  "slowest %.3f s" % (store["parked_ns_max"] / 1e6, store["store_timeouts"],
+                                      slow))
+        res.eq(t.sluice.stop(), 0, "the flapped appliance stops cleanly")
+
+
 def two_workers_each(binary, res, tmp, conf, redis):
     """The accuracy run again with two workers per appliance: four lease
     holders of one limit, connections spread over both queues by RSS;
@@ -199,6 +233,7 @@ def main():
                 res.eq(a.sluice.stop(), 0, "appliance A stops cleanly")
                 res.eq(b.sluice.stop(), 0, "appliance B stops cleanly")
             two_workers_each(binary, res, tmp, conf, redis)
+            flapping(binary, res, tmp, conf, redis)
         finally:
             if redis.poll() is None:
                 redis.send_signal(signal.SIGCONT)

@@ -276,6 +276,21 @@ ledger_basics(void **state)
 	assert_int_equal(sl_ledger_left(&g, &sh, t + 3600 * S), 5);
 	/* more than the burst never fits */
 	assert_int_equal(sl_ledger_wait_ns(&g, &sh, 6, t + 3600 * S), SL_NEVER);
+	/* opened empty at a first grant of 5 and in debt, then set from the
+	 * store's count (16 of 20 left, 4 of them this holder's): room now,
+	 * not 8 s from now; never above the share's burst */
+	memset(&g, 0, sizeof(g));
+	sl_ledger_open(&g, &sh, 0, t);
+	sl_ledger_charge(&g, &sh, 5, t);
+	assert_false(sl_ledger_room(&g, &sh, 1, t));
+	sl_ledger_set(&g, &sh, 16 / 4, t);
+	assert_int_equal(sl_ledger_left(&g, &sh, t), 4);
+	assert_true(sl_ledger_room(&g, &sh, 4, t));
+	sl_ledger_set(&g, &sh, 1000, t);
+	assert_int_equal(sl_ledger_left(&g, &sh, t), 5);
+	/* and down: the others spent what it had */
+	sl_ledger_set(&g, &sh, 0, t);
+	assert_false(sl_ledger_room(&g, &sh, 1, t));
 }
 
 /*

@@ -218,6 +218,21 @@ ledger_charge(struct sl_coord *c, struct sl_ledger *g,
 	sl_ledger_charge(g, &sh, units, now);
 }
 
+/* The store's count of what m's limit has left, the node's part of it
+ * into its ledger g (see sl_ledger_set). */
+static void
+ledger_level(struct sl_coord *c, struct sl_ledger *g,
+	     const struct sl_coord_msg *m, uint64_t remaining, uint64_t now)
+{
+	uint32_t div = m->ask.on_failure == SL_LOCAL_STRICT ? c->div_strict
+							    : c->div_open;
+	struct sl_share sh;
+
+	share_for(c, m->ask.count, m->ask.burst, m->period_ms,
+		  m->ask.on_failure, &sh);
+	sl_ledger_set(g, &sh, remaining / (div > 0 ? div : 1), now);
+}
+
 /* The node's own answer to ask q: nothing granted yet, its numbers. */
 static void
 node_answer(struct sl_coord_msg *a, const struct sl_coord_msg *q,
@@ -378,6 +393,9 @@ store_answer(void *ctx, const struct sl_coord_msg *q, struct sl_coord_msg *a,
 			c->st.granted_units += a->ans.granted;
 			ledger_charge(c, &nl->g, q, q->ask.count, q->ask.burst,
 				      q->ask.on_failure, a->ans.granted, now);
+			if (a->ans.retry_ns == 0)
+				ledger_level(c, &nl->g, q, a->ans.remaining,
+					     now);
 		} else {
 			c->st.refusals++;
 		}
