@@ -408,6 +408,7 @@ main(int argc, char **argv)
 			rte_exit(EXIT_FAILURE, "cannot follow the slices\n");
 	}
 	ws = start_workers(&app, &n_workers);
+	sl_telemetry_set_authority(app.coord->state);
 	if (sl_coord_telemetry(app.coord, ws, n_workers) != 0)
 		SL_LOG(WARNING, "/sluice/store not registered");
 	SL_LOG(NOTICE, "running: %u worker(s), rules=%u version=%s", n_workers,
@@ -417,6 +418,7 @@ main(int argc, char **argv)
 	sl_decisions_stop(app.decisions);
 	print_final();
 	sl_ports_close(&app);
+	sl_telemetry_set_authority(NULL);
 	sl_coord_free(app.coord);
 	sl_slicesync_free(app.slicesync);
 	for (i = 0; i < n_workers; i++)

@@ -43,6 +43,14 @@ add_table(struct sl_bucket_stats *o, const struct sl_bucket_table *t)
 	o->expired += b->expired;
 }
 
+static const struct sl_bucket_table *authority;
+
+void
+sl_telemetry_set_authority(const struct sl_bucket_table *t)
+{
+	authority = t;
+}
+
 static void
 bucket_sums(struct sl_bucket_stats *o, const struct sl_telemetry_src *s,
 	    unsigned int n)
@@ -236,6 +244,7 @@ cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	RTE_SET_USED(params);
 	sl_telemetry_sum(&c, &f);
 	bucket_sums(&b, srcs, n_srcs);
+	add_table(&b, authority);
 	rte_tel_data_start_dict(d);
 	fill(d, &c, &f, &b);
 	fill_latency(d);

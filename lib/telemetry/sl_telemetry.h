@@ -142,6 +142,13 @@ int sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n);
 void sl_tel_key(char *dst, const char *name, size_t size);
 void sl_telemetry_set_rules(const struct sl_ruleset *rs, const uint16_t *slots);
 
+/*
+ * The node's authority's table (its buckets and ledgers, the main lcore's):
+ * /sluice/stats' buckets_* count it beside the workers' tables, so that
+ * they count every entry of limit state the node holds. NULL: none.
+ */
+void sl_telemetry_set_authority(const struct sl_bucket_table *t);
+
 /* Sums every worker's counters into out (flow stats into fs). */
 void sl_telemetry_sum(struct sl_counters *out, struct sl_flow_stats *fs);
 

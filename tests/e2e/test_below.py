@@ -159,10 +159,12 @@ def run(res, binary, tmp, store_port, what, pipelined=False, workers=2, conns=(1
     if not store_port:  # (Redis may answer later than its 5 ms: degraded)
         res.eq(st["degraded"], 0, "%s: none degraded" % what)
     # one key: a lease on each worker that saw it (one swept in a lull
-    # and made again is a new entry), never one per request
-    res.check(1 <= st["buckets_created"] <= 10 and 1 <= st["buckets_active"] <= workers,
-              "%s: one key's state on each worker (buckets created %d, active %d)"
-              % (what, st["buckets_created"], st["buckets_active"]))
+    # and made again is a new entry) and the node's own entry (the
+    # authority's bucket, or its ledger of the store's), never one per
+    # request
+    res.check(2 <= st["buckets_created"] <= 10 and 2 <= st["buckets_active"] <= workers + 1,
+              "%s: one key's state on each worker and the node (buckets created %d, "
+              "active %d)" % (what, st["buckets_created"], st["buckets_active"]))
     granted = store.get("granted_units", 0)
     used = st["allowed"]
     sltest.record("below", what=what, requests=sent, granted=granted, used=used)
