@@ -3,8 +3,8 @@
 b.c when a.c names a function or global that b.c defines (every exported
 name starts with sl_ or the_; definitions start at column 0, the house
 style). Prints each group of files that depend on each other in a circle
-and exits 1 if one is not in scripts/cycles.allow — the cycles issue 15
-is to remove, listed so that no new one (and no file added to an old one)
+and exits 1 if one is not in scripts/cycles.allow — cycles still to
+remove, listed so that no new one (and no file added to an old one)
 lands meanwhile. An allowed cycle that is gone is reported too, so that
 the list shrinks with the code.
 

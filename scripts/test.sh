@@ -24,7 +24,7 @@ summary() {
 	/usr/bin/python3 - "$@" <<'PY'
 import json, sys
 bad = int(sys.argv.pop(1))
-p, f = 5 - bad, bad  # format, cycles and the three fuzz runs count as tests
+p, f = 6 - bad, bad  # format, cycles, deps and the three fuzz runs count as tests
 for path in sys.argv[1:]:
     for line in open(path):
         r = json.loads(line)["result"]
@@ -39,6 +39,8 @@ fmt=0
 scripts/format.sh --check || { rc=1; fmt=1; }
 # no dependency cycle between C files (scripts/cycles.allow is empty)
 /usr/bin/python3 scripts/check-cycles.py || { rc=1; fmt=$((fmt + 1)); }
+# no include beyond the folder walls each meson.build declares
+/usr/bin/python3 scripts/check-deps.py || { rc=1; fmt=$((fmt + 1)); }
 build build
 # the end-to-end suite runs once, below, under ASan and UBSan; of it the
 # optimised build runs the test whose figures are its speed's: accuracy

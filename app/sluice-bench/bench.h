@@ -27,8 +27,10 @@
 #include <rte_ring.h>
 
 #include "coord.h"
-#include "cp.h"
+#include "policy.h"
+#include "sluice.h"
 #include "rnd.h"
+#include "sl_decision.h"
 #include "store.h"
 
 struct bopts {

@@ -16,7 +16,7 @@
 
 #include "sl_rules.h"
 
-#include "../sluice/blockfib.h"
+#include "blockfib.h"
 #include "blocklist.h"
 #include "rnd.h"
 

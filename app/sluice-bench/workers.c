@@ -101,7 +101,7 @@ sl_bench_app_copy(const struct sl_app *app)
 void
 sl_bench_with_coordinator(struct sl_app *a, uint32_t capacity)
 {
-	a->coord = sl_coord_create(1, capacity);
+	sl_app_set_coord(a, sl_coord_create(1, capacity));
 	a->holders = 1;
 	a->expected = 1;
 	a->store_timeout_ns = 50000000ULL;

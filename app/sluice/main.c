@@ -15,10 +15,13 @@
 #include <rte_version.h>
 
 #include "coord.h"
+#include "decisions.h"
 #include "explain.h"
-#include "store.h"
-#include "cp.h"
+#include "policy.h"
 #include "redis.h"
+#include "regions.h"
+#include "sluice.h"
+#include "store.h"
 #include "version.h"
 
 #define ERRBUF 8192
@@ -200,8 +203,11 @@ print_final(void)
 	fflush(stdout);
 }
 
+/* Starts the workers; views (RTE_MAX_LCORE, the caller's for the whole
+ * run): what the control path may read of each. */
 static struct sl_worker *
-start_workers(struct sl_app *app, unsigned int *n_out)
+start_workers(struct sl_app *app, unsigned int *n_out,
+	      struct sl_worker_view *views)
 {
 	struct sl_telemetry_src src[RTE_MAX_LCORE];
 	struct sl_worker *ws;
@@ -229,12 +235,18 @@ start_workers(struct sl_app *app, unsigned int *n_out)
 						   .top = &ws[n].top,
 						   .latency = &ws[n].latency,
 						   .tiers = ws[n].tiers_ctr};
+		views[n] = (struct sl_worker_view){.lcore = lcore,
+						   .ctr = &ws[n].ctr,
+						   .park_latency =
+							   &ws[n].park_latency,
+						   .dec_ring = &ws[n].dec_ring};
 		n++;
 	}
 	if (sl_telemetry_register(src, n) != 0)
 		SL_LOG(WARNING, "telemetry commands not registered");
 	/* the workers' decision rings exist before any worker runs */
-	if (sl_decisions_create(app->cfg, app, ws, n, &app->decisions) != 0 ||
+	if (sl_decisions_create(app->cfg, app, views, n, &app->decisions) !=
+		    0 ||
 	    sl_decisions_start(app->decisions) != 0)
 		rte_exit(EXIT_FAILURE, "decisions: cannot open %s\n",
 			 app->cfg->decisions.file);
@@ -282,6 +294,7 @@ main(int argc, char **argv)
 	struct sl_app app;
 	struct sl_config *cfg;
 	struct sl_worker *ws;
+	struct sl_worker_view views[RTE_MAX_LCORE];
 	char err[ERRBUF];
 	unsigned int n_workers, i;
 	int ret, dd;
@@ -371,8 +384,9 @@ main(int argc, char **argv)
 	signal(SIGHUP, on_signal);
 	/* the node's authority for every limit, shared by the workers */
 	app.holders = app.n_queues * app.expected;
-	app.coord = sl_coord_create(app.n_queues,
-				    cfg->dataplane.buckets_per_worker * 2);
+	sl_app_set_coord(
+		&app, sl_coord_create(app.n_queues,
+				      cfg->dataplane.buckets_per_worker * 2));
 	if (app.coord == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create the coordinator\n");
 	app.coord->div_open = app.expected;
@@ -403,13 +417,13 @@ main(int argc, char **argv)
 						  cfg->store.reconcile_ms);
 		/* slices are given per region: none without one */
 		if (cfg->store.region[0] != '\0' &&
-		    (app.slicesync = sl_slicesync_create(&app, e->host,
-							 e->port)) == NULL)
+		    (app.slicesync = sl_slicesync_create(
+			     &app, app.coord->store, e->host, e->port)) == NULL)
 			rte_exit(EXIT_FAILURE, "cannot follow the slices\n");
 	}
-	ws = start_workers(&app, &n_workers);
+	ws = start_workers(&app, &n_workers, views);
 	sl_telemetry_set_authority(app.coord->state);
-	if (sl_coord_telemetry(app.coord, ws, n_workers) != 0)
+	if (sl_coord_telemetry(app.coord, views, n_workers) != 0)
 		SL_LOG(WARNING, "/sluice/store not registered");
 	SL_LOG(NOTICE, "running: %u worker(s), rules=%u version=%s", n_workers,
 	       cfg->n_rules, cfg->version);

@@ -5,6 +5,7 @@
 #include <rte_cycles.h>
 #include <rte_mbuf_dyn.h>
 
+#include "coord.h"
 #include "sluice.h"
 
 int sl_logtype;
@@ -51,4 +52,11 @@ sl_app_setup(struct sl_app *app, struct sl_config *cfg)
 	app->wall0_s =
 		(int64_t)time(NULL) - (int64_t)(rte_rdtsc() / app->tsc_hz);
 	app->rx_tsc_off = rx_stamp_field();
+}
+
+void
+sl_app_set_coord(struct sl_app *app, struct sl_coord *c)
+{
+	app->coord = c;
+	app->lanes = c != NULL ? &c->lanes : NULL;
 }

@@ -13,7 +13,8 @@
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
-#include "cp.h"
+#include "policy.h"
+#include "sluice.h"
 
 struct conn {
 	uint16_t cport;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The data path in process: a real worker (dp/), the real policy and
- * coordinator (cp/), two net_ring ports whose TX loops back to their own
+ * The data path in process: a real worker (worker/), the real policy and
+ * authority (authority/), two net_ring ports whose TX loops back to their own
  * RX, so that what the worker sent each way is read back and checked
  * byte by byte. No namespaces, no Python, no socket: the app's logic
  * (decide, park, the lease client, degrade, replies) under cmocka, with
@@ -25,7 +25,8 @@
 #include <rte_mbuf.h>
 
 #include "coord.h"
-#include "cp.h"
+#include "policy.h"
+#include "sluice.h"
 #include "dpframes.h"
 
 #define DOWN 0
@@ -225,7 +226,7 @@ worker(int leased)
 	struct sl_worker *w = rte_zmalloc(NULL, sizeof(*w), 64);
 
 	assert_non_null(w);
-	app.coord = leased ? sl_coord_create(1, 1024) : NULL;
+	sl_app_set_coord(&app, leased ? sl_coord_create(1, 1024) : NULL);
 	if (leased)
 		assert_non_null(app.coord);
 	assert_int_equal(sl_worker_init(w, &app, rte_lcore_id(), 0, 0), 0);
@@ -239,7 +240,7 @@ done(struct sl_worker *w)
 	sl_worker_free(w);
 	rte_free(w);
 	sl_coord_free(app.coord);
-	app.coord = NULL;
+	sl_app_set_coord(&app, NULL);
 }
 
 /* Local buckets: two allowed, the third answered 429 with its numbers. */

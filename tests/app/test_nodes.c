@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The Cluster slot map and when it is read again (cp/nodes.c), without a
+ * The Cluster slot map and when it is read again (store/nodes.c), without a
  * cluster: CLUSTER SLOTS replies built by hand are applied to a store
  * whose seeds do not answer, and the refresh decisions are driven with a
  * clock passed in. Nodes named in the replies are on 127.0.0.1 at ports

@@ -33,7 +33,9 @@
 #include <rte_rcu_qsbr.h>
 
 #include "coord.h"
-#include "cp.h"
+#include "policy.h"
+#include "regions.h"
+#include "sluice.h"
 #include "dpframes.h"
 
 #define ROUNDS    2000
@@ -278,7 +280,7 @@ main(int argc, char **argv)
 	cfg = dp_app(&app, &pool, "test_race", text, strlen(text));
 	if (cfg == NULL)
 		return 1;
-	app.coord = sl_coord_create(1, 4096);
+	sl_app_set_coord(&app, sl_coord_create(1, 4096));
 	if (app.coord == NULL || sl_reload_init(&app) != 0) {
 		fprintf(stderr, "test_race: setup failed\n");
 		return 1;

@@ -18,8 +18,9 @@ refused while 100 k/s of it stood unspent (29 of 168 418 refused).
 Then wrk paced to at most 1 000 requests a second (each connection waits
 its share of a millisecond between requests) against rules at 10, 2 and
 1.25 x that, each with a burst of a fifth of a second of its rate: not
-one refused; and against a rule at 0.8 x: refused only while the client
-is above it, admitted within [0.9, 1.05] x (burst + rate x t). From 1
+one refused; and against a rule at 0.8 x (which a client paced to 1 000
+may exceed in some seconds and not on average): admitted at most 1.05 x
+(burst + rate x t), and at least 0.9 x that when it offered more. From 1
 and 4 connections over 2 workers, with the node and with Redis as the
 authority, SL_BELOW_SECS (3) each. SL_BELOW_FULL=1 runs the whole
 matrix BENCHMARKS.md reports: 1, 2 and 4 connections, 1 and 2 workers.
@@ -107,9 +108,12 @@ def paced(res, t, tmp, what, conns):
                       refused=refused, allowed=allowed)
         label = "%s, %d conn, rule at %.2f x %d/s: %d sent in %.1f s (%.0f/s), %d refused" % (
             what, conns, x, OFFER, sent, span, sent / span if span else 0, refused)
-        if sent < 0.95 * allowed:
+        if x > 1:  # the pacing's most is below the limit, every second
             res.check(sent > 0 and refused == 0, label + " (below its limit: none)")
         elif sent <= allowed:
+            # below it on average, not in every second (a loaded
+            # machine answers in surges): refusals are fair, over-
+            # admission is not
             res.check(admitted <= 1.05 * allowed, label + " (at its limit: admitted %d, at "
                       "most %.0f)" % (admitted, 1.05 * allowed))
         else:

@@ -2,7 +2,7 @@
 """The Redis scripts against the C authority (issue 20): the same random
 sequences of grants and give-backs, with their times, through
 sl_lease_grant/sl_lease_give_back (tests/tools/limit_replay) and through
-the reserve and refund scripts of app/sluice/cp/store_lua.h on a real
+the reserve and refund scripts of app/sluice/store/store_lua.h on a real
 redis-server, for all five algorithms. Redis TIME is replaced by the
 step's time in a copy of the scripts (one asserted substitution; the
 scripts are otherwise as shipped), and a whole sequence runs inside one
@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import sltest  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LUA_H = os.path.join(HERE, "..", "..", "app", "sluice", "cp", "store_lua.h")
+LUA_H = os.path.join(HERE, "..", "..", "app", "sluice", "store", "store_lua.h")
 NOW = "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 ALGOS = {0: "token_bucket", 1: "gcra", 2: "fixed_window", 3: "sliding_window",
          4: "sliding_log"}

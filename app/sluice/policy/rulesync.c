@@ -14,7 +14,7 @@
 
 #include <rte_telemetry.h>
 
-#include "cp.h"
+#include "policy.h"
 #include "redis.h"
 
 struct sl_rulesync {

@@ -18,7 +18,7 @@
 #include <rte_malloc.h>
 
 #include "blockfib.h"
-#include "cp.h"
+#include "policy.h"
 
 static pthread_mutex_t policy_lock = PTHREAD_MUTEX_INITIALIZER;
 

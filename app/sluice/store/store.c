@@ -8,7 +8,7 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
-#include "cp.h"
+#include "sl_app.h"
 #include "store.h"
 #include "owed.h"
 #include "sl_redis.h"

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#ifndef SLUICE_DECISIONS_H
-#define SLUICE_DECISIONS_H
+#ifndef SL_DECISION_H
+#define SL_DECISION_H
 
 /*
- * The sampled decision stream (the writer; the workers' side is
- * dp/account.c). A worker that samples a decision copies one
+ * The sampled decision stream's record (the writer is observe/, the
+ * workers' side worker/account.c). A worker that samples a decision copies one
  * fixed 128-byte record into its own SP/SC ring (no allocation, no lock,
  * no formatting; a full ring drops the record and counts it). A control
  * thread drains the rings and writes JSON lines to a file, or XADDs to a
@@ -16,10 +16,6 @@
 #include <stdint.h>
 
 #include "sl_ident.h"
-
-struct sl_worker;
-struct sl_app;
-struct sl_config;
 
 enum sl_dec_verdict { SL_V_ALLOWED = 0, SL_V_REJECTED, SL_V_BLOCKED };
 
@@ -46,20 +42,4 @@ struct sl_dec_rec {
 	uint8_t id[SL_IDENT_MAX];
 };
 
-struct sl_decisions;
-
-/*
- * Sets the workers' rings and opens the file. *out stays NULL when cfg
- * names no sink. Returns -1 when the file cannot be opened (or no memory).
- */
-int sl_decisions_create(const struct sl_config *cfg, const struct sl_app *app,
-			struct sl_worker *ws, unsigned int n,
-			struct sl_decisions **out);
-/* Starts the writer thread; call once the workers are set up. */
-int sl_decisions_start(struct sl_decisions *d);
-/* Reopens the file (after a reload: log rotation). */
-void sl_decisions_reopen(struct sl_decisions *d);
-/* Drains what the workers left, flushes, stops the thread. */
-void sl_decisions_stop(struct sl_decisions *d);
-
-#endif /* SLUICE_DECISIONS_H */
+#endif /* SL_DECISION_H */

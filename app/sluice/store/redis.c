@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cp.h"
+#include "sl_app.h"
 #include "redis.h"
 
 static char auth_user[64], auth_pass[256];

@@ -18,7 +18,7 @@
 
 #include <hiredis/async.h>
 
-#include "coord.h"
+#include "sl_lanes.h"
 #include "sl_redis.h"
 #include "sl_rules.h"
 

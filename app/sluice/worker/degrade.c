@@ -63,9 +63,9 @@ refused_lately(const struct sl_worker *w, const struct sl_need *n,
 	       const struct sl_lease *l)
 {
 	return sl_refused_lately(l->refused_at, w->now_ns) ||
-	       (w->app->coord != NULL &&
-		sl_refusals_lately(&w->app->coord->refused, n->key.k1,
-				   n->key.k2, w->now_ns));
+	       (w->app->lanes != NULL &&
+		sl_refusals_lately(w->app->lanes->refused, n->key.k1, n->key.k2,
+				   w->now_ns));
 }
 
 /*

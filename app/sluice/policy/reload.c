@@ -15,7 +15,8 @@
 #include <rte_malloc.h>
 #include <rte_telemetry.h>
 
-#include "cp.h"
+#include "policy.h"
+#include "sl_telemetry.h"
 
 /* Counter slots by rule name, for the life of the process. */
 static char slot_names[SL_MAX_RULES][SL_NAME_MAX];

@@ -9,7 +9,7 @@
 
 #include "coord.h"
 #include "sl_lease.h"
-#include "cp.h"
+#include "sl_app.h"
 #include "store.h"
 
 _Static_assert(RTE_MAX_LCORE <= 256, "a worker's index fits a message's byte");
@@ -32,6 +32,7 @@ sl_coord_create(uint32_t workers, uint32_t capacity)
 	c->n = workers;
 	c->lease_ns = SL_LEASE_LIFETIME_NS;
 	c->div_open = c->div_strict = 1;
+	c->lanes.refused = &c->refused;
 	if (gethostname(c->node_name, 64) != 0)
 		snprintf(c->node_name, 64, "sluice");
 	c->node_name[63] = '\0';
@@ -45,14 +46,14 @@ sl_coord_create(uint32_t workers, uint32_t capacity)
 		char name[32];
 
 		snprintf(name, sizeof(name), "sl_ask%u_%u", made, i);
-		c->ask[i] = rte_ring_create_elem(
+		c->lanes.ask[i] = rte_ring_create_elem(
 			name, sizeof(struct sl_coord_msg), RING_SIZE,
 			SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
 		snprintf(name, sizeof(name), "sl_ans%u_%u", made, i);
-		c->ans[i] = rte_ring_create_elem(
+		c->lanes.ans[i] = rte_ring_create_elem(
 			name, sizeof(struct sl_coord_msg), RING_SIZE,
 			SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (c->ask[i] == NULL || c->ans[i] == NULL)
+		if (c->lanes.ask[i] == NULL || c->lanes.ans[i] == NULL)
 			return NULL;
 	}
 	made++;
@@ -60,7 +61,7 @@ sl_coord_create(uint32_t workers, uint32_t capacity)
 }
 
 static const struct sl_coord *tel_coord;
-static const struct sl_worker *tel_workers;
+static const struct sl_worker_view *tel_workers;
 static unsigned int tel_n;
 
 void
@@ -74,8 +75,8 @@ sl_coord_free(struct sl_coord *c)
 	tel_workers = NULL;
 	sl_store_free(c->store);
 	for (i = 0; i < c->n; i++) {
-		rte_ring_free(c->ask[i]);
-		rte_ring_free(c->ans[i]);
+		rte_ring_free(c->lanes.ask[i]);
+		rte_ring_free(c->lanes.ans[i]);
 	}
 	sl_bucket_table_free(c->state);
 	rte_free(c);
@@ -337,7 +338,7 @@ answer_degraded(struct sl_coord *c, const struct sl_coord_msg *q,
 static void
 to_worker(struct sl_coord *c, struct sl_coord_msg *a)
 {
-	if (rte_ring_enqueue_elem(c->ans[a->worker], a, sizeof(*a)) != 0)
+	if (rte_ring_enqueue_elem(c->lanes.ans[a->worker], a, sizeof(*a)) != 0)
 		c->st.answers_dropped++;
 }
 
@@ -479,6 +480,7 @@ sl_coord_attach_store(struct sl_coord *c, const struct sl_store_conf *conf)
 				     .ctx = c};
 
 	c->store = sl_store_create(conf, &sink);
+	c->lanes.store = c->store != NULL;
 	return c->store != NULL ? 0 : -1;
 }
 
@@ -550,8 +552,8 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 	for (w = 0; w < c->n; w++) {
 		unsigned int n, i, k = 0;
 
-		n = rte_ring_dequeue_burst_elem(c->ask[w], in, sizeof(in[0]),
-						COORD_BURST, NULL);
+		n = rte_ring_dequeue_burst_elem(
+			c->lanes.ask[w], in, sizeof(in[0]), COORD_BURST, NULL);
 		for (i = 0; i < n; i++) {
 			if ((in[i].type == SL_CO_ASK ||
 			     in[i].type == SL_CO_DEMAND) &&
@@ -585,8 +587,9 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 		}
 		/* the ring holds RING_SIZE: a worker never has more in flight
 		 */
-		if (k && rte_ring_enqueue_burst_elem(
-				 c->ans[w], out, sizeof(out[0]), k, NULL) < k)
+		if (k &&
+		    rte_ring_enqueue_burst_elem(c->lanes.ans[w], out,
+						sizeof(out[0]), k, NULL) < k)
 			c->st.answers_dropped++;
 		total += n;
 	}
@@ -652,11 +655,11 @@ cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
 	RTE_SET_USED(params);
 	memset(&h, 0, sizeof(h));
 	for (i = 0; i < tel_n; i++) {
-		parked += tel_workers[i].ctr.parked;
-		degraded += tel_workers[i].ctr.degraded;
-		dropped += tel_workers[i].ctr.park_dropped;
+		parked += tel_workers[i].ctr->parked;
+		degraded += tel_workers[i].ctr->degraded;
+		dropped += tel_workers[i].ctr->park_dropped;
 		for (b = 0; b < SL_HIST_BUCKETS; b++)
-			h.b[b] += tel_workers[i].park_latency.b[b];
+			h.b[b] += tel_workers[i].park_latency->b[b];
 	}
 	rte_tel_data_start_dict(d);
 	if (tel_coord->store == NULL) {
@@ -754,7 +757,7 @@ cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
 }
 
 int
-sl_coord_telemetry(const struct sl_coord *c, const struct sl_worker *ws,
+sl_coord_telemetry(const struct sl_coord *c, const struct sl_worker_view *ws,
 		   unsigned int n)
 {
 	tel_coord = c;

@@ -5,8 +5,6 @@
  */
 #include <string.h>
 
-#include "blockfib.h"
-#include "coord.h"
 #include "dp.h"
 
 #define NS 1000000000ULL
@@ -301,7 +299,7 @@ tier_of(struct sl_worker *w, const struct sl_http_req *req, int key_tier)
 {
 	if (key_tier >= 0)
 		return (int16_t)key_tier;
-	if (w->app->coord != NULL && w->app->coord->store != NULL)
+	if (w->app->lanes != NULL && w->app->lanes->store)
 		return (int16_t)sl_tier_of(w, req->api_key.p, req->api_key.len);
 	return (int16_t)sl_ruleset_default_tier(w->pol->rs);
 }
@@ -422,7 +420,7 @@ sl_decide(struct sl_worker *w, struct sl_req *q)
 		scopes[i].done = 0;
 	sl_bucket_begin(w->buckets);
 	sl_bucket_begin(w->logs);
-	if (w->app->coord != NULL)
+	if (w->app->lanes != NULL)
 		return decide_leased(w, q, idx, n, scopes);
 	return decide_local(w, q, idx, n, scopes);
 }

@@ -830,7 +830,7 @@ sl_worker_main(void *arg)
 		sl_flow_expire(w->flows, w->now, SL_EXPIRE_BUDGET);
 		sl_bucket_expire(w->buckets, w->now_ns, SL_EXPIRE_BUDGET);
 		sl_bucket_expire(w->logs, w->now_ns, SL_EXPIRE_BUDGET);
-		if (app->coord != NULL)
+		if (app->lanes != NULL)
 			busy += sl_worker_leases(w);
 		/* nothing read from the rules is held past this point */
 		if (app->qs != NULL)

@@ -17,7 +17,8 @@
 #include <rte_ring_elem.h>
 #include <rte_telemetry.h>
 
-#include "cp.h"
+#include "decisions.h"
+#include "policy.h"
 #include "redis.h"
 #include "store.h"
 
@@ -27,7 +28,7 @@
 
 struct sl_decisions {
 	const struct sl_app *app;
-	struct sl_worker *ws;
+	const struct sl_worker_view *ws;
 	unsigned int n;
 	struct rte_ring *rings[RTE_MAX_LCORE];
 	char path[SL_PATH_MAX];
@@ -402,8 +403,8 @@ cmd_decisions(const char *cmd, const char *params, struct rte_tel_data *t)
 	rte_tel_data_add_dict_string(t, "file", d->path);
 	rte_tel_data_add_dict_string(t, "stream", d->stream);
 	for (i = 0; i < d->n; i++) {
-		sampled += d->ws[i].ctr.decisions_sampled;
-		dropped += d->ws[i].ctr.decisions_dropped;
+		sampled += d->ws[i].ctr->decisions_sampled;
+		dropped += d->ws[i].ctr->decisions_dropped;
 	}
 	rte_tel_data_add_dict_u64(t, "sampled", sampled);
 	rte_tel_data_add_dict_u64(t, "ring_dropped", dropped);
@@ -448,7 +449,7 @@ make_rings(struct sl_decisions *d)
 			RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (d->rings[i] == NULL)
 			return -1;
-		d->ws[i].dec_ring = d->rings[i];
+		*d->ws[i].dec_ring = d->rings[i];
 	}
 	return 0;
 }
@@ -465,7 +466,7 @@ wall_offset(struct sl_decisions *d)
 
 int
 sl_decisions_create(const struct sl_config *cfg, const struct sl_app *app,
-		    struct sl_worker *ws, unsigned int n,
+		    const struct sl_worker_view *ws, unsigned int n,
 		    struct sl_decisions **out)
 {
 	struct sl_decisions *d;
@@ -540,8 +541,8 @@ sl_decisions_stop(struct sl_decisions *d)
 		pthread_join(d->th, NULL);
 	}
 	for (i = 0; i < d->n; i++) {
-		if (d->ws[i].dec_ring == d->rings[i])
-			d->ws[i].dec_ring = NULL;
+		if (*d->ws[i].dec_ring == d->rings[i])
+			*d->ws[i].dec_ring = NULL;
 		rte_ring_free(d->rings[i]);
 	}
 	if (d->f != NULL)

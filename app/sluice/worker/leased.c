@@ -472,7 +472,7 @@ sl_leased_answers(struct sl_worker *w)
 	struct sl_coord_msg a[64];
 	unsigned int n, j;
 
-	n = rte_ring_dequeue_burst_elem(w->app->coord->ans[w->queue], a,
+	n = rte_ring_dequeue_burst_elem(w->app->lanes->ans[w->queue], a,
 					sizeof(a[0]), RTE_DIM(a), NULL);
 	sl_bucket_begin(w->leases);
 	for (j = 0; j < n; j++) {

@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "coord.h"
+#include "sl_lanes.h"
 
 #define SL_OWED_CAP 4096 /* a power of two */
 

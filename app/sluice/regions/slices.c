@@ -22,7 +22,10 @@
 
 #include <rte_telemetry.h>
 
-#include "cp.h"
+#include "regions.h"
+#include "sl_policy.h"
+#include "sl_telemetry.h"
+#include "usage.h"
 #include "redis.h"
 #include "store.h"
 
@@ -49,6 +52,7 @@ struct rule_slices {
 
 struct sl_slicesync {
 	struct sl_app *app;
+	struct sl_store *store; /* the region's: where the slices are read */
 	char region[SL_NAME_MAX];
 	char host[256];
 	uint16_t port;
@@ -219,7 +223,7 @@ on_hash(redisAsyncContext *ac, void *reply, void *priv)
 static void
 read_rule(struct sl_slicesync *s, const struct rule_slices *r)
 {
-	struct sl_store *st = s->app->coord->store;
+	struct sl_store *st = s->store;
 	char key[48];
 	const char *argv[] = {"HGETALL", key};
 
@@ -440,13 +444,15 @@ cmd_regions(const char *cmd, const char *params, struct rte_tel_data *d)
 }
 
 struct sl_slicesync *
-sl_slicesync_create(struct sl_app *app, const char *host, uint16_t port)
+sl_slicesync_create(struct sl_app *app, struct sl_store *store,
+		    const char *host, uint16_t port)
 {
 	struct sl_slicesync *s = calloc(1, sizeof(*s));
 
 	if (s == NULL)
 		return NULL;
 	s->app = app;
+	s->store = store;
 	snprintf(s->host, sizeof(s->host), "%s", host);
 	s->port = port;
 	snprintf(s->region, sizeof(s->region), "%s", app->cfg->store.region);

@@ -23,9 +23,12 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#include "coord.h"
 #include "sl_lease.h"
-#include "sluice.h"
+#include "blockfib.h"
+#include "sl_decision.h"
+#include "sl_lanes.h"
+#include "sl_policy.h"
+#include "sl_worker.h"
 
 #define SL_DOWN 0
 #define SL_UP   1
@@ -366,7 +369,7 @@ sl_lease_number(const struct sl_worker *w, struct sl_lease *l,
 static inline int
 sl_to_coord(const struct sl_worker *w, struct sl_coord_msg *m)
 {
-	return rte_ring_enqueue_elem(w->app->coord->ask[w->queue], m,
+	return rte_ring_enqueue_elem(w->app->lanes->ask[w->queue], m,
 				     sizeof(*m));
 }
 
@@ -375,7 +378,7 @@ sl_to_coord(const struct sl_worker *w, struct sl_coord_msg *m)
 static inline struct sl_bucket_table *
 sl_hint_table(const struct sl_worker *w)
 {
-	return w->app->coord != NULL ? w->leases : w->buckets;
+	return w->app->lanes != NULL ? w->leases : w->buckets;
 }
 
 /*

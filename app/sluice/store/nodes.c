@@ -6,7 +6,7 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
-#include "cp.h"
+#include "sl_app.h"
 #include "sl_redis.h"
 #include "store_lua.h"
 #include "store_priv.h"
