@@ -1,10 +1,11 @@
 #!/bin/bash
-# Sets everything up, builds, and runs every test suite: unit (cmocka)
-# and packet (net_pcap + scapy), then with the whole program built with
-# ASan and UBSan all of them again and end-to-end (namespaces, af_packet,
-# curl, a real backend; its accuracy test in both builds); the two-thread
-# race test under ThreadSanitizer; and the fuzzers for a bounded time.
-# Exits non-zero on any failure. Run as root on Debian 12.
+# Sets everything up, builds, and runs every test suite once: with the
+# whole program built with ASan and UBSan, unit (cmocka), app (the data
+# path in process), func (packets on net_pcap, the CLI, the tools) and
+# end-to-end (namespaces, af_packet, curl, wrk, nginx, Redis); on the
+# optimised build the accuracy test, whose figures are its speed's; the
+# two-thread race test under ThreadSanitizer; and the fuzzers for a
+# bounded time. Exits non-zero on any failure. Run as root on Debian 12.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,12 +43,22 @@ scripts/format.sh --check || { rc=1; fmt=1; }
 # no include beyond the folder walls each meson.build declares
 /usr/bin/python3 scripts/check-deps.py || { rc=1; fmt=$((fmt + 1)); }
 build build
-# the end-to-end suite runs once, below, under ASan and UBSan; of it the
-# optimised build runs the test whose figures are its speed's: accuracy
-meson test -C build --print-errorlogs --num-processes 1 --suite unit \
-	--suite app --suite func || rc=1
-meson test -C build --print-errorlogs --no-rebuild accuracy \
+# every suite runs once, below, under ASan and UBSan, but the one whose
+# figures are its speed's: accuracy, on the optimised build
+meson test -C build --print-errorlogs --no-rebuild --suite accuracy \
 	--logbase testlog-accuracy || rc=1
+# the ThreadSanitizer tree and the fuzzers are built meanwhile, at the
+# lowest priority: on two CPUs they take what the sanitizer suites leave
+# (those wait on clients and timers as much as they compute)
+(
+	if [ ! -f build-tsan/build.ninja ]; then
+		meson setup build-tsan -Dbuildtype=debug -Db_sanitize=thread \
+			-Db_lundef=false "-Dc_args=-DRTE_USE_C11_MEM_MODEL -Wno-tsan" >/dev/null
+	fi
+	nice -n 19 ninja -C build-tsan tests/test_race >/dev/null
+	FUZZ_BUILD_ONLY=1 nice -n 19 scripts/fuzz.sh 0 >/dev/null
+) >build-side.log 2>&1 &
+side=$!
 build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined \
 	-Db_lundef=false
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -62,10 +73,7 @@ ASAN_OPTIONS=detect_leaks=1 meson test -C build-asan --suite app --suite func \
 # what lcores share (rings, the policy under RCU, counters) under
 # ThreadSanitizer: the race test, a worker thread and the control path
 # at once (tests/tsan.supp says why each suppression is there)
-if [ ! -f build-tsan/build.ninja ]; then
-	meson setup build-tsan -Dbuildtype=debug -Db_sanitize=thread \
-		-Db_lundef=false "-Dc_args=-DRTE_USE_C11_MEM_MODEL -Wno-tsan" >/dev/null
-fi
+wait "$side" || { cat build-side.log; rc=1; }
 ninja -C build-tsan tests/test_race >/dev/null
 TSAN_OPTIONS="halt_on_error=1 history_size=7 suppressions=$PWD/tests/tsan.supp" \
 	meson test -C build-tsan --no-rebuild race --print-errorlogs \
@@ -81,7 +89,7 @@ scripts/fuzz.sh 15 flow decided || { rc=1; fz=$((fz + 1)); }
 # the head parser, the response framing, the frame parser and the config
 # loader: briefer
 scripts/fuzz.sh 8 http resp frame config || { rc=1; fz=$((fz + 1)); }
-summary "$((fmt + fz))" build/meson-logs/testlog.json \
+summary "$((fmt + fz))" \
 	build/meson-logs/testlog-accuracy.json build-asan/meson-logs/testlog.json \
 	build-asan/meson-logs/testlog-func.json build-tsan/meson-logs/testlog-tsan.json
 exit $rc
