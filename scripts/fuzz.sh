@@ -14,7 +14,7 @@ CFLAGS=(-g -O1 -march=corei7 -fsanitize=fuzzer,address,undefined -fno-sanitize-r
 	-D_GNU_SOURCE -Ilib/mem -Ilib/table -Ilib/net -Ilib/http -Ilib/ident -Ilib/flow -Ilib/rules)
 # the flow table and all it reads: the normaliser's harness and the
 # undecided-bytes property's
-flow_src="lib/mem/sl_mem.c lib/table/sl_table.c lib/flow/sl_flow.c lib/flow/sl_flow_norm.c lib/flow/sl_flow_table.c $(echo lib/http/sl_*.c) lib/ident/sl_ident.c"
+flow_src="lib/mem/sl_mem.c lib/table/sl_table.c $(echo lib/flow/sl_flow*.c) $(echo lib/http/sl_*.c) lib/ident/sl_ident.c"
 declare -A SRC=(
 	[http]="lib/http/sl_http.c lib/http/sl_chunked.c"
 	[norm]="lib/http/sl_http_norm.c lib/http/sl_http.c"

@@ -131,4 +131,19 @@ void sl_nodes_poll(struct sl_store *s, uint64_t now_ns);
  * numbers, timeouts): read it again soon. */
 void sl_nodes_refresh_soon(struct sl_store *s);
 
+/* ---- breaker.c: when a node is out ---- */
+uint32_t sl_node_index(const struct sl_store *s, const struct node *nd);
+void sl_breaker_open(struct sl_store *s, struct node *nd, uint64_t now_ns);
+/* A reply came from nd, in time or late: it answers again. */
+void sl_breaker_close(struct node *nd);
+/* Whether a new ask may go to nd now (closed, or its half-open probe). */
+int sl_node_usable(struct sl_store *s, struct node *nd, uint64_t now_ns);
+/* The store's state for telemetry: its worst serving node's. */
+void sl_store_state(struct sl_store *s);
+/* Asks nobody answered in time: decided in the store's place, counted;
+ * then each node judged. */
+void sl_store_expire(struct sl_store *s, uint64_t now_ns);
+/* Units covered for an ask whose reply can no longer come: owed. */
+void sl_store_owe_covered(struct sl_store *s, struct inflight *f);
+
 #endif /* SLUICE_STORE_PRIV_H */

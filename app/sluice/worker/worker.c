@@ -4,99 +4,15 @@
 
 #include <emmintrin.h>
 
-#include <rte_malloc.h>
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_prefetch.h>
-#include <rte_random.h>
 
 #include "dp.h"
 
 #define DOWN SL_DOWN
 #define UP   SL_UP
-
-/* The flow table's parameters, for a worker's first table and any reset. */
-static struct sl_flow_params
-flow_params(struct sl_worker *w, int track_only)
-{
-	const struct sl_config *c = w->app->cfg;
-
-	return (struct sl_flow_params){
-		.capacity = c->dataplane.flows_per_worker,
-		.head_slots = c->dataplane.head_buffers_per_worker,
-		.max_head_bytes = c->dataplane.max_head_bytes,
-		.idle_timeout = w->app->idle_tsc,
-		.closed_timeout = w->app->tsc_hz, /* TIME_WAIT is the hosts' */
-		.young_grace = w->app->tsc_hz,    /* a handshake's second */
-		.head_timeout =
-			c->dataplane.head_timeout_ms * w->app->tsc_hz / 1000,
-		.heads_per_source = c->dataplane.head_buffers_per_source,
-		.http = &w->app->http,
-		.track_only = (uint8_t)track_only,
-		.hash_seed = w->flow_seed,
-		.gone = sl_cost_abandoned,
-		.gone_arg = w,
-	};
-}
-
-int
-sl_worker_init(struct sl_worker *w, const struct sl_app *app,
-	       unsigned int lcore, uint16_t queue, int track_only)
-{
-	const struct sl_config *c = app->cfg;
-	uint32_t nlog = c->dataplane.buckets_per_worker / 16;
-	struct sl_flow_params fp;
-
-	memset(w, 0, sizeof(*w));
-	w->app = app;
-	w->lcore = lcore;
-	w->queue = queue;
-	w->rng = 0x2545f4914f6cdd1dULL ^ ((uint64_t)lcore << 32) ^ rte_rdtsc();
-	w->flow_seed = rte_rand() | 1;
-	fp = flow_params(w, track_only);
-	w->flows = sl_flow_table_create(&fp);
-	w->buckets = sl_bucket_table_create(c->dataplane.buckets_per_worker, 0);
-	w->logs = sl_bucket_table_create(nlog < 1024 ? 1024 : nlog, 1);
-	w->norm_buf = rte_malloc_socket("sl_norm", c->dataplane.max_head_bytes,
-					0, rte_lcore_to_socket_id(lcore));
-	if (w->flows == NULL || w->buckets == NULL || w->logs == NULL ||
-	    w->norm_buf == NULL || sl_leased_init(w) != 0 ||
-	    sl_xlate_init(w) != 0 || sl_cost_init(w) != 0)
-		return -ENOMEM;
-	return 0;
-}
-
-/* Forgets every connection (benchmarks: each round starts afresh). */
-int
-sl_worker_reset_flows(struct sl_worker *w)
-{
-	struct sl_flow_params fp = flow_params(w, 0);
-
-	sl_flow_table_free(w->flows);
-	w->flows = sl_flow_table_create(&fp);
-	if (w->flows == NULL)
-		return -ENOMEM;
-	/* (xl entries count only under a flow's SL_NF_XLATE: none now) */
-	sl_flow_table_prefault(w->flows);
-	return 0;
-}
-
-void
-sl_worker_free(struct sl_worker *w)
-{
-	if (w->n_rst > 0)
-		rte_pktmbuf_free_bulk(w->rst, w->n_rst);
-	w->n_rst = 0;
-	sl_flow_table_free(w->flows);
-	sl_bucket_table_free(w->buckets);
-	sl_bucket_table_free(w->logs);
-	rte_free(w->norm_buf);
-	w->norm_buf = NULL;
-	sl_leased_free(w);
-	sl_xlate_free(w);
-	sl_cost_free(w);
-}
 
 /* The segment being inspected, for the flow's event callback. */
 struct inspecting {
@@ -765,16 +681,6 @@ sl_worker_flush(struct sl_worker *w)
 {
 	sl_tx_flush(w, UP);
 	sl_tx_flush(w, DOWN);
-}
-
-void
-sl_worker_prefault(struct sl_worker *w)
-{
-	sl_flow_table_prefault(w->flows);
-	sl_bucket_table_prefault(w->buckets);
-	sl_bucket_table_prefault(w->logs);
-	sl_bucket_table_prefault(w->leases);
-	sl_bucket_table_prefault(w->tiers);
 }
 
 /*
