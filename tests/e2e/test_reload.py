@@ -88,6 +88,20 @@ def main():
             res.eq([get() for _ in range(4)], [429, 429, 429, 429],
                    "burst 6: a drained key gets nothing at once (no free tokens)")
 
+            # keep_alive turned on by a reload: the workers' translation
+            # table is sized at start, so it is said to wait for a
+            # restart, and a 429 still closes its connection meanwhile
+            write(conf, BASE % ("3/min", 6) + "response: {keep_alive: true}\n")
+            r = sltest.telemetry(t.sluice.prefix, "/sluice/reload")
+            res.check("version" in r and "keep_alive" in r.get("note", ""),
+                      "keep_alive turned on by a reload: applied at the next restart, "
+                      "and said so (%s)" % r)
+            st, hdrs, _ = t.curl("-H", "X-API-Key: k1", "http://%s/v1/r/k" % S4)
+            res.eq((st, hdrs.get("connection")), (429, "close"),
+                   "a 429 meanwhile still closes its connection")
+            write(conf, BASE % ("3/min", 6))
+            sltest.telemetry(t.sluice.prefix, "/sluice/reload")
+
             # lowering it, noticed from the file alone
             v2 = version()
             write(conf, BASE % ("3/min", 1) + "# room for the next edit, in place\n")
@@ -130,7 +144,7 @@ def main():
             res.check(version() != v3, "SIGHUP reloads")
             rules = sltest.telemetry(t.sluice.prefix, "/sluice/rules")
             rk = rules["key_r"]
-            res.eq((rk["allowed"], rk["rejected"]), (3, 7),
+            res.eq((rk["allowed"], rk["rejected"]), (3, 8),
                    "per-rule counters carry over reloads")
             st = t.sluice.stats()
             res.eq(st["requests"], st["allowed"] + st["rejected"] + st["blocked"] + st["invalid"],

@@ -73,9 +73,19 @@ remember_stat(const char *path)
 
 /* What only a restart can change: said, never silently ignored. */
 static void
-note_restart_only(const struct sl_config *old, const struct sl_config *c,
-		  char *msg, size_t len)
+note_restart_only(const struct sl_config *old, struct sl_config *c, char *msg,
+		  size_t len)
 {
+	/* the workers' translation table is sized at start: keep_alive
+	 * (and the budgets it carries) turns on at the next restart; off,
+	 * it applies now (connections kept so far stay translated) */
+	if (c->response.keep_alive && !old->response.keep_alive) {
+		c->response.keep_alive = 0;
+		snprintf(msg, len,
+			 "note: response.keep_alive turned on takes effect at "
+			 "the next restart (the rest applies now)\n");
+		return;
+	}
 	if (memcmp(&old->dataplane, &c->dataplane, sizeof(c->dataplane)) != 0 ||
 	    memcmp(&old->identity, &c->identity, sizeof(c->identity)) != 0 ||
 	    strcmp(old->decisions.file, c->decisions.file) != 0 ||
@@ -104,6 +114,7 @@ apply_config(struct sl_app *app, struct sl_config *c, char *msg, size_t len)
 		sl_config_free(c);
 		return -1;
 	}
+	note_restart_only(app->cfg, c, msg, len);
 	p = sl_policy_build(c);
 	if (p == NULL || assign_slots(p, msg, len) != 0) {
 		if (p == NULL)
@@ -113,7 +124,6 @@ apply_config(struct sl_app *app, struct sl_config *c, char *msg, size_t len)
 		sl_config_free(c);
 		return -1;
 	}
-	note_restart_only(app->cfg, c, msg, len);
 	old = app->policy;
 	__atomic_store_n(&app->policy, p, __ATOMIC_RELEASE);
 	sl_telemetry_set_rules(p->rs, p->slot);

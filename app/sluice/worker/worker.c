@@ -66,7 +66,9 @@ keepable(const struct inspecting *in, const struct sl_flow *f,
 {
 	const struct sl_http_req *q = ev->req;
 
-	return in->w->xl != NULL && !ev->buffered &&
+	/* the running policy's keep_alive: on only where the worker's
+	 * translation table exists (policy/reload.c) */
+	return in->w->pol->keep_alive && !ev->buffered &&
 	       ev->seg_end == in->p->payload_len && ev->head_len < 65536 &&
 	       !(in->p->tcp_flags & SL_TCP_FIN) && !q->chunked &&
 	       !(q->has_cl && q->content_length > 0) &&
