@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Allowed responses carry their budget (response.headers_on_allow, issue
-14), end to end with real clients and the real backend:
+"""Allowed responses carry their budget (response.headers_on_allow),
+end to end with real clients and the real backend:
 
 - curl, one connection, bodies of 0 B to 200 kB, chunked and HEAD
   responses: every response to a limited path carries RateLimit-Policy
@@ -93,6 +93,38 @@ def rl(headers):
 def run_httpclient(t, key, specs):
     r = t.client("/usr/bin/python3", "-c", HTTPCLIENT, S4, key, *specs, timeout=40)
     return [json.loads(line) for line in r.stdout.split("\n") if line], r.stderr
+
+
+OPAQUE = """version: 1
+dataplane: {service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64,
+            mbufs: 4095}
+identity: {api_key_header: X-API-Key}
+rules:
+  - {name: secret-login-rule, scope: key, limit: 3/min, burst: 3}
+response: {retry_jitter: 0, keep_alive: true, headers_on_allow: true, expose_rule: false}
+"""
+
+
+def opaque_names(res, binary, tmp):
+    """response.expose_rule: false -- the rule's name in no byte of an
+    allowed response or a 429 (fields, body), an opaque id in its place,
+    the same on both and across requests."""
+    conf = os.path.join(tmp, "opaque.yaml")
+    with open(conf, "w") as f:
+        f.write(OPAQUE)
+    with sltest.Topology(binary, conf, tmp, prefix="bo%d" % (os.getpid() % 1000)) as t:
+        r = t.client("curl", "-sS", "-i", "--max-time", "10", "-H", "X-API-Key: k-opaque",
+                     *["http://%s/v1/o%d" % (S4, i) for i in range(5)], timeout=30)
+        raw = r.stdout
+        ids = set(re.findall(r'RateLimit: "([^"]+)"', raw, re.I))
+        res.check("429 Too Many Requests" in raw and raw.count("200 OK") == 3,
+                  "expose_rule off: three allowed, then refused (%d bytes read)" % len(raw))
+        res.check("secret" not in raw and "login-rule" not in raw,
+                  "expose_rule off: the rule's name in no byte sent")
+        res.check(len(ids) == 1 and re.fullmatch(r"p[0-9a-f]{12}", ids.pop() or ""),
+                  "one opaque policy id on allowed and refused responses alike (%s)"
+                  % set(re.findall(r'RateLimit: "([^"]+)"', raw, re.I)))
+        res.eq(t.sluice.stop(), 0, "expose_rule off: clean shutdown")
 
 
 def main():
@@ -195,6 +227,8 @@ def main():
         res.eq(s["keepalive_fallback"], 0, "no refusal fell back to closing")
         print("budget counters: %s" % {k: v for k, v in s.items() if k.startswith("budget")})
         res.eq(t.sluice.stop(), 0, "clean shutdown")
+    with tempfile.TemporaryDirectory() as tmp:
+        opaque_names(res, sys.argv[1], tmp)
     return res.finish()
 
 

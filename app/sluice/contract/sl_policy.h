@@ -36,6 +36,9 @@ struct sl_policy {
 	uint32_t dec_ppm[2];     /* decisions sampled: [0] allowed, [1] not */
 	struct sl_norm_cfg norm; /* how the backend resolves a target */
 	struct sl_limit_params params[SL_MAX_RULES];
+	/* per rule: the name its fields and body give a client — the rule's
+	 * own, or with response.expose_rule off an opaque id (sl_policy_id) */
+	char field_name[SL_MAX_RULES][SL_NAME_MAX];
 	uint32_t name_len[SL_MAX_RULES];
 	/* counter slot per rule: stable for a rule name across reloads */
 	uint16_t slot[SL_MAX_RULES];

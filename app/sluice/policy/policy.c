@@ -95,6 +95,33 @@ keep_templates(struct sl_policy *p, uint32_t i, struct sl_reply_info *ri)
 	return sl_reply_tpl_build(&p->tpl429_keep[SL_MAX_RULES + i], ri);
 }
 
+/*
+ * The name a rule goes by in what a client is sent. With expose_rule off
+ * not the name but "p" and 12 hex digits of a digest of it: stable across
+ * reloads and appliances (a client may still tell its limits apart), the
+ * name itself in no byte sent. A name an attacker can guess can be
+ * checked against it, as any unsalted digest can.
+ */
+static void
+field_name(struct sl_policy *p, uint32_t i, const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const char *c;
+
+	if (p->expose_rule) {
+		snprintf(p->field_name[i], sizeof(p->field_name[i]), "%s",
+			 name);
+	} else {
+		for (c = "sluice-policy:"; *c; c++)
+			h = (h ^ (uint8_t)*c) * 0x100000001b3ULL;
+		for (c = name; *c; c++)
+			h = (h ^ (uint8_t)*c) * 0x100000001b3ULL;
+		snprintf(p->field_name[i], sizeof(p->field_name[i]), "p%012llx",
+			 (unsigned long long)(h >> 16));
+	}
+	p->name_len[i] = (uint32_t)strlen(p->field_name[i]);
+}
+
 struct sl_policy *
 sl_policy_build(const struct sl_config *cfg)
 {
@@ -128,12 +155,12 @@ sl_policy_build(const struct sl_config *cfg)
 		const struct sl_rule *r = sl_ruleset_rule(p->rs, i);
 		struct sl_reply_info ri = {.status = 429,
 					   .headers = p->headers,
-					   .expose_rule = p->expose_rule,
-					   .rule = r->name};
+					   .expose_rule = p->expose_rule};
 
 		/* the loader already refused what cannot be represented */
 		sl_rule_params(r, &r->limit, r->burst, &p->params[i]);
-		p->name_len[i] = (uint32_t)strlen(r->name);
+		field_name(p, i, r->name);
+		ri.rule = p->field_name[i];
 		p->slot[i] = (uint16_t)i; /* the reloader maps names to slots */
 		p->budget_rule[i] = r->headers_on_allow && !r->shadow;
 		p->claimed[i] =

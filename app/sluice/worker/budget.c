@@ -93,7 +93,7 @@ fields(struct sl_worker *w, const struct sl_xlate *x, uint16_t slot, char *buf,
 		return 0;
 	ri = (struct sl_reply_info){
 		.headers = pol->headers,
-		.rule = sl_ruleset_rule(pol->rs, (uint32_t)rule)->name,
+		.rule = pol->field_name[rule],
 		.rule_len = pol->name_len[rule],
 		.limit = x->b_limit,
 		.window_s = x->b_window_s,
