@@ -10,6 +10,7 @@ usage: test_replies.py PATH/TO/sluice
 """
 
 import json
+import re
 import os
 import sys
 
@@ -153,15 +154,20 @@ def check_headers(res, case, hdrs, body):
         # 2/min: the next token comes 30 s after the two were spent
         res.eq(retry, 30, n + ": Retry-After")
         res.eq(hdrs.get("RateLimit-Policy"), '"key-burst";q=2;w=60', n + ": RateLimit-Policy")
-        res.eq(hdrs.get("RateLimit"), '"key-burst";r=0;t=60', n + ": RateLimit")
+        # on a refusal t is Retry-After (when this request's cost is
+        # there again), not the 60 s until the bucket is full
+        res.eq(hdrs.get("RateLimit"), '"key-burst";r=0;t=30', n + ": RateLimit")
         res.eq((hdrs.get("RateLimit-Limit"), hdrs.get("RateLimit-Remaining"),
-                hdrs.get("RateLimit-Reset")), ("2", "0", "60"), n + ": legacy RateLimit-*")
+                hdrs.get("RateLimit-Reset")), ("2", "0", "30"), n + ": legacy RateLimit-*")
     elif case.rule == "login":
         res.eq(retry, 60, n + ": Retry-After (the oldest of the log leaves in 60 s)")
         res.eq(hdrs.get("RateLimit-Policy"), '"login";q=2;w=60', n + ": RateLimit-Policy")
     else:
         res.check(3600 <= retry <= 7200, n + ": Retry-After %d within the sliding hour" % retry)
         res.check(retry > 30, n + ": longer than key-burst's 30 s: the strictest won")
+    rl = re.search(r";r=(\d+);t=(\d+)$", hdrs.get("RateLimit", ""))
+    res.check(rl is not None and int(rl.group(1)) == 0 and int(rl.group(2)) == retry,
+              n + ": RateLimit r=0 and t = Retry-After (%s)" % hdrs.get("RateLimit"))
 
 
 def check_ack(res, frame, seg, reply):

@@ -378,7 +378,10 @@ decide_local(struct sl_worker *w, struct sl_req *q, const uint16_t *idx,
 			.period_ns = cs[strict].params.period_ns,
 			.retry_ns = cs[strict].res.retry_after_ns,
 			.reset_ns = cs[strict].res.reset_ns,
-			.remaining = cs[strict].res.remaining});
+			.remaining = cs[strict].res.remaining,
+			.cost = sl_ruleset_rule(pol->rs,
+						(uint32_t)cs[strict].rule)
+					->cost});
 }
 
 struct sl_verdict

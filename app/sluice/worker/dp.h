@@ -235,6 +235,7 @@ struct sl_limit_refusal {
 	uint16_t slot;
 	uint64_t count, period_ns;
 	uint64_t retry_ns, reset_ns, remaining;
+	uint32_t cost; /* of the refused request at that limit (0: 1) */
 };
 struct sl_verdict sl_verdict_limited(struct sl_worker *w,
 				     const struct sl_req *r,

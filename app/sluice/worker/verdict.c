@@ -37,12 +37,20 @@ sl_verdict_limited(struct sl_worker *w, const struct sl_req *r,
 	const struct sl_policy *pol = w->pol;
 	struct sl_verdict v = {.action = SL_REQ_STOP};
 
+	uint64_t cost = x->cost ? x->cost : 1;
+
 	v.nums.retry_after_s =
 		sl_retry_seconds(w, x->retry_ns, pol->jitter_ppm, x->period_ns);
 	v.nums.limit = x->count;
 	v.nums.window_s = sl_secs_up(x->period_ns);
-	v.nums.remaining = x->remaining;
-	v.nums.reset_s = sl_secs_up(x->reset_ns);
+	/* numbers that agree with the refusal: what is left is less than
+	 * the request's cost (a count that says otherwise -- the leased
+	 * path's remainder plus a lease, units not good yet -- was never
+	 * this request's to spend), and the time until it is there again
+	 * is Retry-After's, jitter included, not the time until the
+	 * limit is whole */
+	v.nums.remaining = x->remaining < cost ? x->remaining : cost - 1;
+	v.nums.reset_s = v.nums.retry_after_s;
 	v.tpl = x->rule >= 0 ? tpl429(pol, (uint32_t)x->rule, &v.nums) : NULL;
 	sl_count_rejected(w, r, x->slot, x->remaining, x->retry_ns);
 	return v;
@@ -65,7 +73,8 @@ sl_verdict_need(struct sl_worker *w, const struct sl_req *r,
 						   n->period_ms * 1000000ULL,
 					   .retry_ns = retry_ns,
 					   .reset_ns = reset_ns,
-					   .remaining = remaining});
+					   .remaining = remaining,
+					   .cost = n->cost});
 }
 
 struct sl_verdict
