@@ -66,7 +66,7 @@ sl_lease_take(struct sl_lease *l, uint32_t cost, uint64_t now)
  * beyond that would go back unspent, and fewer make a key seen a few
  * times a second ask every other request (at 500 ms, a key seen every
  * 250 ms got two units). The accuracy budget caps what this strands in
- * holders that go quiet; a sixth of the burst per holder caps what they
+ * holders that go quiet; a quarter of the burst per holder caps what they
  * hold against a client that is below its rate.
  */
 uint64_t
@@ -96,14 +96,16 @@ sl_lease_want(const struct sl_lease *l, const struct sl_lease_sizing *z,
 			budget = fair;
 		if (want < fair)
 			want = spends < fair ? spends : fair;
-	} else if (z->burst / (3 * holders) < budget) {
-		/* what every holder holds at once stays within half the
-		 * burst: units a client's other workers hold unspent are
-		 * charged to its bucket, and a client below its rate keeps
-		 * that bucket full, so the next ask finds half of it
-		 * whatever the others hold (each holds up to 1.5 leases:
-		 * it asks ahead at half of one) */
-		budget = z->burst / (3 * holders);
+	} else if (z->burst / (2 * holders) < budget) {
+		/* what every holder holds at once stays within three
+		 * quarters of the burst: units a client's other workers
+		 * hold unspent are charged to its bucket, and a client
+		 * below its rate keeps that bucket full, so the next ask
+		 * finds a quarter of it whatever the others hold (each
+		 * holds up to 1.5 leases: it asks ahead at half of one).
+		 * A sixth of the burst each (half of it in all) cost a hot
+		 * key's first seconds twice the store calls */
+		budget = z->burst / (2 * holders);
 	}
 	if (want > budget)
 		want = budget;

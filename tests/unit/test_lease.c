@@ -375,8 +375,9 @@ saturated_sizing(void **state)
 	z.now_ns = t;
 	assert_false(sl_lease_saturated(&l, &z));
 	/* the budget's 30, but four holders may hold at once no more than
-	 * half the burst of 100: 8 each (12 with what they ask ahead) */
-	assert_int_equal(sl_lease_want(&l, &z, 1), 8);
+	 * three quarters of the burst of 100: 12 each (18 with what they
+	 * ask ahead) */
+	assert_int_equal(sl_lease_want(&l, &z, 1), 12);
 	sl_lease_granted(&l, 0, 0, 10 * MS, S, 0, t); /* refused */
 	z.now_ns = t + 10 * MS;
 	assert_false(sl_lease_saturated(&l, &z)); /* once: not yet */
