@@ -47,7 +47,8 @@ build build
 # figures are its speed's: accuracy, on the optimised build
 meson test -C build --print-errorlogs --no-rebuild --suite accuracy \
 	--logbase testlog-accuracy || rc=1
-# the ThreadSanitizer tree and the fuzzers are built meanwhile, at the
+# the ThreadSanitizer tree, the fuzzers and the package's release tree
+# (func/package builds the .deb from it) are built meanwhile, at the
 # lowest priority: on two CPUs they take what the sanitizer suites leave
 # (those wait on clients and timers as much as they compute)
 (
@@ -57,6 +58,10 @@ meson test -C build --print-errorlogs --no-rebuild --suite accuracy \
 	fi
 	nice -n 19 ninja -C build-tsan tests/test_race >/dev/null
 	FUZZ_BUILD_ONLY=1 nice -n 19 scripts/fuzz.sh 0 >/dev/null
+	if [ ! -f build-pkg/build.ninja ]; then
+		meson setup build-pkg --prefix=/usr --buildtype=release >/dev/null
+	fi
+	nice -n 19 ninja -C build-pkg >/dev/null
 ) >build-side.log 2>&1 &
 side=$!
 build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined \
