@@ -14,6 +14,9 @@ mkdir -p "${1:-.}"
 out=$(realpath "${1:-.}")
 bdir=build-pkg
 
+# one build of the tree at a time (scripts/test.sh builds it beforehand)
+exec 9>"$bdir.lock"
+flock 9
 if [ ! -f "$bdir/build.ninja" ]; then
 	meson setup "$bdir" --prefix=/usr --buildtype=release >/dev/null
 fi

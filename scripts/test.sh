@@ -58,10 +58,14 @@ meson test -C build --print-errorlogs --no-rebuild --suite accuracy \
 	fi
 	nice -n 19 ninja -C build-tsan tests/test_race >/dev/null
 	FUZZ_BUILD_ONLY=1 nice -n 19 scripts/fuzz.sh 0 >/dev/null
-	if [ ! -f build-pkg/build.ninja ]; then
-		meson setup build-pkg --prefix=/usr --buildtype=release >/dev/null
-	fi
-	nice -n 19 ninja -C build-pkg >/dev/null
+	(
+		# scripts/package.sh takes the same lock
+		flock 9
+		if [ ! -f build-pkg/build.ninja ]; then
+			meson setup build-pkg --prefix=/usr --buildtype=release >/dev/null
+		fi
+		nice -n 19 ninja -C build-pkg >/dev/null
+	) 9>build-pkg.lock
 ) >build-side.log 2>&1 &
 side=$!
 build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined \
