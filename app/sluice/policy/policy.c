@@ -105,6 +105,7 @@ keep_templates(struct sl_policy *p, uint32_t i, struct sl_reply_info *ri)
 static void
 field_name(struct sl_policy *p, uint32_t i, const char *name)
 {
+	char salted[SL_NAME_MAX + 16];
 	uint64_t h = 0xcbf29ce484222325ULL;
 	const char *c;
 
@@ -112,9 +113,8 @@ field_name(struct sl_policy *p, uint32_t i, const char *name)
 		snprintf(p->field_name[i], sizeof(p->field_name[i]), "%s",
 			 name);
 	} else {
-		for (c = "sluice-policy:"; *c; c++)
-			h = (h ^ (uint8_t)*c) * 0x100000001b3ULL;
-		for (c = name; *c; c++)
+		snprintf(salted, sizeof(salted), "sluice-policy:%s", name);
+		for (c = salted; *c; c++)
 			h = (h ^ (uint8_t)*c) * 0x100000001b3ULL;
 		snprintf(p->field_name[i], sizeof(p->field_name[i]), "p%012llx",
 			 (unsigned long long)(h >> 16));
