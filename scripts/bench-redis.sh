@@ -5,7 +5,7 @@
 # latency with a Redis round trip in it, flat out and at two paced rates.
 # Not a test: prints figures. DELAY_MS: Redis reached through
 # tests/lib/delayproxy.py, each reply held a random 0..DELAY_MS (in order),
-# the slow store of issue 13.
+# a slow store.
 # usage: [DELAY_MS=6] scripts/bench-redis.sh [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."

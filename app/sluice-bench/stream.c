@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * sluice-bench --stream: what the stream normaliser (issue 18) adds to
+ * sluice-bench --stream: what the stream normaliser adds to
  * the flow table's work on clean traffic: keep-alive connections, each
  * request head in one segment, the server's ACK after it (which commits
  * the head's decided range). The same segments through a table with the

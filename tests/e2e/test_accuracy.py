@@ -164,7 +164,7 @@ def run_bound(topos, path, key, count, period_s, burst, conns, during, low, secs
     # Units reserved when wrk stops and not yet good are not the run's;
     # those good and unspent then are (a key above its limit spends its
     # units as they come good, measured 0.96-0.99 x). A connection moves
-    # to another worker at every 429 (it is closed, issue 14), and what
+    # to another worker at every 429 (it is closed), and what
     # its last worker holds waits there until it comes back or the lease
     # ends: with fewer connections than workers, a worker without one may
     # hold a saturated lease (its fair share of SL_LEASE_SATURATED_MS)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The alert rules against a recorded scrape (issue 17): what
+"""The alert rules against a recorded scrape: what
 sluice-exporter reads from a running appliance, not series written by
 hand, is what Prometheus's rule engine evaluates, so an alert whose
 expression names a metric or a label the exporter does not give (or no

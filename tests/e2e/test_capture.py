@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Packet capture on a running appliance (issue 17): dpdk-dumpcap attaches
+"""Packet capture on a running appliance: dpdk-dumpcap attaches
 to sluice as a DPDK secondary process and records what its client-side
 port received and sent, while curl runs through it.
 

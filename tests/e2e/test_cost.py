@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Cost settled from the response (a rule's cost_from_response, issue 14):
+"""Cost settled from the response (a rule's cost_from_response):
 the request is admitted at the rule's cost (1), and the backend's
 X-RateLimit-Cost says what it cost; the difference is charged or given
 back. With this worker's own buckets (no store) and with leases from a

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The limit cannot be sidestepped by TCP: a real Linux backend (nginx) is
-the oracle, its access log the judge (issue 18).
+the oracle, its access log the judge.
 
 A hand-written TCP client in the client namespace (evasion_client.py)
 tries every way to make sluice decide on bytes the backend's stack reads

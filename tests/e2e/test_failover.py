@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A Redis Cluster that fails over under sluice (issue 19).
+"""A Redis Cluster that fails over under sluice.
 
 Three masters and three replicas on 127.0.0.1 (cluster-node-timeout
 1000), one appliance with two seeds and a fail_closed rule (600/min,

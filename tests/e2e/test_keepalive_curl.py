@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A 429 keeps the connection (response.keep_alive, issue 14), end to end
+"""A 429 keeps the connection (response.keep_alive), end to end
 with real clients and the real backend:
 
 - curl, nine URLs on one connection (a key of 3 a minute, then a path no

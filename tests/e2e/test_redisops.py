@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Redis as operators run it (issue 19, first part: credentials).
+"""Redis as operators run it: credentials.
 
 - An ACL user with the least privilege the appliance needs (the list in
   README.md, applied here as written there) and the default user

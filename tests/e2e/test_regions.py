@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Global limits across regions, static slices (issue 16, first part).
+"""Global limits across regions, static slices.
 
 Two regions on this machine, each with its own redis-server and one
 appliance (one worker), `regions: {eu: 1, us: 1}`:

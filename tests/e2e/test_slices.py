@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Global limits rebalanced across regions (issue 16): the appliances
+"""Global limits rebalanced across regions: the appliances
 enforce the slices sluice-aggregator writes.
 
 Three regions on this machine (a, b, c: one appliance, one worker, each,

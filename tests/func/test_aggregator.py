@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""sluice-aggregator (issue 16): the slice computation, and one process
+"""sluice-aggregator: the slice computation, and one process
 against real redis-servers standing for three regions.
 
 - slices: static weights without demand; proportional to demand with a

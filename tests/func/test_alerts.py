@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The Prometheus alert rules (conf/prometheus/sluice-alerts.yml, issue 17),
+"""The Prometheus alert rules (conf/prometheus/sluice-alerts.yml),
 checked by Prometheus's own tool rather than by reading the YAML:
 
 - `promtool check rules`: every expression parses, every rule is valid;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""BENCHMARKS.md's charts (issue 17): scripts/charts.py draws them from
+"""BENCHMARKS.md's charts: scripts/charts.py draws them from
 the measured runs checked in under tests/results/ (JSON lines written by
 scripts/bench-peers.sh and tests/e2e/test_accuracy.py with
 SLUICE_RESULTS=FILE).

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The command line without EAL (issue 17): --version and --help exit 0
+"""The command line without EAL: --version and --help exit 0
 before any EAL start, a wrong option or a stray argument is named and
 exits 1, --config is required; --explain reads heads back to back.
 

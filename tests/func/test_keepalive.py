@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A 429 that keeps the connection (response.keep_alive, issue 14): the
+"""A 429 that keeps the connection (response.keep_alive): the
 real sluice binary between two raw wires the test plays both ends of
 (tests/func/wire.py), every frame checked.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The Redis scripts against the C authority (issue 20): the same random
+"""The Redis scripts against the C authority: the same random
 sequences of grants and give-backs, with their times, through
 sl_lease_grant/sl_lease_give_back (tests/tools/limit_replay) and through
 the reserve and refund scripts of app/sluice/store/store_lua.h on a real

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The Debian package (issue 17): scripts/package.sh builds
+"""The Debian package: scripts/package.sh builds
 sluice_<version>_amd64.deb; it is unpacked into a temporary root (dpkg -x:
 nothing is installed on the test machine) and run from there.
 

@@ -5,7 +5,7 @@ step by step, client and server, and every frame that comes out is
 compared byte for byte with what should: forwarded unchanged, dropped, or
 answered (reply to the client, RST to the backend).
 
-The second half is the normaliser (issue 18): each way to make sluice
+The second half is the normaliser: each way to make sluice
 decide on bytes the backend never accepts, next to its legitimate twin.
 
 usage: test_stream.py PATH/TO/sluice

@@ -4,7 +4,7 @@
 
 /*
  * What this node's clients demanded of each global rule, reported to the
- * region's Redis every second for sluice-aggregator (issue 16), which
+ * region's Redis every second for sluice-aggregator, which
  * moves the rule's slices to where the demand is. Demand is the units
  * that arrived at a worker's lease (admitted, refused or waiting), sent
  * with its next ask (the store's grants would not do: a key over its
