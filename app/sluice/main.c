@@ -36,6 +36,7 @@ struct opts {
 	const char *explain; /* a request head to explain, "-": stdin */
 	const char *peer;    /* its client address */
 	int help, version;
+	int strict; /* --check-config: warnings fail it */
 };
 
 static void
@@ -44,7 +45,7 @@ usage(FILE *f)
 	fprintf(f,
 		"usage: sluice [EAL args] -- --config FILE [--log-level "
 		"LEVEL]\n"
-		"       sluice -- --config FILE --check-config\n"
+		"       sluice -- --config FILE --check-config [--strict]\n"
 		"       sluice -- --config FILE --explain HEAD_FILE|- [--peer "
 		"ADDR]\n"
 		"       sluice --version | -- --help\n"
@@ -52,6 +53,8 @@ usage(FILE *f)
 		"  --config FILE      the rules and settings (YAML)\n"
 		"  --check-config     validate FILE and exit (no EAL, no "
 		"port)\n"
+		"  --strict           with --check-config: a warning fails "
+		"it (exit 1)\n"
 		"  --log-level LEVEL  the sl.* log level (1-8, DPDK's)\n"
 		"  --explain HEADS    how each request head (back to back) "
 		"would be decided, then exit\n"
@@ -77,6 +80,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 	static const struct option lo[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"check-config", no_argument, NULL, 'k'},
+		{"strict", no_argument, NULL, 's'},
 		{"log-level", required_argument, NULL, 'l'},
 		{"explain", required_argument, NULL, 'x'},
 		{"peer", required_argument, NULL, 'p'},
@@ -94,6 +98,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'k':
 			o->check_only = 1;
+			break;
+		case 's':
+			o->strict = 1;
 			break;
 		case 'l':
 			o->log_level = optarg;
@@ -132,16 +139,23 @@ warn_line(void *arg, uint32_t line, const char *msg)
 
 /* Validates without EAL: --check-config must not touch any port. */
 static int
-check_config(const char *path)
+check_config(const char *path, int strict)
 {
 	char err[ERRBUF];
 	struct sl_config *c = sl_config_load(path, err, sizeof(err));
+	uint32_t warned;
 
 	if (c == NULL) {
 		fputs(err, stderr);
 		return 1;
 	}
-	sl_config_lint(c, warn_line, (void *)path);
+	warned = sl_config_lint(c, warn_line, (void *)path);
+	if (strict && warned > 0) {
+		fprintf(stderr, "%s: %u warning(s), refused (--strict)\n", path,
+			warned);
+		sl_config_free(c);
+		return 1;
+	}
 	printf("OK rules=%u version=%s\n", c->n_rules, c->version);
 	sl_config_free(c);
 	return 0;
@@ -329,7 +343,7 @@ main(int argc, char **argv)
 			return 0;
 	}
 	if (dd < argc && o.check_only)
-		return check_config(o.config);
+		return check_config(o.config, o.strict);
 	if (dd < argc && o.explain != NULL)
 		return sl_explain(o.config, o.explain,
 				  o.peer ? o.peer : "198.18.0.1");

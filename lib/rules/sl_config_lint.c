@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What a valid config means that its author may not have meant: rules
- * that leave traffic unlimited without saying so. Told, never refused
- * (a config that parses is applied as written).
+ * that leave traffic unlimited without saying so, and rules that can
+ * never match. Told, never refused (a config that parses is applied as
+ * written; --check-config --strict makes a warning fail the check).
  */
 #include <stdio.h>
 #include <string.h>
@@ -59,8 +60,76 @@ lint_hosts(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 	return 1;
 }
 
+/* Rules whose match no request can meet: a query in a path field (the
+ * path matched is the target's path, never its query), and an exact
+ * path outside the rule's own path_prefix (a request must meet both). */
+static uint32_t
+lint_never(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
+{
+	char msg[1024];
+	uint32_t i, n = 0;
+
+	for (i = 0; i < c->n_rules; i++) {
+		const struct sl_rule *r = &c->rules[i];
+		const char *q = strchr(r->path, '?')          ? r->path
+				: strchr(r->path_prefix, '?') ? r->path_prefix
+							      : NULL;
+
+		if (q != NULL)
+			snprintf(msg, sizeof(msg),
+				 "rule '%s' can never match: '%.200s' holds a "
+				 "query ('?'), and a rule matches the target's "
+				 "path alone; drop what follows the '?'",
+				 r->name, q);
+		else if (r->path[0] && r->path_prefix[0] &&
+			 strncmp(r->path, r->path_prefix,
+				 strlen(r->path_prefix)) != 0)
+			snprintf(msg, sizeof(msg),
+				 "rule '%s' can never match: a request must "
+				 "meet both path '%.200s' and path_prefix "
+				 "'%.200s', and none can; keep one of them",
+				 r->name, r->path, r->path_prefix);
+		else
+			continue;
+		fn(arg, r->line, msg);
+		n++;
+	}
+	return n;
+}
+
+/* What no enforcing rule binds: nothing at all, or, when every rule is
+ * keyed on a claimed identity, every request that claims none. */
+static uint32_t
+lint_unbound(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
+{
+	uint32_t i, enforcing = 0, first = 0;
+
+	for (i = 0; i < c->n_rules; i++) {
+		const struct sl_rule *r = &c->rules[i];
+
+		if (r->shadow)
+			continue;
+		if (enforcing++ == 0)
+			first = r->line;
+		if (r->scope != SL_SCOPE_KEY && r->scope != SL_SCOPE_USER)
+			return 0;
+	}
+	if (enforcing == 0) {
+		fn(arg, 1,
+		   "no enforcing rule: every request goes to the backend "
+		   "unlimited");
+		return 1;
+	}
+	fn(arg, first,
+	   "every rule is keyed on an API key or a user: a request that "
+	   "sends neither matches no rule and goes unlimited to the "
+	   "backend; add a rule with scope: ip to bound them");
+	return 1;
+}
+
 uint32_t
 sl_config_lint(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 {
-	return lint_hosts(c, fn, arg);
+	return lint_hosts(c, fn, arg) + lint_never(c, fn, arg) +
+	       lint_unbound(c, fn, arg);
 }

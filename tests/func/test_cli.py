@@ -46,7 +46,42 @@ def main():
     unit(binary, res)
     explain_heads(binary, res)
     host_rules(binary, res)
+    never_bound(binary, res)
     return res.finish()
+
+
+def never_bound(binary, res):
+    """Rules that can never match, and requests no rule binds: each said
+    with its line and what to do; --strict makes them fail the check, and
+    a config without them passes it."""
+    cases = [
+        ("  - {name: q, scope: ip, match: {path: \"/login?next=1\"}, limit: 5/min}\n",
+         ":4: warning: rule 'q' can never match: '/login?next=1' holds a query"),
+        ("  - {name: b, scope: ip, match: {path: /x/y, path_prefix: /v1}, limit: 5/min}\n",
+         ":4: warning: rule 'b' can never match: a request must meet both"),
+        ("  - {name: k, scope: key, limit: 5/min}\n",
+         ":4: warning: every rule is keyed on an API key or a user"),
+        ("  - {name: s, scope: ip, limit: 5/min, shadow: true}\n",
+         ":1: warning: no enforcing rule"),
+        ("  - {name: k, scope: key, limit: 5/min}\n  - {name: i, scope: ip, limit: 50/min}\n",
+         None),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "w.yaml")
+        for rules, said in cases:
+            with open(path, "w") as f:
+                f.write("version: 1\nidentity: {api_key_header: X-API-Key}\nrules:\n" + rules)
+            rc, out, err = run(binary, "--", "--config", path, "--check-config")
+            src, _, serr = run(binary, "--", "--config", path, "--check-config", "--strict")
+            if said is None:
+                res.check(rc == 0 and src == 0 and err == "" and serr == "",
+                          "--check-config: a key rule and an ip rule, nothing said; "
+                          "--strict passes (%r)" % err.strip())
+                continue
+            res.check(rc == 0 and out.startswith("OK rules=") and (path + said) in err,
+                      "--check-config warns%s (%r)" % (said, err.strip()[:160]))
+            res.check(src == 1 and "refused (--strict)" in serr,
+                      "--check-config --strict: the warning fails it (exit %d)" % src)
 
 
 def host_rules(binary, res):
