@@ -151,8 +151,71 @@ sl_cfg_get_enum(struct loader *L, yaml_node_t *n, const char *what,
 			return 0;
 		}
 	}
-	sl_cfg_error_at(L, n, "%s: unknown value '%s'", what, s);
+	{
+		char all[256];
+		size_t len = 0;
+
+		all[0] = '\0';
+		for (i = 0; names[i] != NULL && len + 1 < sizeof(all); i++)
+			len += (size_t)snprintf(all + len, sizeof(all) - len,
+						"%s%s", i ? ", " : "",
+						names[i]);
+		sl_cfg_error_at(L, n, "%s: unknown value '%s' (one of: %s)",
+				what, s, all);
+	}
 	return -1;
+}
+
+/* Edits (insert, delete, change one byte) from a to b, at most 64 bytes
+ * of each: how far a mistyped key is from each it could have meant. */
+static unsigned int
+distance(const char *a, const char *b)
+{
+	unsigned int row[65], i, j;
+	size_t na = strnlen(a, 64), nb = strnlen(b, 64);
+
+	for (j = 0; j <= nb; j++)
+		row[j] = j;
+	for (i = 1; i <= na; i++) {
+		unsigned int diag = row[0], up;
+
+		row[0] = i;
+		for (j = 1; j <= nb; j++) {
+			unsigned int best = diag + (a[i - 1] != b[j - 1]);
+
+			up = row[j];
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[nb];
+}
+
+/* The section's key nearest to ks, if it is near enough to be the one
+ * meant (a third of its length in edits, at least one); NULL if none. */
+static const char *
+nearest_key(const struct field *fields, const char *ks)
+{
+	const char *best = NULL;
+	unsigned int bd = UINT32_MAX;
+	const struct field *f;
+
+	for (f = fields; f->name != NULL; f++) {
+		unsigned int d = distance(ks, f->name);
+
+		if (d < bd) {
+			bd = d;
+			best = f->name;
+		}
+	}
+	return best != NULL && bd <= (strlen(best) / 3 > 1 ? strlen(best) / 3
+							   : 1)
+		       ? best
+		       : NULL;
 }
 
 int
@@ -264,7 +327,12 @@ sl_cfg_walk_map(struct loader *L, yaml_node_t *n, const char *section,
 		for (f = fields; f->name != NULL; f++)
 			if (strcmp(f->name, ks) == 0)
 				break;
-		if (f->name == NULL)
+		if (f->name == NULL && nearest_key(fields, ks) != NULL)
+			sl_cfg_error_at(L, k,
+					"%s: unknown key '%s' (did you mean "
+					"'%s'?)",
+					section, ks, nearest_key(fields, ks));
+		else if (f->name == NULL)
 			sl_cfg_error_at(L, k, "%s: unknown key '%s'", section,
 					ks);
 		else if (f->kind == FK_FN)

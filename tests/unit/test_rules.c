@@ -845,10 +845,35 @@ checksum_line(void **state)
 	sl_config_free(c);
 }
 
+/* Errors that say how to fix them: an enum's values listed, a mistyped
+ * key answered with the one it is near, a key near none named alone. */
+static void
+errors_suggest(void **state)
+{
+	char err[2048];
+
+	(void)state;
+	assert_null(load("version: 1\nrules:\n"
+			 "  - {name: a, scope: api_key, algoritm: gcra, "
+			 "limit: 5/min}\n"
+			 "  - {name: b, scope: ip, algorithm: leaky_bucket, "
+			 "limit: 5/min, zzz: 1}\n",
+			 err, sizeof(err)));
+	assert_non_null(strstr(err, "t.yaml:3:22: scope: unknown value "
+				    "'api_key' (one of: key, user, ip, "
+				    "endpoint, global)"));
+	assert_non_null(strstr(err, "unknown key 'algoritm' (did you mean "
+				    "'algorithm'?)"));
+	assert_non_null(strstr(err, "unknown value 'leaky_bucket' (one of: "
+				    "token_bucket, gcra,"));
+	assert_non_null(strstr(err, "unknown key 'zzz'\n"));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(errors_suggest),
 		cmocka_unit_test(checksum_line),
 		cmocka_unit_test(full_example),
 		cmocka_unit_test(all_errors_with_positions),
