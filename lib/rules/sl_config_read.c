@@ -321,8 +321,11 @@ sl_cfg_walk_map(struct loader *L, yaml_node_t *n, const char *section,
 			if (k2->type == YAML_SCALAR_NODE &&
 			    strcmp((const char *)k2->data.scalar.value, ks) ==
 				    0)
-				sl_cfg_error_at(L, k, "%s: duplicate key '%s'",
-						section, ks);
+				sl_cfg_error_at(L, k,
+						"%s: duplicate key '%s' (the "
+						"first is at line %zu)",
+						section, ks,
+						k2->start_mark.line + 1);
 		}
 		for (f = fields; f->name != NULL; f++)
 			if (strcmp(f->name, ks) == 0)

@@ -394,8 +394,11 @@ sl_cfg_rules(struct loader *L, yaml_node_t *v, void *o)
 		if (r->name[0] == '\0')
 			sl_cfg_error_at(L, it, "rule: 'name' is required");
 		else if (find_rule(c, r->name) >= 0)
-			sl_cfg_error_at(L, it, "rule '%s': duplicate name",
-					r->name);
+			sl_cfg_error_at(L, it,
+					"rule '%s': duplicate name (the first "
+					"is at line %u)",
+					r->name,
+					c->rules[find_rule(c, r->name)].line);
 		if (!sl_cfg_has_key(L, it, "limit"))
 			sl_cfg_error_at(L, it, "rule '%s': 'limit' is required",
 					r->name);

@@ -151,7 +151,8 @@ all_errors_with_positions(void **state)
 	assert_non_null(strstr(err, "t.yaml:9:12: limit: expected a rate"));
 	assert_non_null(
 		strstr(err, "t.yaml:13:11: tier: unknown tier 'gold'\n"));
-	assert_non_null(strstr(err, "t.yaml:17:5: rule 'c': duplicate name\n"));
+	assert_non_null(strstr(err, "t.yaml:17:5: rule 'c': duplicate name "
+				    "(the first is at line 14)\n"));
 	assert_non_null(strstr(err, "t.yaml:20:5: rule 'd': sub_buckets 8 "
 				    "leave each less than its cost 1"));
 	assert_non_null(
