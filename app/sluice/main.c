@@ -316,7 +316,19 @@ main(int argc, char **argv)
 	/* --help, --version and --check-config need no EAL: the app's
 	 * args after "--" (or --version, --help alone) */
 	for (dd = 1; dd < argc && strcmp(argv[dd], "--") != 0; dd++)
-		if (strcmp(argv[dd], "--version") == 0) {
+		if (strcmp(argv[dd], "--config") == 0 ||
+		    strncmp(argv[dd], "--config=", 9) == 0 ||
+		    strcmp(argv[dd], "--check-config") == 0 ||
+		    strcmp(argv[dd], "--explain") == 0) {
+			/* EAL would refuse it with its whole usage (111
+			 * lines) and leave its runtime directory behind */
+			fprintf(stderr,
+				"sluice: %s is sluice's, not EAL's: it goes "
+				"after '--' (sluice [EAL args] -- --config "
+				"FILE ...)\n",
+				argv[dd]);
+			return 1;
+		} else if (strcmp(argv[dd], "--version") == 0) {
 			version();
 			return 0;
 		} else if (strcmp(argv[dd], "--help") == 0 ||

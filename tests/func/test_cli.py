@@ -37,6 +37,10 @@ def main():
     rc, _, err = run(binary, "--", "--config", "x.yaml", "--bogus")
     res.check(rc == 1 and "sluice: unrecognized option '--bogus'" in err,
               "an unknown option is named: %r" % err.splitlines()[:1])
+    rc, out, err = run(binary, "--config", "x.yaml", "--check-config")
+    res.check(rc == 1 and "goes after '--'" in err and "EAL" not in err.replace(
+        "EAL args", "").replace("EAL's", "") and len((out + err).splitlines()) == 1,
+              "--config before '--': one line that says where it goes (%r)" % err.strip())
     rc, _, err = run(binary, "--", "--config", "x.yaml", "stray")
     res.check(rc == 1 and "unexpected argument 'stray'" in err,
               "a stray argument is named: %r" % err.splitlines()[:1])
