@@ -164,9 +164,10 @@ check_config(const char *path, int strict)
 /* Wrong credentials said at start, plainly (the store then runs degraded
  * until they are fixed, as with a Redis that is down). */
 static void
-check_credentials(const struct sl_endpoint *e)
+check_credentials(const struct sl_endpoint *e, const struct sl_redis_auth *a)
 {
-	redisContext *c = sl_redis_connect_sync(e->host, e->port, 1000, 1000);
+	redisContext *c =
+		sl_redis_connect_sync(e->host, e->port, a, 1000, 1000);
 
 	if (c != NULL) {
 		SL_LOG(NOTICE, "store: authenticated to %s:%u", e->host,
@@ -420,10 +421,6 @@ main(int argc, char **argv)
 	if (cfg->store.present) {
 		const struct sl_endpoint *e = &cfg->store.endpoints[0];
 
-		sl_redis_set_auth(cfg->store.username, cfg->store.password);
-		if (cfg->store.password[0] != '\0')
-			check_credentials(e);
-
 		struct sl_store_conf sc = {.seeds = cfg->store.endpoints,
 					   .n_seeds = cfg->store.n_endpoints,
 					   .cluster = cfg->store.cluster,
@@ -432,19 +429,25 @@ main(int argc, char **argv)
 						   cfg->store.probe_interval_ms,
 					   .refresh_ms = cfg->store.refresh_ms};
 
+		sl_redis_auth_set(&sc.auth, cfg->store.username,
+				  cfg->store.password);
+		if (sc.auth.pass[0] != '\0')
+			check_credentials(e, &sc.auth);
+
 		if (sl_coord_attach_store(app.coord, &sc) != 0)
 			rte_exit(EXIT_FAILURE, "cannot create the store\n");
 		snprintf(app.coord->keys_hash, sizeof(app.coord->keys_hash),
 			 "%s", cfg->store.keys_hash);
 		SL_LOG(NOTICE, "store: Redis%s at %s:%u",
 		       cfg->store.cluster ? " Cluster" : "", e->host, e->port);
-		app.rulesync = sl_rulesync_create(&app, e->host, e->port,
-						  cfg->store.rules_channel,
-						  cfg->store.reconcile_ms);
+		app.rulesync = sl_rulesync_create(
+			&app, e->host, e->port, &sc.auth,
+			cfg->store.rules_channel, cfg->store.reconcile_ms);
 		/* slices are given per region: none without one */
 		if (cfg->store.region[0] != '\0' &&
-		    (app.slicesync = sl_slicesync_create(
-			     &app, app.coord->store, e->host, e->port)) == NULL)
+		    (app.slicesync = sl_slicesync_create(&app, app.coord->store,
+							 e->host, e->port,
+							 &sc.auth)) == NULL)
 			rte_exit(EXIT_FAILURE, "cannot follow the slices\n");
 	}
 	ws = start_workers(&app, &n_workers, views);
@@ -461,8 +464,10 @@ main(int argc, char **argv)
 	sl_telemetry_set_authority(NULL);
 	sl_coord_free(app.coord);
 	sl_slicesync_free(app.slicesync);
+	sl_rulesync_free(app.rulesync);
 	for (i = 0; i < n_workers; i++)
 		sl_worker_free(&ws[i]);
+	sl_reload_free(&app);
 	sl_policy_free(app.policy);
 	rte_free(ws);
 	sl_config_free(cfg);

@@ -13,20 +13,35 @@
 
 #define MAX_SRC 128
 
-static struct sl_telemetry_src srcs[MAX_SRC];
-static unsigned int n_srcs;
-/* Swapped by a reload while a telemetry client may be reading it. */
-static pthread_mutex_t rules_lock = PTHREAD_MUTEX_INITIALIZER;
-static const struct sl_ruleset *rules;
-static const uint16_t *rule_slots;
+struct top_row {
+	struct sl_top_entry e;
+	uint64_t count;
+};
+
+/*
+ * What the /sluice commands read, their context: the workers' sources
+ * (set at start), the rules (swapped by a reload while a reader may be in
+ * flight: under rules_lock), the node's authority, and /sluice/top's
+ * merge. One per process, as DPDK's telemetry socket is.
+ */
+static struct tel_state {
+	struct sl_telemetry_src srcs[MAX_SRC];
+	unsigned int n_srcs;
+	pthread_mutex_t rules_lock;
+	const struct sl_ruleset *rules;
+	const uint16_t *rule_slots;
+	const struct sl_bucket_table *authority;
+	struct top_row rows[MAX_SRC * SL_TOP_K];
+} tel = {.rules_lock = PTHREAD_MUTEX_INITIALIZER};
 
 void
 sl_telemetry_set_rules(const struct sl_ruleset *rs, const uint16_t *slots)
 {
-	pthread_mutex_lock(&rules_lock);
-	rules = rs;
-	rule_slots = slots;
-	pthread_mutex_unlock(&rules_lock);
+	struct tel_state *t = &tel;
+	pthread_mutex_lock(&t->rules_lock);
+	t->rules = rs;
+	t->rule_slots = slots;
+	pthread_mutex_unlock(&t->rules_lock);
 }
 
 static void
@@ -43,12 +58,10 @@ add_table(struct sl_bucket_stats *o, const struct sl_bucket_table *t)
 	o->expired += b->expired;
 }
 
-static const struct sl_bucket_table *authority;
-
 void
 sl_telemetry_set_authority(const struct sl_bucket_table *t)
 {
-	authority = t;
+	tel.authority = t;
 }
 
 static void
@@ -88,18 +101,19 @@ _Static_assert(sizeof(struct sl_counters) % sizeof(uint64_t) == 0 &&
 void
 sl_telemetry_sum(struct sl_counters *out, struct sl_flow_stats *fs)
 {
+	struct tel_state *t = &tel;
 	unsigned int i;
 
 	memset(out, 0, sizeof(*out));
 	memset(fs, 0, sizeof(*fs));
-	for (i = 0; i < n_srcs; i++) {
-		add_words((uint64_t *)out, (const uint64_t *)srcs[i].ctr,
+	for (i = 0; i < t->n_srcs; i++) {
+		add_words((uint64_t *)out, (const uint64_t *)t->srcs[i].ctr,
 			  sizeof(*out) / sizeof(uint64_t));
-		if (srcs[i].flows != NULL)
-			add_words(
-				(uint64_t *)fs,
-				(const uint64_t *)sl_flow_stats(srcs[i].flows),
-				sizeof(*fs) / sizeof(uint64_t));
+		if (t->srcs[i].flows != NULL)
+			add_words((uint64_t *)fs,
+				  (const uint64_t *)sl_flow_stats(
+					  t->srcs[i].flows),
+				  sizeof(*fs) / sizeof(uint64_t));
 	}
 }
 
@@ -226,49 +240,49 @@ fill_reasons(struct rte_tel_data *d, const struct sl_counters *c)
 }
 
 static void
-fill_latency(struct rte_tel_data *d)
+fill_latency(struct tel_state *t, struct rte_tel_data *d)
 {
 	struct sl_hist h;
 	unsigned int i, b;
 
 	memset(&h, 0, sizeof(h));
-	for (i = 0; i < n_srcs; i++)
-		for (b = 0; srcs[i].latency && b < SL_HIST_BUCKETS; b++)
-			h.b[b] += srcs[i].latency->b[b];
+	for (i = 0; i < t->n_srcs; i++)
+		for (b = 0; t->srcs[i].latency && b < SL_HIST_BUCKETS; b++)
+			h.b[b] += t->srcs[i].latency->b[b];
 	U64(d, "latency_ns_p50", sl_hist_quantile(&h, 0.5));
 	U64(d, "latency_ns_p99", sl_hist_quantile(&h, 0.99));
 	U64(d, "latency_ns_p999", sl_hist_quantile(&h, 0.999));
 }
 
 static int
-cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+cmd_stats(void *ctx, const char *params, struct rte_tel_data *d)
 {
+	struct tel_state *t = ctx;
 	struct sl_counters c;
 	struct sl_flow_stats f;
 	struct sl_bucket_stats b;
 
-	RTE_SET_USED(cmd);
 	RTE_SET_USED(params);
 	sl_telemetry_sum(&c, &f);
-	bucket_sums(&b, srcs, n_srcs);
-	add_table(&b, authority);
+	bucket_sums(&b, t->srcs, t->n_srcs);
+	add_table(&b, t->authority);
 	rte_tel_data_start_dict(d);
 	fill(d, &c, &f, &b);
-	fill_latency(d);
+	fill_latency(t, d);
 	fill_reasons(d, &c);
 	fill_norm(d, &f);
 	return 0;
 }
 
 static int
-cmd_workers(const char *cmd, const char *params, struct rte_tel_data *d)
+cmd_workers(void *ctx, const char *params, struct rte_tel_data *d)
 {
+	struct tel_state *t = ctx;
 	unsigned int i;
 
-	RTE_SET_USED(cmd);
 	RTE_SET_USED(params);
 	rte_tel_data_start_dict(d);
-	for (i = 0; i < n_srcs; i++) {
+	for (i = 0; i < t->n_srcs; i++) {
 		struct rte_tel_data *w = rte_tel_data_alloc();
 		struct sl_flow_stats none = {0};
 		struct sl_bucket_stats b;
@@ -276,11 +290,12 @@ cmd_workers(const char *cmd, const char *params, struct rte_tel_data *d)
 
 		if (w == NULL)
 			return -ENOMEM;
-		bucket_sums(&b, &srcs[i], 1);
+		bucket_sums(&b, &t->srcs[i], 1);
 		rte_tel_data_start_dict(w);
-		fill(w, srcs[i].ctr,
-		     srcs[i].flows ? sl_flow_stats(srcs[i].flows) : &none, &b);
-		snprintf(name, sizeof(name), "lcore%u", srcs[i].lcore);
+		fill(w, t->srcs[i].ctr,
+		     t->srcs[i].flows ? sl_flow_stats(t->srcs[i].flows) : &none,
+		     &b);
+		snprintf(name, sizeof(name), "lcore%u", t->srcs[i].lcore);
 		rte_tel_data_add_dict_container(d, name, w, 0);
 	}
 	return 0;
@@ -304,32 +319,33 @@ sl_tel_key(char *dst, const char *name, size_t size)
 }
 
 static int
-cmd_rules(const char *cmd, const char *params, struct rte_tel_data *d)
+cmd_rules(void *ctx, const char *params, struct rte_tel_data *d)
 {
+	struct tel_state *t = ctx;
 	uint32_t r, n;
 
-	RTE_SET_USED(cmd);
 	RTE_SET_USED(params);
 	rte_tel_data_start_dict(d);
-	pthread_mutex_lock(&rules_lock);
-	if (rules == NULL) {
-		pthread_mutex_unlock(&rules_lock);
+	pthread_mutex_lock(&t->rules_lock);
+	if (t->rules == NULL) {
+		pthread_mutex_unlock(&t->rules_lock);
 		return 0;
 	}
-	rte_tel_data_add_dict_string(d, "version", sl_ruleset_version(rules));
-	n = sl_ruleset_count(rules);
+	rte_tel_data_add_dict_string(d, "version",
+				     sl_ruleset_version(t->rules));
+	n = sl_ruleset_count(t->rules);
 	for (r = 0; r < n; r++) {
 		struct rte_tel_data *one = rte_tel_data_alloc();
-		const struct sl_rule *rule = sl_ruleset_rule(rules, r);
+		const struct sl_rule *rule = sl_ruleset_rule(t->rules, r);
 		char key[RTE_TEL_MAX_STRING_LEN];
 		uint64_t a = 0, j = 0, s = 0, g = 0;
 		unsigned int i;
 
 		if (one == NULL)
 			break;
-		for (i = 0; i < n_srcs; i++) {
+		for (i = 0; i < t->n_srcs; i++) {
 			const struct sl_rule_ctr *rc =
-				&srcs[i].rules[rule_slots[r]];
+				&t->srcs[i].rules[t->rule_slots[r]];
 
 			a += rc->allowed;
 			j += rc->rejected;
@@ -366,15 +382,11 @@ cmd_rules(const char *cmd, const char *params, struct rte_tel_data *d)
 		sl_tel_key(key, rule->name, sizeof(key));
 		rte_tel_data_add_dict_container(d, key, one, 0);
 	}
-	pthread_mutex_unlock(&rules_lock);
+	pthread_mutex_unlock(&t->rules_lock);
 	return 0;
 }
 
 /* One identity and rule across workers. */
-struct top_row {
-	struct sl_top_entry e;
-	uint64_t count;
-};
 
 static int
 cmp_rows(const void *a, const void *b)
@@ -385,14 +397,15 @@ cmp_rows(const void *a, const void *b)
 }
 
 static uint32_t
-merge_top(struct top_row *rows, uint32_t max)
+merge_top(struct tel_state *t, struct top_row *rows, uint32_t max)
 {
 	struct sl_top_entry snap[SL_TOP_K];
 	uint32_t n = 0, i, k, j;
 
-	for (i = 0; i < n_srcs; i++) {
-		uint32_t m =
-			srcs[i].top ? sl_top_snapshot(srcs[i].top, snap) : 0;
+	for (i = 0; i < t->n_srcs; i++) {
+		uint32_t m = t->srcs[i].top
+				     ? sl_top_snapshot(t->srcs[i].top, snap)
+				     : 0;
 
 		for (k = 0; k < m; k++) {
 			for (j = 0; j < n; j++)
@@ -416,16 +429,16 @@ merge_top(struct top_row *rows, uint32_t max)
 }
 
 static const char *
-slot_name(uint16_t slot)
+slot_name(struct tel_state *t, uint16_t slot)
 {
 	uint32_t r, n;
 
 	if (slot == SL_SLOT_BLOCKLIST)
 		return "blocklist";
-	n = rules ? sl_ruleset_count(rules) : 0;
+	n = t->rules ? sl_ruleset_count(t->rules) : 0;
 	for (r = 0; r < n; r++)
-		if (rule_slots[r] == slot)
-			return sl_ruleset_rule(rules, r)->name;
+		if (t->rule_slots[r] == slot)
+			return sl_ruleset_rule(t->rules, r)->name;
 	return "(no longer configured)";
 }
 
@@ -433,15 +446,16 @@ void
 sl_telemetry_names(uint16_t slot, int tier, char *rule, size_t rule_len,
 		   char *tname, size_t tier_len)
 {
-	pthread_mutex_lock(&rules_lock);
-	snprintf(rule, rule_len, "%s", slot_name(slot));
-	if (tier < 0 || rules == NULL ||
-	    (uint32_t)tier >= sl_ruleset_tier_count(rules))
+	struct tel_state *t = &tel;
+	pthread_mutex_lock(&t->rules_lock);
+	snprintf(rule, rule_len, "%s", slot_name(t, slot));
+	if (tier < 0 || t->rules == NULL ||
+	    (uint32_t)tier >= sl_ruleset_tier_count(t->rules))
 		tname[0] = '\0';
 	else
 		snprintf(tname, tier_len, "%s",
-			 sl_ruleset_tier_name(rules, (uint32_t)tier));
-	pthread_mutex_unlock(&rules_lock);
+			 sl_ruleset_tier_name(t->rules, (uint32_t)tier));
+	pthread_mutex_unlock(&t->rules_lock);
 }
 
 /*
@@ -449,16 +463,16 @@ sl_telemetry_names(uint16_t slot, int tier, char *rule, size_t rule_len,
  * (DPDK's telemetry carries dicts inside dicts, not inside arrays).
  */
 static int
-cmd_top(const char *cmd, const char *params, struct rte_tel_data *d)
+cmd_top(void *ctx, const char *params, struct rte_tel_data *d)
 {
-	static struct top_row rows[MAX_SRC * SL_TOP_K];
+	struct tel_state *t = ctx;
+	struct top_row *rows = t->rows;
 	uint32_t n, i, show;
 
-	RTE_SET_USED(cmd);
 	show = params && *params ? (uint32_t)atoi(params) : 20;
 	rte_tel_data_start_dict(d);
-	pthread_mutex_lock(&rules_lock);
-	n = merge_top(rows, RTE_DIM(rows));
+	pthread_mutex_lock(&t->rules_lock);
+	n = merge_top(t, rows, RTE_DIM(t->rows));
 	for (i = 0; i < n && i < show; i++) {
 		struct rte_tel_data *one = rte_tel_data_alloc();
 		struct sl_identity id;
@@ -475,40 +489,41 @@ cmd_top(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_start_dict(one);
 		rte_tel_data_add_dict_string(one, "identity", s);
 		rte_tel_data_add_dict_string(one, "rule",
-					     slot_name(rows[i].e.rule_slot));
+					     slot_name(t, rows[i].e.rule_slot));
 		U64(one, "rejected", rows[i].count);
 		snprintf(s, sizeof(s), "%u", i + 1);
 		rte_tel_data_add_dict_container(d, s, one, 0);
 	}
-	pthread_mutex_unlock(&rules_lock);
+	pthread_mutex_unlock(&t->rules_lock);
 	return 0;
 }
 
 /* Per tier, by name; "no_key" for requests without an API key. */
 static int
-cmd_tiers(const char *cmd, const char *params, struct rte_tel_data *d)
+cmd_tiers(void *ctx, const char *params, struct rte_tel_data *d)
 {
-	uint32_t t, n;
+	struct tel_state *t = ctx;
+	uint32_t k, n;
 
-	RTE_SET_USED(cmd);
 	RTE_SET_USED(params);
 	rte_tel_data_start_dict(d);
-	pthread_mutex_lock(&rules_lock);
-	n = rules ? sl_ruleset_tier_count(rules) : 0;
-	for (t = 0; t <= n; t++) {
+	pthread_mutex_lock(&t->rules_lock);
+	n = t->rules ? sl_ruleset_tier_count(t->rules) : 0;
+	for (k = 0; k <= n; k++) {
 		struct rte_tel_data *one = rte_tel_data_alloc();
 		struct sl_tier_ctr sum = {0};
 		unsigned int i;
 
 		if (one == NULL)
 			break;
-		for (i = 0; i < n_srcs; i++) {
-			if (srcs[i].tiers == NULL)
+		for (i = 0; i < t->n_srcs; i++) {
+			if (t->srcs[i].tiers == NULL)
 				continue;
-			sum.allowed += srcs[i].tiers[t].allowed;
-			sum.rejected += srcs[i].tiers[t].rejected;
-			sum.shadow_rejected += srcs[i].tiers[t].shadow_rejected;
-			sum.degraded += srcs[i].tiers[t].degraded;
+			sum.allowed += t->srcs[i].tiers[k].allowed;
+			sum.rejected += t->srcs[i].tiers[k].rejected;
+			sum.shadow_rejected +=
+				t->srcs[i].tiers[k].shadow_rejected;
+			sum.degraded += t->srcs[i].tiers[k].degraded;
 		}
 		rte_tel_data_start_dict(one);
 		U64(one, "allowed", sum.allowed);
@@ -517,19 +532,21 @@ cmd_tiers(const char *cmd, const char *params, struct rte_tel_data *d)
 		U64(one, "degraded", sum.degraded);
 		rte_tel_data_add_dict_container(
 			d,
-			t == 0 ? "no_key" : sl_ruleset_tier_name(rules, t - 1),
+			k == 0 ? "no_key"
+			       : sl_ruleset_tier_name(t->rules, k - 1),
 			one, 0);
 	}
-	pthread_mutex_unlock(&rules_lock);
+	pthread_mutex_unlock(&t->rules_lock);
 	return 0;
 }
 
 int
 sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n)
 {
+	struct tel_state *t = &tel;
 	static const struct {
 		const char *name;
-		telemetry_cb fn;
+		sl_tel_fn fn;
 		const char *help;
 	} cmds[] = {
 		{"/sluice/stats", cmd_stats,
@@ -548,10 +565,10 @@ sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n)
 
 	if (n > MAX_SRC)
 		return -E2BIG;
-	memcpy(srcs, src, n * sizeof(*src));
-	n_srcs = n;
+	memcpy(t->srcs, src, n * sizeof(*src));
+	t->n_srcs = n;
 	for (i = 0; i < RTE_DIM(cmds) && rc == 0; i++)
-		rc = rte_telemetry_register_cmd(cmds[i].name, cmds[i].fn,
-						cmds[i].help);
+		rc = sl_telemetry_cmd(cmds[i].name, cmds[i].fn, t,
+				      cmds[i].help);
 	return rc;
 }

@@ -129,6 +129,27 @@ struct sl_telemetry_src {
 /* The rule slot that stands for the blocklist in sl_top entries. */
 #define SL_SLOT_BLOCKLIST 0xffff
 
+/*
+ * A /sluice command's handler and the context it was registered with
+ * (never NULL): the handler fills d as a DPDK telemetry callback would.
+ */
+struct rte_tel_data;
+typedef int (*sl_tel_fn)(void *ctx, const char *params, struct rte_tel_data *d);
+
+/*
+ * Registers (or, registered already, gives a new context to) a telemetry
+ * command; every /sluice command goes through here, so that no handler
+ * keeps its context in a variable of its own. 0 or -errno.
+ */
+int sl_telemetry_cmd(const char *name, sl_tel_fn fn, void *ctx,
+		     const char *help);
+
+/*
+ * The command answers an error from now on, if ctx is still its context;
+ * returns once no handler uses ctx any more, so that it may be freed.
+ */
+void sl_telemetry_withdraw(const char *name, const void *ctx);
+
 /* Registers the /sluice commands over n workers; returns 0 or -errno. */
 int sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n);
 

@@ -288,6 +288,7 @@ main(int argc, char **argv)
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	sl_coord_free(app.coord);
 	sl_ports_close(&app);
+	sl_reload_free(&app);
 	sl_policy_free(app.policy);
 	sl_config_free(cfg);
 	rte_eal_cleanup();

@@ -10,6 +10,7 @@
 #include "coord.h"
 #include "sl_lease.h"
 #include "sl_app.h"
+#include "sl_telemetry.h"
 #include "store.h"
 
 _Static_assert(RTE_MAX_LCORE <= 256, "a worker's index fits a message's byte");
@@ -60,10 +61,6 @@ sl_coord_create(uint32_t workers, uint32_t capacity)
 	return c;
 }
 
-static const struct sl_coord *tel_coord;
-static const struct sl_worker_view *tel_workers;
-static unsigned int tel_n;
-
 void
 sl_coord_free(struct sl_coord *c)
 {
@@ -71,8 +68,7 @@ sl_coord_free(struct sl_coord *c)
 
 	if (c == NULL)
 		return;
-	tel_coord = NULL;
-	tel_workers = NULL;
+	sl_telemetry_withdraw("/sluice/store", c);
 	sl_store_free(c->store);
 	for (i = 0; i < c->n; i++) {
 		rte_ring_free(c->lanes.ask[i]);
@@ -641,34 +637,31 @@ add_node_list(struct rte_tel_data *d, const struct sl_store *s)
 }
 
 static int
-cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
+cmd_store(void *ctx, const char *params, struct rte_tel_data *d)
 {
+	const struct sl_coord *c = ctx;
 	const struct sl_coord_stats *s;
 	struct sl_hist h;
 	uint64_t parked = 0, degraded = 0, dropped = 0;
 	unsigned int i, b;
 
-	RTE_SET_USED(cmd);
-	if (tel_coord == NULL || tel_workers == NULL)
-		return -1; /* stopping */
-	s = &tel_coord->st;
+	s = &c->st;
 	RTE_SET_USED(params);
 	memset(&h, 0, sizeof(h));
-	for (i = 0; i < tel_n; i++) {
-		parked += tel_workers[i].ctr->parked;
-		degraded += tel_workers[i].ctr->degraded;
-		dropped += tel_workers[i].ctr->park_dropped;
+	for (i = 0; i < c->n_views; i++) {
+		parked += c->views[i].ctr->parked;
+		degraded += c->views[i].ctr->degraded;
+		dropped += c->views[i].ctr->park_dropped;
 		for (b = 0; b < SL_HIST_BUCKETS; b++)
-			h.b[b] += tel_workers[i].park_latency->b[b];
+			h.b[b] += c->views[i].park_latency->b[b];
 	}
 	rte_tel_data_start_dict(d);
-	if (tel_coord->store == NULL) {
+	if (c->store == NULL) {
 		/* the node is its own authority: nothing to be unreachable */
 		rte_tel_data_add_dict_string(d, "kind", "local");
 		rte_tel_data_add_dict_string(d, "state", "closed");
 	} else {
-		const struct sl_store_stats *ss =
-			sl_store_stats(tel_coord->store);
+		const struct sl_store_stats *ss = sl_store_stats(c->store);
 
 		rte_tel_data_add_dict_string(
 			d, "kind", ss->nodes > 1 ? "redis-cluster" : "redis");
@@ -685,7 +678,7 @@ cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, "slot_map_reads", ss->refreshes);
 		rte_tel_data_add_dict_u64(d, "slot_map_failed",
 					  ss->refresh_failed);
-		add_node_list(d, tel_coord->store);
+		add_node_list(d, c->store);
 		rte_tel_data_add_dict_string(d, "state",
 					     breaker_name(ss->state));
 		rte_tel_data_add_dict_u64(d, "connected", ss->connected);
@@ -709,12 +702,9 @@ cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, "charged_units",
 					  ss->charged_units);
 		/* global rules' demand reported for sluice-aggregator */
-		rte_tel_data_add_dict_u64(d, "usage_reports",
-					  tel_coord->usage.reports);
-		rte_tel_data_add_dict_u64(d, "usage_unsent",
-					  tel_coord->usage.unsent);
-		rte_tel_data_add_dict_u64(d, "usage_refused",
-					  tel_coord->usage.refused);
+		rte_tel_data_add_dict_u64(d, "usage_reports", c->usage.reports);
+		rte_tel_data_add_dict_u64(d, "usage_unsent", c->usage.unsent);
+		rte_tel_data_add_dict_u64(d, "usage_refused", c->usage.refused);
 		/* admitted while the store could not count them, charged
 		 * when it answers again */
 		rte_tel_data_add_dict_u64(d, "owed_units", ss->owed_units);
@@ -752,18 +742,17 @@ cmd_store(const char *cmd, const char *params, struct rte_tel_data *d)
 	/* the longest wait's bucket: nobody waits for a store that is out */
 	rte_tel_data_add_dict_u64(d, "parked_ns_max",
 				  sl_hist_quantile(&h, 1.0));
-	rte_tel_data_add_dict_u64(d, "lease_ms", tel_coord->lease_ns / 1000000);
+	rte_tel_data_add_dict_u64(d, "lease_ms", c->lease_ns / 1000000);
 	return 0;
 }
 
 int
-sl_coord_telemetry(const struct sl_coord *c, const struct sl_worker_view *ws,
+sl_coord_telemetry(struct sl_coord *c, const struct sl_worker_view *ws,
 		   unsigned int n)
 {
-	tel_coord = c;
-	tel_workers = ws;
-	tel_n = n;
-	return rte_telemetry_register_cmd(
-		"/sluice/store", cmd_store,
+	c->views = ws;
+	c->n_views = n;
+	return sl_telemetry_cmd(
+		"/sluice/store", cmd_store, c,
 		"The authority behind the leases: kind, state, lease traffic");
 }

@@ -49,6 +49,9 @@ struct sl_coord {
 	/* global rules' demand, reported every second (usage.c) */
 	struct sl_usage usage;
 	char node_name[96]; /* this node in the reports: host:pid */
+	/* what /sluice/store reads of the workers */
+	const struct sl_worker_view *views;
+	unsigned int n_views;
 };
 
 struct sl_app;
@@ -58,8 +61,8 @@ struct sl_coord *sl_coord_create(uint32_t workers, uint32_t capacity);
  * answers an error from then on). */
 void sl_coord_free(struct sl_coord *c);
 /* Registers /sluice/store over the coordinator and the workers. */
-int sl_coord_telemetry(const struct sl_coord *c,
-		       const struct sl_worker_view *ws, unsigned int n);
+int sl_coord_telemetry(struct sl_coord *c, const struct sl_worker_view *ws,
+		       unsigned int n);
 
 /* A Redis store behind the coordinator (c->store); -1: no memory. */
 struct sl_store_conf;

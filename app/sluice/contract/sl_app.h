@@ -31,6 +31,7 @@ struct sl_rulesync;
 struct sl_slices;
 struct sl_slicesync;
 struct sl_decisions;
+struct sl_reloader;
 
 #define SL_BURST         32
 #define SL_DRAIN_US      100 /* a partly filled TX buffer waits at most this */
@@ -62,6 +63,7 @@ struct sl_app {
 	 */
 	struct sl_policy *policy;
 	struct rte_rcu_qsbr *qs;
+	struct sl_reloader *reloader; /* the control path's (policy/) */
 	/* the node's authority: the control path's (opaque here), and the
 	 * workers' lanes to it; NULL both: local buckets */
 	struct sl_coord *coord;

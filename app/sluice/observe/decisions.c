@@ -20,6 +20,7 @@
 #include "decisions.h"
 #include "policy.h"
 #include "redis.h"
+#include "sl_telemetry.h"
 #include "store.h"
 
 #define DRAIN_BURST 256
@@ -37,6 +38,7 @@ struct sl_decisions {
 	uint32_t maxlen;
 	char host[256];
 	uint16_t port;
+	struct sl_redis_auth auth;
 	redisContext *rc;
 	uint64_t retry_ns; /* no connection attempt before then */
 	char node[64];
@@ -48,8 +50,6 @@ struct sl_decisions {
 	uint64_t file_written, stream_written;
 	uint64_t file_errors, stream_errors, sink_dropped, redirects;
 };
-
-static struct sl_decisions *tel_dec;
 
 /* ---- formatting ---- */
 
@@ -179,7 +179,7 @@ ensure_conn(struct sl_decisions *d)
 		return 0;
 	if (mono_ns() < d->retry_ns)
 		return -1;
-	d->rc = sl_redis_connect_sync(d->host, d->port, 500, 1000);
+	d->rc = sl_redis_connect_sync(d->host, d->port, &d->auth, 500, 1000);
 	if (d->rc == NULL) {
 		drop_conn(d);
 		return -1;
@@ -384,18 +384,15 @@ writer(void *arg)
 /* ---- telemetry ---- */
 
 static int
-cmd_decisions(const char *cmd, const char *params, struct rte_tel_data *t)
+cmd_decisions(void *ctx, const char *params, struct rte_tel_data *t)
 {
-	const struct sl_decisions *d = tel_dec;
+	const struct sl_decisions *d = ctx;
 	struct sl_policy_peek pk;
 	uint64_t sampled = 0, dropped = 0;
 	unsigned int i;
 
-	RTE_SET_USED(cmd);
 	RTE_SET_USED(params);
 	rte_tel_data_start_dict(t);
-	if (d == NULL)
-		return 0;
 	/* not through d->app->policy: a reload may free it meanwhile */
 	sl_policy_peek(d->app, &pk);
 	rte_tel_data_add_dict_u64(t, "sample_ppm", pk.dec_ppm[0]);
@@ -487,6 +484,8 @@ sl_decisions_create(const struct sl_config *cfg, const struct sl_app *app,
 		snprintf(d->host, sizeof(d->host), "%s",
 			 cfg->store.endpoints[0].host);
 		d->port = cfg->store.endpoints[0].port;
+		sl_redis_auth_set(&d->auth, cfg->store.username,
+				  cfg->store.password);
 	}
 	if (gethostname(d->node, sizeof(d->node)) != 0)
 		snprintf(d->node, sizeof(d->node), "sluice");
@@ -512,9 +511,8 @@ sl_decisions_start(struct sl_decisions *d)
 {
 	if (d == NULL)
 		return 0;
-	tel_dec = d;
-	if (rte_telemetry_register_cmd(
-		    "/sluice/decisions", cmd_decisions,
+	if (sl_telemetry_cmd(
+		    "/sluice/decisions", cmd_decisions, d,
 		    "The sampled decision stream: rates, sink, counts") != 0)
 		SL_LOG(WARNING, "/sluice/decisions not registered");
 	return rte_ctrl_thread_create(&d->th, "sl-decisions", NULL, writer, d);
@@ -534,8 +532,7 @@ sl_decisions_stop(struct sl_decisions *d)
 
 	if (d == NULL)
 		return;
-	if (tel_dec == d)
-		tel_dec = NULL;
+	sl_telemetry_withdraw("/sluice/decisions", d);
 	if (d->th) {
 		d->stop = 1;
 		pthread_join(d->th, NULL);

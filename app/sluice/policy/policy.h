@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "redis.h"
 #include "sl_app.h"
 #include "sl_policy.h"
 
@@ -42,6 +43,7 @@ void sl_policy_release(void);
 /* Live reload (reload.c): from the file; returns 0, or -1 with errors. */
 int sl_reload(struct sl_app *app, char *msg, size_t len);
 int sl_reload_init(struct sl_app *app);
+void sl_reload_free(struct sl_app *app);
 /* Applies a rule set published through the store (the file then yields). */
 int sl_reload_text(struct sl_app *app, const char *version, const char *text,
 		   size_t n, char *msg, size_t len);
@@ -51,8 +53,12 @@ void sl_reload_poll(struct sl_app *app);
 /* Rule sets published through the store (rulesync.c). */
 struct sl_rulesync;
 struct sl_rulesync *sl_rulesync_create(struct sl_app *app, const char *host,
-				       uint16_t port, const char *channel,
+				       uint16_t port,
+				       const struct sl_redis_auth *auth,
+				       const char *channel,
 				       uint32_t reconcile_ms);
 void sl_rulesync_poll(struct sl_rulesync *r, uint64_t now_ns);
+/* Closes its connections; its telemetry answers an error from then on. */
+void sl_rulesync_free(struct sl_rulesync *r);
 
 #endif /* SLUICE_POLICY_API_H */

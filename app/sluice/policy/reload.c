@@ -9,6 +9,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -18,36 +19,40 @@
 #include "policy.h"
 #include "sl_telemetry.h"
 
-/* Counter slots by rule name, for the life of the process. */
-static char slot_names[SL_MAX_RULES][SL_NAME_MAX];
-static uint32_t n_slots;
-static struct sl_app *the_app;
-static struct stat last_stat;
-/* a change not yet applied: the file as the last poll saw it */
-static struct stat seen_stat;
-static int seen;
+/* What the reloader keeps from one reload to the next (app->reloader). */
+struct sl_reloader {
+	/* counter slots by rule name, for the life of the process */
+	char slot_names[SL_MAX_RULES][SL_NAME_MAX];
+	uint32_t n_slots;
+	struct stat last_stat; /* the file as last applied */
+	/* a change not yet applied: the file as the last poll saw it */
+	struct stat seen_stat;
+	int seen;
+	/* set once a rule set published through the store was applied */
+	char published[32];
+};
 
 static int
-slot_of(const char *name)
+slot_of(struct sl_reloader *rl, const char *name)
 {
 	uint32_t i;
 
-	for (i = 0; i < n_slots; i++)
-		if (strcmp(slot_names[i], name) == 0)
+	for (i = 0; i < rl->n_slots; i++)
+		if (strcmp(rl->slot_names[i], name) == 0)
 			return (int)i;
-	if (n_slots == SL_MAX_RULES)
+	if (rl->n_slots == SL_MAX_RULES)
 		return -1;
-	strcpy(slot_names[n_slots], name);
-	return (int)n_slots++;
+	strcpy(rl->slot_names[rl->n_slots], name);
+	return (int)rl->n_slots++;
 }
 
 static int
-assign_slots(struct sl_policy *p, char *msg, size_t len)
+assign_slots(struct sl_reloader *rl, struct sl_policy *p, char *msg, size_t len)
 {
 	uint32_t i;
 
 	for (i = 0; i < p->n_rules; i++) {
-		int s = slot_of(sl_ruleset_rule(p->rs, i)->name);
+		int s = slot_of(rl, sl_ruleset_rule(p->rs, i)->name);
 
 		if (s < 0) {
 			snprintf(
@@ -64,11 +69,11 @@ assign_slots(struct sl_policy *p, char *msg, size_t len)
 }
 
 static void
-remember_stat(const char *path)
+remember_stat(struct sl_reloader *rl, const char *path)
 {
 	/* no file (rules given as text, as the race test does): no poll */
-	if (path == NULL || stat(path, &last_stat) != 0)
-		memset(&last_stat, 0, sizeof(last_stat));
+	if (path == NULL || stat(path, &rl->last_stat) != 0)
+		memset(&rl->last_stat, 0, sizeof(rl->last_stat));
 }
 
 /* What only a restart can change: said, never silently ignored. */
@@ -116,7 +121,7 @@ apply_config(struct sl_app *app, struct sl_config *c, char *msg, size_t len)
 	}
 	note_restart_only(app->cfg, c, msg, len);
 	p = sl_policy_build(c);
-	if (p == NULL || assign_slots(p, msg, len) != 0) {
+	if (p == NULL || assign_slots(app->reloader, p, msg, len) != 0) {
 		if (p == NULL)
 			snprintf(msg, len,
 				 "out of memory compiling the rules\n");
@@ -138,9 +143,6 @@ apply_config(struct sl_app *app, struct sl_config *c, char *msg, size_t len)
 	return 0;
 }
 
-/* Set once a rule set published through the store has been applied. */
-static char published[32];
-
 int
 sl_reload(struct sl_app *app, char *msg, size_t len)
 {
@@ -149,12 +151,12 @@ sl_reload(struct sl_app *app, char *msg, size_t len)
 
 	msg[0] = '\0';
 	sl_policy_hold();
-	remember_stat(app->config_path);
-	if (published[0]) {
+	remember_stat(app->reloader, app->config_path);
+	if (app->reloader->published[0]) {
 		snprintf(msg, len,
 			 "rules are managed through the store (version %s): "
 			 "publish with sluicectl\n",
-			 published);
+			 app->reloader->published);
 		sl_policy_release();
 		return -1;
 	}
@@ -180,22 +182,23 @@ sl_reload_text(struct sl_app *app, const char *version, const char *text,
 		snprintf(c->version, sizeof(c->version), "%s", version);
 	rc = c != NULL ? apply_config(app, c, msg, len) : -1;
 	if (rc == 0)
-		snprintf(published, sizeof(published), "%s", version);
+		snprintf(app->reloader->published,
+			 sizeof(app->reloader->published), "%s", version);
 	sl_policy_release();
 	return rc;
 }
 
 static int
-cmd_reload(const char *cmd, const char *params, struct rte_tel_data *d)
+cmd_reload(void *ctx, const char *params, struct rte_tel_data *d)
 {
+	struct sl_app *app = ctx;
 	char msg[4096];
 	struct sl_policy_peek pk;
 
-	RTE_SET_USED(cmd);
 	RTE_SET_USED(params);
 	rte_tel_data_start_dict(d);
-	if (sl_reload(the_app, msg, sizeof(msg)) == 0) {
-		sl_policy_peek(the_app, &pk);
+	if (sl_reload(app, msg, sizeof(msg)) == 0) {
+		sl_policy_peek(app, &pk);
 		rte_tel_data_add_dict_string(d, "version", pk.version);
 		if (msg[0])
 			rte_tel_data_add_dict_string(d, "note", msg);
@@ -216,17 +219,26 @@ sl_reload_init(struct sl_app *app)
 	size_t sz = rte_rcu_qsbr_get_memsize(RTE_MAX_LCORE);
 	char msg[256];
 
-	the_app = app;
+	app->reloader = calloc(1, sizeof(*app->reloader));
 	app->qs = rte_zmalloc("sl_rcu", sz, RTE_CACHE_LINE_SIZE);
-	if (app->qs == NULL || rte_rcu_qsbr_init(app->qs, RTE_MAX_LCORE) != 0)
+	if (app->reloader == NULL || app->qs == NULL ||
+	    rte_rcu_qsbr_init(app->qs, RTE_MAX_LCORE) != 0)
 		return -1;
-	if (assign_slots(app->policy, msg, sizeof(msg)) != 0)
+	if (assign_slots(app->reloader, app->policy, msg, sizeof(msg)) != 0)
 		return -1;
 	sl_telemetry_set_rules(app->policy->rs, app->policy->slot);
-	remember_stat(app->config_path);
-	return rte_telemetry_register_cmd(
-		"/sluice/reload", cmd_reload,
+	remember_stat(app->reloader, app->config_path);
+	return sl_telemetry_cmd(
+		"/sluice/reload", cmd_reload, app,
 		"Reloads the config file; returns the version or the errors");
+}
+
+void
+sl_reload_free(struct sl_app *app)
+{
+	sl_telemetry_withdraw("/sluice/reload", app);
+	free(app->reloader);
+	app->reloader = NULL;
 }
 
 static int
@@ -247,21 +259,22 @@ same_file(const struct stat *a, const struct stat *b)
 void
 sl_reload_poll(struct sl_app *app)
 {
+	struct sl_reloader *rl = app->reloader;
 	struct stat st;
 	char msg[8192];
 	struct sl_policy_peek pk;
 
 	if (app->config_path == NULL || stat(app->config_path, &st) != 0 ||
-	    same_file(&st, &last_stat)) {
-		seen = 0;
+	    same_file(&st, &rl->last_stat)) {
+		rl->seen = 0;
 		return;
 	}
-	if (!seen || !same_file(&st, &seen_stat)) {
-		seen_stat = st;
-		seen = 1;
+	if (!rl->seen || !same_file(&st, &rl->seen_stat)) {
+		rl->seen_stat = st;
+		rl->seen = 1;
 		return;
 	}
-	seen = 0;
+	rl->seen = 0;
 	if (sl_reload(app, msg, sizeof(msg)) == 0) {
 		sl_policy_peek(app, &pk);
 		SL_LOG(NOTICE, "reload (file changed): rules version %s%s%s",

@@ -15,12 +15,14 @@
 #include <rte_telemetry.h>
 
 #include "policy.h"
+#include "sl_telemetry.h"
 #include "redis.h"
 
 struct sl_rulesync {
 	struct sl_app *app;
 	char host[256];
 	uint16_t port;
+	struct sl_redis_auth auth;
 	char channel[SL_NAME_MAX];
 	struct sl_redis_conn cmd, sub;
 	uint64_t reconcile_ns, next_reconcile;
@@ -94,14 +96,11 @@ on_current(redisAsyncContext *ac, void *reply, void *priv)
 }
 
 /* /sluice/rulesync: the published set running, and what came and how. */
-static const struct sl_rulesync *tel_sync;
-
 static int
-cmd_rulesync(const char *cmd, const char *params, struct rte_tel_data *d)
+cmd_rulesync(void *ctx, const char *params, struct rte_tel_data *d)
 {
-	const struct sl_rulesync *r = tel_sync;
+	const struct sl_rulesync *r = ctx;
 
-	(void)cmd;
 	(void)params;
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "channel", r->channel);
@@ -115,34 +114,46 @@ cmd_rulesync(const char *cmd, const char *params, struct rte_tel_data *d)
 
 struct sl_rulesync *
 sl_rulesync_create(struct sl_app *app, const char *host, uint16_t port,
-		   const char *channel, uint32_t reconcile_ms)
+		   const struct sl_redis_auth *auth, const char *channel,
+		   uint32_t reconcile_ms)
 {
 	struct sl_rulesync *r = calloc(1, sizeof(*r));
 
 	if (r == NULL)
 		return NULL;
-	tel_sync = r;
-	if (rte_telemetry_register_cmd(
-		    "/sluice/rulesync", cmd_rulesync,
-		    "Published rule sets: active, applied, refused") != 0)
+	if (sl_telemetry_cmd("/sluice/rulesync", cmd_rulesync, r,
+			     "Published rule sets: active, applied, refused") !=
+	    0)
 		SL_LOG(WARNING, "/sluice/rulesync not registered");
 	r->app = app;
 	snprintf(r->host, sizeof(r->host), "%s", host);
 	r->port = port;
+	r->auth = *auth;
 	snprintf(r->channel, sizeof(r->channel), "%s", channel);
 	r->reconcile_ns = reconcile_ms * 1000000ULL;
 	return r;
 }
 
 void
+sl_rulesync_free(struct sl_rulesync *r)
+{
+	if (r == NULL)
+		return;
+	sl_telemetry_withdraw("/sluice/rulesync", r);
+	sl_redis_close(&r->sub);
+	sl_redis_close(&r->cmd);
+	free(r);
+}
+
+void
 sl_rulesync_poll(struct sl_rulesync *r, uint64_t now)
 {
 	if (r->sub.ac == NULL &&
-	    sl_redis_open(&r->sub, r->host, r->port, r) == 0)
+	    sl_redis_open(&r->sub, r->host, r->port, &r->auth, r) == 0)
 		redisAsyncCommand(r->sub.ac, on_message, NULL, "SUBSCRIBE %s",
 				  r->channel);
 	if (r->cmd.ac == NULL)
-		sl_redis_open(&r->cmd, r->host, r->port, r);
+		sl_redis_open(&r->cmd, r->host, r->port, &r->auth, r);
 	if (now >= r->next_reconcile && r->cmd.ac != NULL) {
 		char key[SL_NAME_MAX + 16];
 

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "redis.h"
 #include "sl_app.h"
 
 struct sl_store;
@@ -19,7 +20,8 @@ struct sl_store;
 struct sl_slicesync;
 struct sl_slicesync *sl_slicesync_create(struct sl_app *app,
 					 struct sl_store *store,
-					 const char *host, uint16_t port);
+					 const char *host, uint16_t port,
+					 const struct sl_redis_auth *auth);
 void sl_slicesync_poll(struct sl_slicesync *s, uint64_t now_ns);
 /* Frees it and the workers' table (the workers stopped); NULL: nothing. */
 void sl_slicesync_free(struct sl_slicesync *s);

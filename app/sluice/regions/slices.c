@@ -56,6 +56,7 @@ struct sl_slicesync {
 	char region[SL_NAME_MAX];
 	char host[256];
 	uint16_t port;
+	struct sl_redis_auth auth;
 	struct sl_redis_conn sub;
 	struct rule_slices r[SL_USAGE_RULES];
 	uint32_t n;
@@ -171,9 +172,10 @@ drop(struct sl_slicesync *s, struct rule_slices *r)
 	r->n = 0;
 }
 
-/* One per process (the coordinator's); the replies find it here, and
- * carry only the rule's id, so a reply for a rule gone is dropped. mu
- * guards it, its rules and counters against /sluice/regions' thread. */
+/* One per process (the coordinator's). The store's replies find it here:
+ * a reply carries one pointer, the rule's id, so that a reply for a rule
+ * gone is dropped. mu guards it, its rules and counters against
+ * /sluice/regions' thread. */
 static struct sl_slicesync *the_sync;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -367,7 +369,7 @@ sl_slicesync_poll(struct sl_slicesync *s, uint64_t now)
 	uint32_t i;
 
 	if (s->sub.ac == NULL &&
-	    sl_redis_open(&s->sub, s->host, s->port, s) == 0)
+	    sl_redis_open(&s->sub, s->host, s->port, &s->auth, s) == 0)
 		redisAsyncCommand(s->sub.ac, on_message, NULL, "SUBSCRIBE %s",
 				  CHANNEL);
 	pthread_mutex_lock(&mu);
@@ -386,20 +388,14 @@ sl_slicesync_poll(struct sl_slicesync *s, uint64_t now)
 
 /* /sluice/regions: this region, and per global rule the slices held. */
 static int
-cmd_regions(const char *cmd, const char *params, struct rte_tel_data *d)
+cmd_regions(void *ctx, const char *params, struct rte_tel_data *d)
 {
-	struct sl_slicesync *s;
+	struct sl_slicesync *s = ctx;
 	uint32_t i, j;
 
-	(void)cmd;
 	(void)params;
 	rte_tel_data_start_dict(d);
 	pthread_mutex_lock(&mu);
-	s = the_sync;
-	if (s == NULL) {
-		pthread_mutex_unlock(&mu);
-		return 0;
-	}
 	rte_tel_data_add_dict_string(d, "region", s->region);
 	rte_tel_data_add_dict_u64(d, "messages", s->messages);
 	rte_tel_data_add_dict_u64(d, "reads", s->reads);
@@ -445,7 +441,8 @@ cmd_regions(const char *cmd, const char *params, struct rte_tel_data *d)
 
 struct sl_slicesync *
 sl_slicesync_create(struct sl_app *app, struct sl_store *store,
-		    const char *host, uint16_t port)
+		    const char *host, uint16_t port,
+		    const struct sl_redis_auth *auth)
 {
 	struct sl_slicesync *s = calloc(1, sizeof(*s));
 
@@ -455,12 +452,13 @@ sl_slicesync_create(struct sl_app *app, struct sl_store *store,
 	s->store = store;
 	snprintf(s->host, sizeof(s->host), "%s", host);
 	s->port = port;
+	s->auth = *auth;
 	snprintf(s->region, sizeof(s->region), "%s", app->cfg->store.region);
 	pthread_mutex_lock(&mu);
 	the_sync = s;
 	pthread_mutex_unlock(&mu);
-	if (rte_telemetry_register_cmd(
-		    "/sluice/regions", cmd_regions,
+	if (sl_telemetry_cmd(
+		    "/sluice/regions", cmd_regions, s,
 		    "This region's slices of global rules, per identity") != 0)
 		SL_LOG(WARNING, "/sluice/regions not registered");
 	return s;
@@ -471,12 +469,13 @@ sl_slicesync_free(struct sl_slicesync *s)
 {
 	if (s == NULL)
 		return;
+	sl_telemetry_withdraw("/sluice/regions", s);
 	sl_redis_close(&s->sub);
 	pthread_mutex_lock(&mu);
 	free(s->app->slices);
 	s->app->slices = NULL;
 	free(s->retired.t);
-	the_sync = NULL; /* /sluice/regions answers nothing from here */
+	the_sync = NULL;
 	pthread_mutex_unlock(&mu);
 	free(s);
 }

@@ -88,7 +88,7 @@ sl_node_load_functions(struct node *n)
 static void
 node_connect(struct node *n)
 {
-	if (sl_redis_open(&n->conn, n->host, n->port, n->s) != 0)
+	if (sl_redis_open(&n->conn, n->host, n->port, &n->s->auth, n->s) != 0)
 		return;
 	n->sha_reserve[0] = n->sha_refund[0] = '\0';
 	redisAsyncCommand(n->conn.ac, on_sha, n->sha_reserve, "SCRIPT LOAD %s",
@@ -181,7 +181,8 @@ sl_nodes_apply_slots(struct sl_store *s, const redisReply *r, const char *from)
 int
 sl_nodes_load_slots(struct sl_store *s, const char *host, uint16_t port)
 {
-	redisContext *c = sl_redis_connect_sync(host, port, 1000, 1000);
+	redisContext *c =
+		sl_redis_connect_sync(host, port, &s->auth, 1000, 1000);
 	redisReply *r;
 	uint32_t mapped;
 

@@ -7,13 +7,12 @@
 #include "sl_app.h"
 #include "redis.h"
 
-static char auth_user[64], auth_pass[256];
-
 void
-sl_redis_set_auth(const char *user, const char *password)
+sl_redis_auth_set(struct sl_redis_auth *a, const char *user,
+		  const char *password)
 {
-	snprintf(auth_user, sizeof(auth_user), "%s", user ? user : "");
-	snprintf(auth_pass, sizeof(auth_pass), "%s", password ? password : "");
+	snprintf(a->user, sizeof(a->user), "%s", user ? user : "");
+	snprintf(a->pass, sizeof(a->pass), "%s", password ? password : "");
 }
 
 /* A refused AUTH: said once per connection, the reason Redis gave. */
@@ -30,15 +29,15 @@ on_auth(redisAsyncContext *ac, void *r, void *priv)
 }
 
 static void
-send_auth(redisAsyncContext *ac)
+send_auth(redisAsyncContext *ac, const struct sl_redis_auth *a)
 {
-	if (auth_pass[0] == '\0')
+	if (a == NULL || a->pass[0] == '\0')
 		return;
-	if (auth_user[0] != '\0')
-		redisAsyncCommand(ac, on_auth, NULL, "AUTH %s %s", auth_user,
-				  auth_pass);
+	if (a->user[0] != '\0')
+		redisAsyncCommand(ac, on_auth, NULL, "AUTH %s %s", a->user,
+				  a->pass);
 	else
-		redisAsyncCommand(ac, on_auth, NULL, "AUTH %s", auth_pass);
+		redisAsyncCommand(ac, on_auth, NULL, "AUTH %s", a->pass);
 }
 
 /* hiredis's event hooks: remember what it wants; the caller's loop polls. */
@@ -87,7 +86,7 @@ on_disconnect(const redisAsyncContext *ac, int status)
 
 int
 sl_redis_open(struct sl_redis_conn *c, const char *host, uint16_t port,
-	      void *owner)
+	      const struct sl_redis_auth *auth, void *owner)
 {
 	c->ac = redisAsyncConnect(host, port);
 	if (c->ac == NULL || c->ac->err) {
@@ -106,7 +105,7 @@ sl_redis_open(struct sl_redis_conn *c, const char *host, uint16_t port,
 	c->ac->ev.delWrite = ev_unwr;
 	redisAsyncSetConnectCallback(c->ac, on_connect);
 	redisAsyncSetDisconnectCallback(c->ac, on_disconnect);
-	send_auth(c->ac);
+	send_auth(c->ac, auth);
 	return 0;
 }
 
@@ -132,9 +131,11 @@ sl_redis_close(struct sl_redis_conn *c)
 }
 
 redisContext *
-sl_redis_connect_sync(const char *host, uint16_t port, uint32_t connect_ms,
+sl_redis_connect_sync(const char *host, uint16_t port,
+		      const struct sl_redis_auth *auth, uint32_t connect_ms,
 		      uint32_t io_ms)
 {
+	int want = auth != NULL && auth->pass[0] != '\0';
 	struct timeval tv = {connect_ms / 1000, (connect_ms % 1000) * 1000};
 	struct timeval rw = {io_ms / 1000, (io_ms % 1000) * 1000};
 	redisContext *c = redisConnectWithTimeout(host, port, tv);
@@ -146,13 +147,12 @@ sl_redis_connect_sync(const char *host, uint16_t port, uint32_t connect_ms,
 			redisFree(c);
 		return NULL;
 	}
-	if (auth_pass[0] != '\0')
-		r = auth_user[0] != '\0'
-			    ? redisCommand(c, "AUTH %s %s", auth_user,
-					   auth_pass)
-			    : redisCommand(c, "AUTH %s", auth_pass);
-	if (auth_pass[0] != '\0' &&
-	    (r == NULL || r->type == REDIS_REPLY_ERROR)) {
+	if (want)
+		r = auth->user[0] != '\0'
+			    ? redisCommand(c, "AUTH %s %s", auth->user,
+					   auth->pass)
+			    : redisCommand(c, "AUTH %s", auth->pass);
+	if (want && (r == NULL || r->type == REDIS_REPLY_ERROR)) {
 		SL_LOG(ERR, "redis %s:%u refused the credentials: %s", host,
 		       port, r != NULL ? r->str : "no reply");
 		if (r != NULL)

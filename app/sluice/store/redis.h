@@ -26,17 +26,25 @@ struct sl_redis_conn {
 };
 
 /*
- * The credentials every connection opened from now on sends (set at start
- * from store.redis; user may be empty: the default user). A refused AUTH
- * is logged (once per connection) and leaves the connection up: its
- * commands are answered NOAUTH errors, which the store counts as failures
- * (the circuit opens, rules decide by on_store_failure), never a crash.
+ * Whom a connection authenticates as (from store.redis): an ACL user
+ * (empty: the default user) and its password (empty: no AUTH). Each user
+ * of Redis keeps its own copy beside its host and port. A refused AUTH is
+ * logged (once per connection) and leaves the connection up: its commands
+ * are answered NOAUTH errors, which the store counts as failures (the
+ * circuit opens, rules decide by on_store_failure), never a crash.
  */
-void sl_redis_set_auth(const char *user, const char *password);
+struct sl_redis_auth {
+	char user[64];
+	char pass[256];
+};
 
-/* Starts connecting; 0, or -1 (c->ac stays NULL) when it cannot. */
+void sl_redis_auth_set(struct sl_redis_auth *a, const char *user,
+		       const char *password);
+
+/* Starts connecting (auth may be NULL: none); 0, or -1 (c->ac stays NULL)
+ * when it cannot. */
 int sl_redis_open(struct sl_redis_conn *c, const char *host, uint16_t port,
-		  void *owner);
+		  const struct sl_redis_auth *auth, void *owner);
 
 /* Whatever hiredis wants done now: writes, then reads if any are there. */
 void sl_redis_drive(struct sl_redis_conn *c);
@@ -47,6 +55,7 @@ void sl_redis_close(struct sl_redis_conn *c);
 /* A blocking connection with connect and command timeouts, authenticated;
  * NULL: none (a refused AUTH is logged). */
 redisContext *sl_redis_connect_sync(const char *host, uint16_t port,
+				    const struct sl_redis_auth *auth,
 				    uint32_t connect_ms, uint32_t io_ms);
 
 #endif /* SLUICE_REDIS_H */

@@ -51,6 +51,7 @@ sl_store_create(const struct sl_store_conf *conf,
 	s->n_seeds = conf->n_seeds < SL_MAX_ENDPOINTS ? conf->n_seeds
 						      : SL_MAX_ENDPOINTS;
 	memcpy(s->seeds, conf->seeds, s->n_seeds * sizeof(s->seeds[0]));
+	s->auth = conf->auth;
 	/* the first seed that answers gives the map */
 	for (i = 0; s->cluster && i < s->n_seeds && mapped != 0; i++)
 		mapped = sl_nodes_load_slots(s, s->seeds[i].host,

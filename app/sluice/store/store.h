@@ -18,6 +18,7 @@
 
 #include <hiredis/async.h>
 
+#include "redis.h"
 #include "sl_lanes.h"
 #include "sl_redis.h"
 #include "sl_rules.h"
@@ -67,6 +68,7 @@ struct sl_store_conf {
 	int cluster;
 	uint32_t timeout_ms, probe_ms;
 	uint32_t refresh_ms; /* cluster: the slot map read again this often */
+	struct sl_redis_auth auth; /* every node's, copied */
 };
 
 struct sl_store *sl_store_create(const struct sl_store_conf *conf,

@@ -93,6 +93,7 @@ struct sl_store {
 	uint32_t refresh_gen, next_node;
 	uint32_t moved;    /* MOVED replies since the last refresh */
 	uint32_t next_sub; /* the next ask's sub-bucket, mod the rule's */
+	struct sl_redis_auth auth;
 };
 
 /* ---- nodes.c ---- */
