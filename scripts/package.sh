@@ -39,10 +39,10 @@ DESTDIR=$pkg meson install -C "$bdir" --no-rebuild --strip >/dev/null
 rm -f "$pkg/usr/bin/sluice-bench" # a development tool, not the appliance's
 
 lib=$pkg/usr/lib/sluice
-install -D -m 0755 scripts/ops/sluicectl "$lib/sluicectl"
-install -D -m 0755 scripts/ops/sluice-exporter "$lib/sluice-exporter"
-install -D -m 0755 scripts/ops/sluice-aggregator "$lib/sluice-aggregator"
-install -D -m 0644 scripts/ops/sltelemetry.py "$lib/sltelemetry.py"
+install -D -m 0755 tools/sluicectl "$lib/sluicectl"
+install -D -m 0755 tools/sluice-exporter "$lib/sluice-exporter"
+install -D -m 0755 tools/sluice-aggregator "$lib/sluice-aggregator"
+install -D -m 0644 tools/sltelemetry.py "$lib/sltelemetry.py"
 install -D -m 0755 scripts/hugepages.sh "$lib/hugepages.sh"
 ln -s ../lib/sluice/sluicectl "$pkg/usr/bin/sluicectl"
 ln -s ../lib/sluice/sluice-exporter "$pkg/usr/bin/sluice-exporter"

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import sltest  # noqa: E402
 
 S4 = "198.18.0.2"
-EXPORTER = os.path.join(sltest.ROOT, "scripts", "ops", "sluice-exporter")
+EXPORTER = os.path.join(sltest.ROOT, "tools", "sluice-exporter")
 RULES = os.path.join(sltest.ROOT, "conf", "prometheus", "sluice-alerts.yml")
 CONF = """version: 1
 dataplane: {service_ports: [80], flows_per_worker: 1024, head_buffers_per_worker: 64,

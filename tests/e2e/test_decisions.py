@@ -116,7 +116,7 @@ def file_sink(binary, res, tmp):
         stats = sltest.telemetry(t.sluice.prefix, "/sluice/stats")
         res.eq((stats["decisions_sampled"], stats["decisions_dropped"]), (7, 0),
                "/sluice/stats counts the sampled decisions")
-        exp = subprocess.run([os.path.join(sltest.ROOT, "scripts", "ops", "sluice-exporter"),
+        exp = subprocess.run([os.path.join(sltest.ROOT, "tools", "sluice-exporter"),
                               "--once", "-f", t.sluice.prefix],
                              capture_output=True, text=True, timeout=30).stdout
         res.check("sluice_decisions_written_total 7" in exp and

@@ -23,8 +23,8 @@ import sltest  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 S4 = "198.18.0.2"
-CTL = os.path.join(sltest.ROOT, "scripts", "ops", "sluicectl")
-EXPORTER = os.path.join(sltest.ROOT, "scripts", "ops", "sluice-exporter")
+CTL = os.path.join(sltest.ROOT, "tools", "sluicectl")
+EXPORTER = os.path.join(sltest.ROOT, "tools", "sluice-exporter")
 CONF = """version: 1
 # operators' comments survive sluicectl's edits
 dataplane: {service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64, mbufs: 4095}

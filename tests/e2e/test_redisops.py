@@ -241,8 +241,8 @@ def tls(binary, res, tmp):
             p.wait()
 
 
-AGGREGATOR = os.path.join(sltest.ROOT, "scripts", "ops", "sluice-aggregator")
-EXPORTER = os.path.join(sltest.ROOT, "scripts", "ops", "sluice-exporter")
+AGGREGATOR = os.path.join(sltest.ROOT, "tools", "sluice-aggregator")
+EXPORTER = os.path.join(sltest.ROOT, "tools", "sluice-exporter")
 
 
 def dashboards(res, exported):

@@ -36,8 +36,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import sltest  # noqa: E402
 
 S4 = "198.18.0.2"
-AGGREGATOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
-                          "ops", "sluice-aggregator")
+AGGREGATOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                          "sluice-aggregator")
 SECS = 10
 CONF = """version: 1
 dataplane: {service_ports: [80], flows_per_worker: 4096, buckets_per_worker: 4096,

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import sltest  # noqa: E402
 
 S4 = "198.18.0.2"
-CTL = os.path.join(sltest.ROOT, "scripts", "ops", "sluicectl")
+CTL = os.path.join(sltest.ROOT, "tools", "sluicectl")
 BASE = """version: 1
 dataplane: {service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64, mbufs: 4095}
 identity: {api_key_header: X-API-Key}

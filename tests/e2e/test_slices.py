@@ -38,9 +38,9 @@ import sltest  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 S4 = "198.18.0.2"
-AGGREGATOR = os.path.join(sltest.ROOT, "scripts", "ops", "sluice-aggregator")
-EXPORTER = os.path.join(sltest.ROOT, "scripts", "ops", "sluice-exporter")
-SLUICECTL = os.path.join(sltest.ROOT, "scripts", "ops", "sluicectl")
+AGGREGATOR = os.path.join(sltest.ROOT, "tools", "sluice-aggregator")
+EXPORTER = os.path.join(sltest.ROOT, "tools", "sluice-exporter")
+SLUICECTL = os.path.join(sltest.ROOT, "tools", "sluicectl")
 LIMIT = 20.0  # per second, across the regions
 KEY = "k-spread"
 REBALANCE_MS = 1000

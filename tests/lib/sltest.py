@@ -11,7 +11,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "scripts", "ops"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 import sltelemetry  # noqa: E402
 
 
@@ -135,7 +135,7 @@ def redis_cli(port, *args):
 
 def telemetry(prefix, cmd, timeout=5.0):
     """One command on the DPDK telemetry socket, through the operators'
-    own client (scripts/ops/sltelemetry.py): the tests read the appliance
+    own client (tools/sltelemetry.py): the tests read the appliance
     the way sluicectl and the exporter do."""
     for attempt in range(3):
         try:

@@ -28,12 +28,12 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "lib"))
 import sltest  # noqa: E402
 
 import redis  # noqa: E402  (python3-redis)
 
-PATH = os.path.join(HERE, "..", "..", "scripts", "ops", "sluice-aggregator")
+PATH = os.path.join(HERE, "..", "sluice-aggregator")
 _loader = importlib.machinery.SourceFileLoader("aggregator", PATH)
 _spec = importlib.util.spec_from_loader("aggregator", _loader)
 agg = importlib.util.module_from_spec(_spec)
