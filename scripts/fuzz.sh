@@ -1,8 +1,9 @@
 #!/bin/bash
 # Builds the libFuzzer harnesses in tests/fuzz with clang, ASan and UBSan,
-# and runs each for SECONDS (default 60). CI runs the normaliser's for a
-# short bounded time (scripts/test.sh); the rest run here at will.
-# usage: scripts/fuzz.sh [SECONDS] [harness...]
+# and runs each for SECONDS (default 60), or for FUZZ_RUNS inputs where
+# that is set: a bounded amount of work, whatever CPU it is given
+# (scripts/test.sh runs them so, beside the other suites, at idle priority).
+# usage: [FUZZ_RUNS=N] scripts/fuzz.sh [SECONDS] [harness...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -46,8 +47,10 @@ for n in "${names[@]}"; do
 	# finds to the first directory only)
 	seeds=
 	[ -d "tests/fuzz/seeds/$n" ] && seeds="tests/fuzz/seeds/$n"
-	echo "== fuzz_$n for ${secs}s"
-	"$out/fuzz_$n" -max_total_time="$secs" -max_len=4096 \
+	bound=(-max_total_time="$secs")
+	[ -n "${FUZZ_RUNS:-}" ] && bound=(-runs="$FUZZ_RUNS")
+	echo "== fuzz_$n for ${FUZZ_RUNS:-${secs}s}${FUZZ_RUNS:+ inputs}"
+	"$out/fuzz_$n" "${bound[@]}" -max_len=4096 \
 		-artifact_prefix="$out/" \
 		-print_final_stats=1 "$out/corpus_$n" $seeds 2>&1 |
 		grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|Done' || true

@@ -25,7 +25,7 @@ summary() {
 	/usr/bin/python3 - "$@" <<'PY'
 import json, sys
 bad = int(sys.argv.pop(1))
-p, f = 6 - bad, bad  # format, cycles, deps and the three fuzz runs count as tests
+p, f = 6 - bad, bad  # format, cycles, deps and the three fuzz groups count as tests
 for path in sys.argv[1:]:
     for line in open(path):
         r = json.loads(line)["result"]
@@ -47,11 +47,14 @@ build build
 # figures are its speed's: accuracy, on the optimised build
 meson test -C build --print-errorlogs --no-rebuild --suite accuracy \
 	--logbase testlog-accuracy || rc=1
-# the ThreadSanitizer tree, the fuzzers and the package's release tree
-# (func/package builds the .deb from it) are built meanwhile, at the
-# lowest priority: on two CPUs they take what the sanitizer suites leave
-# (those wait on clients and timers as much as they compute)
-(
+# Meanwhile, beside the sanitizer suites: the ThreadSanitizer tree and the
+# race test, the fuzzers, and the package's release tree (func/package
+# builds the .deb from it). The builds at the lowest priority, the fuzzers
+# at idle priority (they run only on a CPU nothing else wants) and bounded
+# by inputs, not seconds, so that what they cover does not depend on what
+# the suites left them: on two CPUs the suites wait on clients and timers
+# a third of the time.
+side() {
 	if [ ! -f build-tsan/build.ninja ]; then
 		meson setup build-tsan -Dbuildtype=debug -Db_sanitize=thread \
 			-Db_lundef=false "-Dc_args=-DRTE_USE_C11_MEM_MODEL -Wno-tsan" >/dev/null
@@ -66,8 +69,30 @@ meson test -C build --print-errorlogs --no-rebuild --suite accuracy \
 		fi
 		nice -n 19 ninja -C build-pkg >/dev/null
 	) 9>build-pkg.lock
-) >build-side.log 2>&1 &
-side=$!
+	# what lcores share (rings, the policy under RCU, counters, the
+	# telemetry table) under ThreadSanitizer: the race test, a worker
+	# thread and the control path at once, with reloads (tests/tsan.supp
+	# says why each suppression is there)
+	local r=0
+	TSAN_OPTIONS="halt_on_error=1 history_size=7 suppressions=$PWD/tests/tsan.supp" \
+		nice -n 19 meson test -C build-tsan --no-rebuild race --print-errorlogs \
+		--logbase testlog-tsan || r=1
+	# the target normaliser decides what every path rule sees; the stream
+	# normaliser, which decides what bytes are a request at all, with the
+	# undecided-bytes property (no byte a lenient server acts on reaches
+	# it before sluice decided the request it belongs to); then the head
+	# parser, the response framing, the frame parser and the config
+	# loader. A finding fails the run.
+	local fz=(chrt --idle 0 env)
+	"${fz[@]}" FUZZ_RUNS=6000000 scripts/fuzz.sh 0 norm || r=$((r + 2))
+	"${fz[@]}" FUZZ_RUNS=750000 scripts/fuzz.sh 0 flow decided || r=$((r + 4))
+	"${fz[@]}" FUZZ_RUNS=1300000 scripts/fuzz.sh 0 http resp || r=$((r + 8))
+	"${fz[@]}" FUZZ_RUNS=8000000 scripts/fuzz.sh 0 frame || r=$((r + 8))
+	"${fz[@]}" FUZZ_RUNS=85000 scripts/fuzz.sh 0 config || r=$((r + 8))
+	return $r
+}
+side >build-side.log 2>&1 &
+side_pid=$!
 build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined \
 	-Db_lundef=false
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -76,28 +101,19 @@ ASAN_OPTIONS=detect_leaks=1 \
 # leaks checked in the appliance and the tools too: EAL's memory is its
 # own (hugepage or --no-huge mmap, which LeakSanitizer does not track), and
 # whatever sluice allocates it frees on the way out (a leak fails the test
-# through the exit code: every suite checks that sluice stops with 0)
+# through the exit code: every suite checks that sluice stops with 0).
+# One at a time (tests/meson.build says why).
 ASAN_OPTIONS=detect_leaks=1 meson test -C build-asan --suite app --suite func \
 	--suite e2e --print-errorlogs --logbase testlog-func || rc=1
-# what lcores share (rings, the policy under RCU, counters) under
-# ThreadSanitizer: the race test, a worker thread and the control path
-# at once (tests/tsan.supp says why each suppression is there)
-wait "$side" || { cat build-side.log; rc=1; }
-ninja -C build-tsan tests/test_race >/dev/null
-TSAN_OPTIONS="halt_on_error=1 history_size=7 suppressions=$PWD/tests/tsan.supp" \
-	meson test -C build-tsan --no-rebuild race --print-errorlogs \
-	--logbase testlog-tsan || rc=1
-# the target normaliser decides what every path rule sees: fuzzed on
-# every run, for a bounded time (a finding fails the run)
+side_rc=0
+wait "$side_pid" || side_rc=$?
+cat build-side.log
 fz=0
-scripts/fuzz.sh 20 norm || { rc=1; fz=$((fz + 1)); }
-# and the stream normaliser, which decides what bytes are a request at all;
-# with it the undecided-bytes property: no byte a lenient server acts on
-# reaches it before sluice decided the request it belongs to
-scripts/fuzz.sh 15 flow decided || { rc=1; fz=$((fz + 1)); }
-# the head parser, the response framing, the frame parser and the config
-# loader: briefer
-scripts/fuzz.sh 8 http resp frame config || { rc=1; fz=$((fz + 1)); }
+# the race test counts as a test through its log; each fuzz group as one
+[ $((side_rc & 1)) -ne 0 ] && rc=1
+for bit in 2 4 8; do
+	[ $((side_rc & bit)) -ne 0 ] && { rc=1; fz=$((fz + 1)); }
+done
 summary "$((fmt + fz))" \
 	build/meson-logs/testlog-accuracy.json build-asan/meson-logs/testlog.json \
 	build-asan/meson-logs/testlog-func.json build-tsan/meson-logs/testlog-tsan.json

@@ -35,7 +35,7 @@ S4 = "198.18.0.2"
 EXPORTER = os.path.join(sltest.ROOT, "tools", "sluice-exporter")
 RULES = os.path.join(sltest.ROOT, "conf", "prometheus", "sluice-alerts.yml")
 CONF = """version: 1
-dataplane: {service_ports: [80], flows_per_worker: 1024, head_buffers_per_worker: 64,
+dataplane: {idle_sleep_us: 100, service_ports: [80], flows_per_worker: 1024, head_buffers_per_worker: 64,
             mbufs: 4095, coordinator_timeout_ms: 50}
 identity: {api_key_header: X-API-Key}
 tiers: [free]

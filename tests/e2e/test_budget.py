@@ -96,7 +96,7 @@ def run_httpclient(t, key, specs):
 
 
 OPAQUE = """version: 1
-dataplane: {service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64,
+dataplane: {idle_sleep_us: 100, service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64,
             mbufs: 4095}
 identity: {api_key_header: X-API-Key}
 rules:

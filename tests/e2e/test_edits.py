@@ -20,7 +20,7 @@ import sltest  # noqa: E402
 S4 = "198.18.0.2"
 ALGOS = ["token_bucket", "gcra", "fixed_window", "sliding_window", "sliding_log"]
 CONF = """version: 1
-dataplane: {service_ports: [80], flows_per_worker: 4096, buckets_per_worker: 4096,
+dataplane: {idle_sleep_us: 100, service_ports: [80], flows_per_worker: 4096, buckets_per_worker: 4096,
             head_buffers_per_worker: 64, mbufs: 4095, coordinator_timeout_ms: 200}
 identity: {api_key_header: X-API-Key}
 tiers: [free]

@@ -27,7 +27,7 @@ CTL = os.path.join(sltest.ROOT, "tools", "sluicectl")
 EXPORTER = os.path.join(sltest.ROOT, "tools", "sluice-exporter")
 CONF = """version: 1
 # operators' comments survive sluicectl's edits
-dataplane: {service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64, mbufs: 4095}
+dataplane: {idle_sleep_us: 100, service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64, mbufs: 4095}
 identity: {api_key_header: X-API-Key}
 tiers: [free]
 rules:

@@ -20,7 +20,7 @@ import sltest  # noqa: E402
 S4 = "198.18.0.2"
 CTL = os.path.join(sltest.ROOT, "tools", "sluicectl")
 BASE = """version: 1
-dataplane: {service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64, mbufs: 4095}
+dataplane: {idle_sleep_us: 100, service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64, mbufs: 4095}
 identity: {api_key_header: X-API-Key}
 tiers: [free]
 rules:
