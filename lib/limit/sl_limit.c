@@ -258,11 +258,13 @@ sw_view(const struct sl_limit_params *p, const struct sl_limit_state *s,
 	}
 }
 
-/* ns into the window after which the previous window's weight is <= w */
+/* ns into the window after which the previous window's weight is <= w
+ * (w in millionths: w x a day's ns needs more than 64 bits) */
 static uint64_t
 sw_when_weight(const struct sl_limit_params *p, uint64_t w)
 {
-	return p->period_ns - (w * p->period_ns) / PPM;
+	return p->period_ns -
+	       (uint64_t)((unsigned __int128)w * p->period_ns / PPM);
 }
 
 static void

@@ -227,11 +227,11 @@ sl_cfg_get_rate(struct loader *L, yaml_node_t *n, const char *what,
 	if (s == NULL)
 		return -1;
 	if (sl_rate_parse(s, out) != 0) {
-		sl_cfg_error_at(
-			L, n,
-			"%s: expected a rate like 100/s, 100/min or 100/h, "
-			"got '%s'",
-			what, s);
+		sl_cfg_error_at(L, n,
+				"%s: expected COUNT/PERIOD, the period one of "
+				"s|sec|second, m|min|minute, h|hour, d|day "
+				"(100/min, 10000/day), got '%s'",
+				what, s);
 		return -1;
 	}
 	return 0;

@@ -318,9 +318,16 @@ check_rule_numbers(struct loader *L, yaml_node_t *it, const struct sl_rule *r)
 			r->name);
 	if ((r->algo == SL_ALGO_TOKEN_BUCKET || r->algo == SL_ALGO_GCRA) &&
 	    r->burst > (UINT64_MAX >> 2) / period_ns)
-		sl_cfg_error_at(L, it,
-				"rule '%s': burst too large for the period",
-				r->name);
+		sl_cfg_error_at(
+			L, it,
+			"rule '%s': burst too large for the period: "
+			"at most %llu for %s (fixed_window and "
+			"sliding_window have no such bound)",
+			r->name,
+			(unsigned long long)((UINT64_MAX >> 2) / period_ns),
+			r->limit.period_ms >= 86400000  ? "a day"
+			: r->limit.period_ms >= 3600000 ? "an hour"
+							: "it");
 	if ((r->algo == SL_ALGO_TOKEN_BUCKET || r->algo == SL_ALGO_GCRA) &&
 	    r->cost > r->burst)
 		sl_cfg_error_at(

@@ -58,7 +58,7 @@ enum sl_method {
 
 struct sl_rate {
 	uint64_t count;     /* units per period */
-	uint64_t period_ms; /* 1000, 60000 or 3600000 */
+	uint64_t period_ms; /* a second, minute, hour or day */
 };
 
 struct sl_rule {
@@ -207,7 +207,7 @@ struct sl_config {
 		uint8_t headers; /* enum sl_hdr_style */
 		uint8_t expose_rule;
 		/* a 429 keeps the client's connection where its stream can
-		 * be translated (README "Keeping the connection") */
+		 * be translated (docs/design/replies.md) */
 		uint8_t keep_alive;
 		/* allowed responses carry the budget of their request's
 		 * strictest limit (RateLimit headers put into the server's

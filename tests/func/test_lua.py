@@ -111,7 +111,11 @@ def sequence(rnd, header, n=300):
 def differential(res, tool, port):
     rnd = random.Random(20)
     headers = [(0, 16, 1024, 8), (0, 64, 1024, 16), (1, 16, 1024, 8),
-               (2, 8, 1024, 8), (3, 8, 1024, 8), (4, 8, 1024, 8), (4, 32, 4096, 32)]
+               (2, 8, 1024, 8), (3, 8, 1024, 8), (4, 8, 1024, 8), (4, 32, 4096, 32),
+               # a day's limit (ms), where a window's weight times its
+               # length passes 64 bits
+               (0, 50, 86400000, 50), (1, 50, 86400000, 50), (2, 50, 86400000, 50),
+               (3, 50, 86400000, 50)]
     for h in headers:
         for rep in range(3):
             steps = sequence(rnd, h)

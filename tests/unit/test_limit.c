@@ -71,6 +71,40 @@ token_bucket(void **state)
 	free(s);
 }
 
+/* A day's limit in every algorithm: its burst, then one unit per
+ * 86 400 s / count, and a window that ends a day later. */
+static void
+per_day(void **state)
+{
+	static const enum sl_limit_algo algos[] = {
+		SL_LIM_TOKEN_BUCKET, SL_LIM_GCRA, SL_LIM_FIXED_WINDOW,
+		SL_LIM_SLIDING_WINDOW, SL_LIM_SLIDING_LOG};
+	const uint64_t day = 86400 * S, t0 = 1000 * S;
+	struct sl_limit_params p;
+	struct sl_limit_result r;
+	unsigned int a, i;
+
+	(void)state;
+	for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+		struct sl_limit_state *s = fresh();
+
+		assert_int_equal(
+			sl_limit_params_init(&p, algos[a], 50, day, 50), 0);
+		for (i = 0; i < 50; i++)
+			assert_true(take(&p, s, 1, t0, &r));
+		assert_false(take(&p, s, 1, t0, &r));
+		assert_true(r.retry_after_ns >= day / 50);
+		if (r.retry_after_ns > 2 * day) /* a sliding window: two */
+			fail_msg("algorithm %u: retry after %llu ns", a,
+				 (unsigned long long)r.retry_after_ns);
+		/* nothing back within the first refill's interval */
+		assert_false(take(&p, s, 1, t0 + day / 50 - S, &r));
+		/* all of it back a day later */
+		assert_true(take(&p, s, 1, t0 + 2 * day, &r));
+		free(s);
+	}
+}
+
 static void
 token_bucket_clock_backwards(void **state)
 {
@@ -488,6 +522,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(token_bucket),
 		cmocka_unit_test(token_bucket_clock_backwards),
+		cmocka_unit_test(per_day),
 		cmocka_unit_test(gcra),
 		cmocka_unit_test(fixed_vs_sliding_boundary),
 		cmocka_unit_test(sliding_log),

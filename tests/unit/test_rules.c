@@ -148,7 +148,8 @@ all_errors_with_positions(void **state)
 				    "integer from 1 to 65535, got '70000'\n"));
 	assert_non_null(
 		strstr(err, "t.yaml:4:3: dataplane: unknown key 'colour'\n"));
-	assert_non_null(strstr(err, "t.yaml:9:12: limit: expected a rate"));
+	assert_non_null(
+		strstr(err, "t.yaml:9:12: limit: expected COUNT/PERIOD"));
 	assert_non_null(
 		strstr(err, "t.yaml:13:11: tier: unknown tier 'gold'\n"));
 	assert_non_null(strstr(err, "t.yaml:17:5: rule 'c': duplicate name "
@@ -240,6 +241,14 @@ values(void **state)
 	assert_int_equal(r.period_ms, 1000);
 	assert_int_equal(sl_rate_parse("7/h", &r), 0);
 	assert_int_equal(r.period_ms, 3600000);
+	assert_int_equal(sl_rate_parse("10/minute", &r), 0);
+	assert_int_equal(r.period_ms, 60000);
+	assert_int_equal(sl_rate_parse("10000/day", &r), 0);
+	assert_int_equal(r.count, 10000);
+	assert_int_equal(r.period_ms, 86400000);
+	assert_int_equal(sl_rate_parse("1/d", &r), 0);
+	assert_int_equal(sl_rate_parse("5/week", &r), -1);
+	assert_int_equal(sl_rate_parse("5/mins", &r), -1);
 	assert_int_equal(sl_rate_parse("0/s", &r), -1);
 	assert_int_equal(sl_rate_parse("/s", &r), -1);
 	assert_int_equal(sl_rate_parse("5", &r), -1);
