@@ -38,7 +38,8 @@
 #include "sluice.h"
 #include "dpframes.h"
 
-#define ROUNDS    2000
+#define ROUNDS    2000 /* requests at least */
+#define RELOADS   6    /* and on until this many reloads were applied */
 #define KEYS      40
 #define WORKER_ID 1 /* its RCU reader id */
 
@@ -55,17 +56,34 @@ static const char RULES[] =
 	"%u/min}\n"
 	"  - {name: wide, scope: key, match: {path_prefix: /two}, limit: "
 	"100000/min, global: true}\n"
-	"store: {region: a, redis: {endpoints: [\"127.0.0.1:1\"]}}\n"
-	"response: {retry_jitter: 0}\n";
+	"store: {region: a, redis: {endpoints: [\"127.0.0.1:1\"],\n"
+	"  timeout_ms: %u}}\n"
+	"response: {retry_jitter: %s, headers: %s, expose_rule: %s}\n"
+	"request: {merge_slashes: %s, path_params: %s}\n"
+	"decisions: {sample: %s, stream: \"sl:decisions\"}\n"
+	"blocklist: {keys: [k-gone-%u]}\n";
 
 static struct sl_app app;
 static struct rte_mempool *pool;
 static int finished;
+static unsigned int reloaded, ran;
 
+/*
+ * Round r's rules: the limit moves between 2 and 3 a minute, and every
+ * option a reload applies (the response's, the request's, the sampling
+ * rate, the blocklist) changes with it, so that the workers read each
+ * one's new value while the reloader frees the old; the store's timeout,
+ * which only a restart applies, changes every other round.
+ */
 static void
-config_text(char *buf, size_t len, unsigned int limit)
+config_text(char *buf, size_t len, unsigned int r)
 {
-	snprintf(buf, len, RULES, limit);
+	static const char *const hdr[] = {"draft", "legacy", "both"};
+	const char *yes = r % 2 ? "true" : "false";
+
+	snprintf(buf, len, RULES, 2 + r % 2, 5 + r % 2, r % 2 ? "0.1" : "0",
+		 hdr[r % 3], yes, yes, r % 2 ? "strip" : "keep",
+		 r % 2 ? "0.5" : "0", r);
 }
 
 static void
@@ -121,11 +139,15 @@ worker_thread(void *arg)
 
 	rte_rcu_qsbr_thread_register(app.qs, WORKER_ID);
 	rte_rcu_qsbr_thread_online(app.qs, WORKER_ID);
-	for (i = 0; i < ROUNDS; i++) {
+	/* every option in both its states at least once (config_text) */
+	for (i = 0; i < ROUNDS ||
+		    __atomic_load_n(&reloaded, __ATOMIC_RELAXED) < RELOADS;
+	     i++) {
 		w->pol = __atomic_load_n(&app.policy, __ATOMIC_ACQUIRE);
 		one_request(w, i);
 		rte_rcu_qsbr_quiescent(app.qs, WORKER_ID);
 	}
+	ran = i;
 	/* what is still parked is decided by its deadline */
 	until = rte_rdtsc() + rte_get_tsc_hz() / 10;
 	while (!sl_parkq_empty(&w->parkq) && rte_rdtsc() < until) {
@@ -209,11 +231,15 @@ both_at_once(void **state)
 			uint64_t began = rte_rdtsc(), took;
 
 			snprintf(ver, sizeof(ver), "v%u", ++reloads);
-			config_text(text, sizeof(text), 2 + reloads % 2);
+			config_text(text, sizeof(text), reloads);
 			assert_int_equal(sl_reload_text(&app, ver, text,
 							strlen(text), msg,
 							sizeof(msg)),
 					 0);
+			/* applied, and what waits for a restart said so */
+			assert_int_equal(strstr(msg, "store") != NULL,
+					 reloads % 2);
+			__atomic_store_n(&reloaded, reloads, __ATOMIC_RELAXED);
 			took = rte_rdtsc() - began;
 			next_reload = rte_rdtsc() + RTE_MAX(gap, 4 * took);
 		}
@@ -225,8 +251,8 @@ both_at_once(void **state)
 	app.slices = NULL;
 	sl_telemetry_sum(&sum, &fs);
 	/* every request decided once, however the threads interleaved */
-	assert_int_equal(sum.requests, ROUNDS);
-	assert_int_equal(sum.allowed + sum.rejected, ROUNDS);
+	assert_int_equal(sum.requests, ran);
+	assert_int_equal(sum.allowed + sum.rejected, ran);
 	/* 40 keys at 2 or 3 a minute: each key's first request admitted
 	 * (a reload drops a lease's unspent units, counted as spent: the
 	 * safe side), none over the higher limit whatever the reloads did.
@@ -245,11 +271,11 @@ both_at_once(void **state)
 			 (unsigned long long)app.coord->st.taken_units,
 			 (unsigned long long)app.coord->st.answers_dropped,
 			 (unsigned long long)app.coord->st.given_back);
-	assert_true(reloads >= 1);
+	assert_true(reloads >= RELOADS);
 	assert_true(swaps >= 1);
 	printf("race: %u rounds, %llu allowed (%llu decided by the worker "
 	       "alone), %u reloads, %u slices tables, %u coordinator loops\n",
-	       ROUNDS, (unsigned long long)sum.allowed,
+	       ran, (unsigned long long)sum.allowed,
 	       (unsigned long long)sum.degraded, reloads, swaps, loops);
 	sl_worker_free(w);
 	rte_free(w);
@@ -276,7 +302,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "test_race: EAL did not start\n");
 		return 1;
 	}
-	config_text(text, sizeof(text), 2);
+	config_text(text, sizeof(text), 0);
 	cfg = dp_app(&app, &pool, "test_race", text, strlen(text));
 	if (cfg == NULL)
 		return 1;

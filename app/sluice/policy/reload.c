@@ -77,28 +77,39 @@ remember_stat(struct sl_reloader *rl, const char *path)
 }
 
 /* What only a restart can change: said, never silently ignored. */
+/*
+ * What a reload cannot apply, said rather than ignored: the sections the
+ * start-up sized or connected (docs/reference/config.md marks each key
+ * "restart"). The running values of those stay in force; the rest of the
+ * file applies now.
+ */
 static void
 note_restart_only(const struct sl_config *old, struct sl_config *c, char *msg,
 		  size_t len)
 {
+	size_t n = 0;
+
 	/* the workers' translation table is sized at start: keep_alive
 	 * (and the budgets it carries) turns on at the next restart; off,
 	 * it applies now (connections kept so far stay translated) */
 	if (c->response.keep_alive && !old->response.keep_alive) {
 		c->response.keep_alive = 0;
-		snprintf(msg, len,
-			 "note: response.keep_alive turned on takes effect at "
-			 "the next restart (the rest applies now)\n");
-		return;
+		n += (size_t)snprintf(msg, len,
+				      "note: response.keep_alive turned on "
+				      "takes effect at the next restart\n");
 	}
-	if (memcmp(&old->dataplane, &c->dataplane, sizeof(c->dataplane)) != 0 ||
-	    memcmp(&old->identity, &c->identity, sizeof(c->identity)) != 0 ||
-	    strcmp(old->decisions.file, c->decisions.file) != 0 ||
-	    strcmp(old->decisions.stream, c->decisions.stream) != 0)
-		snprintf(msg, len,
-			 "note: dataplane, identity and decisions file/stream "
-			 "changes take effect at the next restart (sampling "
-			 "rates apply now)\n");
+	if (n < len &&
+	    (memcmp(&old->dataplane, &c->dataplane, sizeof(c->dataplane)) !=
+		     0 ||
+	     memcmp(&old->identity, &c->identity, sizeof(c->identity)) != 0 ||
+	     (c->store.present &&
+	      memcmp(&old->store, &c->store, sizeof(c->store)) != 0) ||
+	     strcmp(old->decisions.file, c->decisions.file) != 0 ||
+	     strcmp(old->decisions.stream, c->decisions.stream) != 0))
+		snprintf(msg + n, len - n,
+			 "note: dataplane, identity, store and decisions "
+			 "file/stream changes take effect at the next restart "
+			 "(the rest applies now)\n");
 }
 
 /* Compiles c and swaps it in; takes c. Called with the policy lock held. */
