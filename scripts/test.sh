@@ -25,7 +25,7 @@ summary() {
 	/usr/bin/python3 - "$@" <<'PY'
 import json, sys
 bad = int(sys.argv.pop(1))
-p, f = 6 - bad, bad  # format, cycles, deps and the three fuzz groups count as tests
+p, f = 7 - bad, bad  # format, cycles, deps, docs and the three fuzz groups count as tests
 for path in sys.argv[1:]:
     for line in open(path):
         r = json.loads(line)["result"]
@@ -43,6 +43,10 @@ scripts/format.sh --check || { rc=1; fmt=1; }
 # no include beyond the folder walls each meson.build declares
 /usr/bin/python3 scripts/check-deps.py || { rc=1; fmt=$((fmt + 1)); }
 build build
+# the documents against the code: the config reference against the parser,
+# every YAML block through --check-config, the telemetry reference against
+# the commands, and no work-log label anywhere
+/usr/bin/python3 scripts/check-docs.py build/app/sluice/sluice || { rc=1; fmt=$((fmt + 1)); }
 # every suite runs once, below, under ASan and UBSan, but the one whose
 # figures are its speed's: accuracy, on the optimised build
 meson test -C build --print-errorlogs --no-rebuild --suite accuracy \

@@ -396,10 +396,10 @@ sl_lease_charge_pending(struct sl_lease *l, uint64_t now_ns)
 
 /*
  * A region's slice of its global limits for the identities the aggregator
- * gave one (README "Rebalancing slices"), in parts of SL_SLICE_PARTS of
- * the limit as written; an identity not in the table keeps its rule's
- * static slice. Filled by the control plane, then only read: a new set
- * of slices is a new table.
+ * gave one (docs/design/leases.md, "Rebalancing slices"), in parts of
+ * SL_SLICE_PARTS of the limit as written; an identity not in the table keeps
+ * its rule's static slice. Filled by the control plane, then only read: a new
+ * set of slices is a new table.
  */
 #define SL_SLICE_PARTS 10000
 #define SL_SLICE_SLOTS 4096 /* a power of two; at most half used */

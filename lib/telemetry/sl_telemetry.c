@@ -369,7 +369,8 @@ cmd_rules(void *ctx, const char *params, struct rte_tel_data *d)
 			U64(one, "global_limit", rule->global_count);
 			U64(one, "global_burst", rule->global_burst);
 			rte_tel_data_add_dict_string(one, "slice", sl);
-			/* the bound, as README "Rebalancing slices" states it
+			/* the bound, as docs/design/leases.md, "Rebalancing
+			 * slices" states it
 			 */
 			rte_tel_data_add_dict_string(
 				one, "formula",

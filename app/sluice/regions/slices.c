@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The aggregator's slices, applied (README "Rebalancing slices"). For each
- * global rule of the running policy, sluice-aggregator keeps in this
- * region's Redis sl:slice:{RULE}: v (version), t (written), x (how long a
- * slice lives unrenewed, ms) and, per identity (32 hex digits: its
- * bucket's k1 and k2), its slice here in parts of SL_SLICE_PARTS, and
- * announces "RULE VERSION" on sl:slices. The hash is read on the
- * announcement and every second (a missed message is repaired within
- * one), through the store's connection to the node serving the key;
- * what it holds becomes a new read-only table for the workers, swapped
- * in and the old one freed after a grace period, as the policy is. A
- * rule's slices not read again within their x (the aggregator down, the
+ * The aggregator's slices, applied (docs/design/leases.md, "Rebalancing
+ * slices"). For each global rule of the running policy, sluice-aggregator keeps
+ * in this region's Redis sl:slice:{RULE}: v (version), t (written), x (how long
+ * a slice lives unrenewed, ms) and, per identity (32 hex digits: its bucket's
+ * k1 and k2), its slice here in parts of SL_SLICE_PARTS, and announces "RULE
+ * VERSION" on sl:slices. The hash is read on the announcement and every second
+ * (a missed message is repaired within one), through the store's connection to
+ * the node serving the key; what it holds becomes a new read-only table for the
+ * workers, swapped in and the old one freed after a grace period, as the policy
+ * is. A rule's slices not read again within their x (the aggregator down, the
  * key expired, this region's Redis out) are dropped: its identities go
  * back to the static slice.
  */
