@@ -39,6 +39,7 @@ sl_app_setup(struct sl_app *app, struct sl_config *cfg)
 	app->store_timeout_ns =
 		cfg->dataplane.coordinator_timeout_ms * 1000000ULL;
 	app->expected = cfg->store.expected_appliances;
+	app->reserves = cfg->store.present;
 	app->holders = app->expected;
 	app->idle_tsc = app->tsc_hz / 1000 * cfg->dataplane.flow_idle_ms;
 	app->idle_sleep_us = cfg->dataplane.idle_sleep_us;

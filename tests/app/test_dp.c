@@ -56,6 +56,8 @@ static const char CONFIG[] =
 	"limit: 1/min, on_store_failure: fail_open}\n"
 	"  - {name: bulk, scope: key, match: {path_prefix: /bulk}, limit: "
 	"20/min, burst: 20, cost_from_response: X-RateLimit-Cost}\n"
+	"  - {name: fast, scope: key, match: {path_prefix: /fast}, limit: "
+	"10/s, burst: 8}\n"
 	"response: {retry_jitter: 0}\n";
 
 static struct sl_app app;
@@ -342,6 +344,38 @@ leased_limit(void **state)
 	assert_answered("429", "two");
 	assert_int_equal(w->ctr.parked, 3);
 	assert_int_equal(app.coord->st.refusals, 1);
+	done(w);
+}
+
+/*
+ * A key refused above its limit, then sent below it, is served: the
+ * node's own authority reserves nothing, so a key seen at its limit asks
+ * for what its request needs, not for a whole lease, which would refuse
+ * it until all of that lease had refilled (a client at 0.67 of a 10/s
+ * limit was refused for 2 s so).
+ */
+static void
+below_after_refusals(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct conn c;
+	int i;
+
+	(void)state;
+	/* the burst of 8, then refusals: the key is at its limit */
+	for (i = 0; i < 12; i++) {
+		c = open_conn(w);
+		request(w, &c, "/fast", "k-fast");
+		coord_turn(w);
+		drain();
+	}
+	assert_true(w->ctr.rejected >= 2);
+	/* 150 ms: a unit and a half back at 10/s, far from a lease's worth */
+	rte_delay_us_sleep(150000);
+	c = open_conn(w);
+	request(w, &c, "/fast", "k-fast");
+	coord_turn(w);
+	assert_forwarded("/fast");
 	done(w);
 }
 
@@ -696,6 +730,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(local_limit),
 		cmocka_unit_test(refused_and_passthrough),
 		cmocka_unit_test(leased_limit),
+		cmocka_unit_test(below_after_refusals),
 		cmocka_unit_test(degraded),
 		cmocka_unit_test(pipelined),
 		cmocka_unit_test(refused_behind_allowed),

@@ -78,6 +78,9 @@ struct sl_app {
 	uint64_t store_timeout_ns;
 	uint32_t holders;  /* leases per limit at once: workers x appliances */
 	uint32_t expected; /* store.expected_appliances */
+	/* the authority grants reservations (a store behind it): units of a
+	 * key at its limit that come good at its rate, queued in the store */
+	uint8_t reserves;
 	const char *config_path;
 	int64_t wall0_s; /* Unix time at TSC 0, for override expiry */
 	int rx_tsc_off;  /* mbuf dynfield with the arrival TSC; <0: none */

@@ -231,10 +231,16 @@ ask_missing(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 			continue;
 		uint64_t want = want_of(w, &ns[i], ls[i]);
 
-		/* a saturated key asks for its whole lease or nothing */
+		/* a saturated key asks for its whole lease or nothing where
+		 * the store reserves it (its units come good at the rate, one
+		 * call a lease); the node's own authority does not, and a
+		 * whole lease refused there would refuse the key until all of
+		 * it refilled (2 s of a 10/s key just raised from 2/min, its
+		 * client at 0.67 of the new limit refused throughout) */
 		if (ask(w, &ns[i], ls[i], want,
-			sl_need_saturated(w, &ns[i], ls[i]) ? want
-							    : ns[i].cost) != 0)
+			sl_need_saturated(w, &ns[i], ls[i]) && w->app->reserves
+				? want
+				: ns[i].cost) != 0)
 			return -1;
 	}
 	return 0;
