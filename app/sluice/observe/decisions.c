@@ -39,6 +39,8 @@ struct sl_decisions {
 	char host[256];
 	uint16_t port;
 	struct sl_redis_auth auth;
+	uint8_t ident_clear; /* decisions.identity: clear */
+	char ident_secret[SL_SECRET_MAX];
 	redisContext *rc;
 	uint64_t retry_ns; /* no connection attempt before then */
 	char node[64];
@@ -90,6 +92,26 @@ struct fields {
 	int has_rule, has_tier;
 };
 
+/*
+ * An API key or user as "key#" or "user#" and the first 16 hex digits of
+ * SHA-256(secret, a newline, "key:ID"): the same identity always reads the
+ * same (grep, join, count), the secret never leaves the node, and who
+ * knows a key and the secret finds its lines (docs/reference/decisions.md
+ * says how). Addresses stay as they are.
+ */
+static void
+digest_ident(const struct sl_decisions *d, char *s, size_t cap)
+{
+	char buf[SL_SECRET_MAX + SL_IDENT_MAX * 4 + 64], hex[65];
+	size_t colon = strcspn(s, ":");
+	int n = snprintf(buf, sizeof(buf), "%s\n%s", d->ident_secret, s);
+
+	if (n < 0 || (size_t)n >= sizeof(buf) || s[colon] != ':')
+		return;
+	sl_sha256_hex(buf, (size_t)n, hex);
+	snprintf(s + colon, cap - colon, "#%.16s", hex);
+}
+
 static void
 fill_fields(const struct sl_decisions *d, const struct sl_dec_rec *r,
 	    struct fields *f)
@@ -117,6 +139,8 @@ fill_fields(const struct sl_decisions *d, const struct sl_dec_rec *r,
 	id.len = r->len;
 	memcpy(id.id, r->id, r->len);
 	sl_ident_format(&id, s, sizeof(s));
+	if (!d->ident_clear && (id.kind == SL_ID_KEY || id.kind == SL_ID_USER))
+		digest_ident(d, s, sizeof(s));
 	json_str(f->ident, sizeof(f->ident), s);
 }
 
@@ -479,6 +503,9 @@ sl_decisions_create(const struct sl_config *cfg, const struct sl_app *app,
 	d->n = n;
 	snprintf(d->path, sizeof(d->path), "%s", cfg->decisions.file);
 	snprintf(d->stream, sizeof(d->stream), "%s", cfg->decisions.stream);
+	d->ident_clear = cfg->decisions.identity_clear;
+	snprintf(d->ident_secret, sizeof(d->ident_secret), "%s",
+		 cfg->decisions.identity_secret);
 	d->maxlen = cfg->decisions.maxlen;
 	if (cfg->store.present) {
 		snprintf(d->host, sizeof(d->host), "%s",

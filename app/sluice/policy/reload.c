@@ -30,7 +30,24 @@ struct sl_reloader {
 	int seen;
 	/* set once a rule set published through the store was applied */
 	char published[32];
+	uint8_t watch; /* reload.watch, as last applied */
+	/* every reload tried, those refused, and why the last one was
+	 * (its first line): /sluice/config, under the policy lock */
+	uint64_t reloads, failures;
+	char last_error[RTE_TEL_MAX_STRING_LEN];
 };
+
+/* Counts a reload tried; called with the policy lock held. */
+static void
+count(struct sl_reloader *rl, int rc, const char *msg)
+{
+	rl->reloads++;
+	if (rc == 0)
+		return;
+	rl->failures++;
+	snprintf(rl->last_error, sizeof(rl->last_error), "%.*s",
+		 (int)strcspn(msg, "\n"), msg);
+}
 
 static int
 slot_of(struct sl_reloader *rl, const char *name)
@@ -105,10 +122,14 @@ note_restart_only(const struct sl_config *old, struct sl_config *c, char *msg,
 	     (c->store.present &&
 	      memcmp(&old->store, &c->store, sizeof(c->store)) != 0) ||
 	     strcmp(old->decisions.file, c->decisions.file) != 0 ||
-	     strcmp(old->decisions.stream, c->decisions.stream) != 0))
+	     strcmp(old->decisions.stream, c->decisions.stream) != 0 ||
+	     old->decisions.identity_clear != c->decisions.identity_clear ||
+	     strcmp(old->decisions.identity_secret,
+		    c->decisions.identity_secret) != 0))
 		snprintf(msg + n, len - n,
 			 "note: dataplane, identity, store and decisions "
-			 "file/stream changes take effect at the next restart "
+			 "sinks or identity changes take effect at the next "
+			 "restart "
 			 "(the rest applies now)\n");
 }
 
@@ -140,6 +161,7 @@ apply_config(struct sl_app *app, struct sl_config *c, char *msg, size_t len)
 		sl_config_free(c);
 		return -1;
 	}
+	app->reloader->watch = c->reload.watch;
 	old = app->policy;
 	__atomic_store_n(&app->policy, p, __ATOMIC_RELEASE);
 	sl_telemetry_set_rules(p->rs, p->slot);
@@ -168,11 +190,13 @@ sl_reload(struct sl_app *app, char *msg, size_t len)
 			 "rules are managed through the store (version %s): "
 			 "publish with sluicectl\n",
 			 app->reloader->published);
+		count(app->reloader, -1, msg);
 		sl_policy_release();
 		return -1;
 	}
 	c = sl_config_load(app->config_path, msg, len);
 	rc = c != NULL ? apply_config(app, c, msg, len) : -1;
+	count(app->reloader, rc, msg);
 	sl_policy_release();
 	return rc;
 }
@@ -195,8 +219,39 @@ sl_reload_text(struct sl_app *app, const char *version, const char *text,
 	if (rc == 0)
 		snprintf(app->reloader->published,
 			 sizeof(app->reloader->published), "%s", version);
+	count(app->reloader, rc, msg);
 	sl_policy_release();
 	return rc;
+}
+
+/*
+ * The refusal's messages: "error", the first (as before), and "errors",
+ * every line. A telemetry string holds at most RTE_TEL_MAX_STRING_LEN
+ * bytes, so a longer line is cut there.
+ */
+static void
+add_errors(struct rte_tel_data *d, const char *msg)
+{
+	struct rte_tel_data *all = rte_tel_data_alloc();
+	char line[RTE_TEL_MAX_STRING_LEN];
+	const char *p = msg;
+	int first = 1;
+
+	if (all != NULL)
+		rte_tel_data_start_array(all, RTE_TEL_STRING_VAL);
+	while (*p != '\0') {
+		size_t n = strcspn(p, "\n");
+
+		snprintf(line, sizeof(line), "%.*s", (int)n, p);
+		if (first)
+			rte_tel_data_add_dict_string(d, "error", line);
+		if (all != NULL)
+			rte_tel_data_add_array_string(all, line);
+		first = 0;
+		p += n + (p[n] == '\n');
+	}
+	if (all != NULL)
+		rte_tel_data_add_dict_container(d, "errors", all, 0);
 }
 
 static int
@@ -216,11 +271,33 @@ cmd_reload(void *ctx, const char *params, struct rte_tel_data *d)
 		SL_LOG(NOTICE, "reload (telemetry): rules version %s",
 		       pk.version);
 	} else {
-		/* a telemetry string holds at most RTE_TEL_MAX_STRING_LEN */
-		msg[RTE_TEL_MAX_STRING_LEN - 1] = '\0';
-		rte_tel_data_add_dict_string(d, "error", msg);
+		add_errors(d, msg);
 		SL_LOG(ERR, "reload (telemetry) refused, running rules kept");
 	}
+	return 0;
+}
+
+/* /sluice/config: what runs, from where, and how reloading went. */
+static int
+cmd_config(void *ctx, const char *params, struct rte_tel_data *d)
+{
+	struct sl_app *app = ctx;
+	const struct sl_reloader *rl = app->reloader;
+	struct sl_policy_peek pk;
+
+	RTE_SET_USED(params);
+	sl_policy_peek(app, &pk);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "path",
+				     app->config_path ? app->config_path : "");
+	rte_tel_data_add_dict_string(d, "version", pk.version);
+	sl_policy_hold();
+	rte_tel_data_add_dict_string(d, "published", rl->published);
+	rte_tel_data_add_dict_u64(d, "watch", rl->watch);
+	rte_tel_data_add_dict_u64(d, "reloads", rl->reloads);
+	rte_tel_data_add_dict_u64(d, "reload_failures", rl->failures);
+	rte_tel_data_add_dict_string(d, "last_error", rl->last_error);
+	sl_policy_release();
 	return 0;
 }
 
@@ -239,6 +316,11 @@ sl_reload_init(struct sl_app *app)
 		return -1;
 	sl_telemetry_set_rules(app->policy->rs, app->policy->slot);
 	remember_stat(app->reloader, app->config_path);
+	app->reloader->watch = app->cfg->reload.watch;
+	if (sl_telemetry_cmd("/sluice/config", cmd_config, app,
+			     "The config's path, version, reload counts and "
+			     "last error") != 0)
+		return -1;
 	return sl_telemetry_cmd(
 		"/sluice/reload", cmd_reload, app,
 		"Reloads the config file; returns the version or the errors");
@@ -248,6 +330,7 @@ void
 sl_reload_free(struct sl_app *app)
 {
 	sl_telemetry_withdraw("/sluice/reload", app);
+	sl_telemetry_withdraw("/sluice/config", app);
 	free(app->reloader);
 	app->reloader = NULL;
 }
@@ -275,7 +358,8 @@ sl_reload_poll(struct sl_app *app)
 	char msg[8192];
 	struct sl_policy_peek pk;
 
-	if (app->config_path == NULL || stat(app->config_path, &st) != 0 ||
+	if (!rl->watch || app->config_path == NULL ||
+	    stat(app->config_path, &st) != 0 ||
 	    same_file(&st, &rl->last_stat)) {
 		rl->seen = 0;
 		return;
