@@ -90,7 +90,8 @@ side() {
 	local fz=(chrt --idle 0 env)
 	"${fz[@]}" FUZZ_RUNS=6000000 scripts/fuzz.sh 0 norm || r=$((r + 2))
 	"${fz[@]}" FUZZ_RUNS=750000 scripts/fuzz.sh 0 flow decided || r=$((r + 4))
-	"${fz[@]}" FUZZ_RUNS=1300000 scripts/fuzz.sh 0 http resp || r=$((r + 8))
+	"${fz[@]}" FUZZ_RUNS=1300000 scripts/fuzz.sh 0 http || r=$((r + 8))
+	"${fz[@]}" FUZZ_RUNS=650000 scripts/fuzz.sh 0 resp || r=$((r + 8))
 	"${fz[@]}" FUZZ_RUNS=8000000 scripts/fuzz.sh 0 frame || r=$((r + 8))
 	"${fz[@]}" FUZZ_RUNS=85000 scripts/fuzz.sh 0 config || r=$((r + 8))
 	return $r

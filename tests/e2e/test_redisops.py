@@ -2,7 +2,7 @@
 """Redis as operators run it: credentials.
 
 - An ACL user with the least privilege the appliance needs (the list in
-  README.md, applied here as written there) and the default user
+  docs/design/leases.md, applied here as written there) and the default user
   disabled: sluice with store.redis.username and a password_file leases
   through Redis — a 5/min key served 5 of 8, its state in Redis, no store
   error, the scripts loaded as functions.
@@ -13,9 +13,9 @@
   protocol error rather than NOAUTH), and it stops cleanly.
 - With a region and a global rule, under the same ACL: the appliance's
   demand reported into Redis and a slice written there followed; and
-  sluice-aggregator under its own least privilege (README's second line)
+  sluice-aggregator under its own least privilege (the second line there)
   reads reports and writes slices.
-- TLS, the way README.md gives (Debian 12's hiredis 0.14 has none): a
+- TLS, the way docs/design/leases.md gives (Debian 12's hiredis 0.14 has none): a
   redis-server listening on its TLS port only, with a certificate from a
   CA generated here, reached through a local stunnel client that verifies
   the chain and the host name; the limit holds through it.
@@ -62,8 +62,9 @@ response: {retry_jitter: 0}
 
 
 def readme_acl(user="sluice"):
-    """The ACL rules README.md gives for user."""
-    readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
+    """The ACL rules docs/design/leases.md gives for user."""
+    readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                          "design", "leases.md")
     with open(readme) as f:
         text = f.read()
     start = text.index("ACL SETUSER %s " % user)
@@ -160,7 +161,7 @@ def aggregator_acl(res, tmp, port):
     pw = "agg-pw-%d" % os.getpid()
     acl = [">" + pw if a.startswith(">") else a for a in readme_acl("sluice-aggregator")]
     res.eq(cli(port, "ACL", "SETUSER", "sluice-aggregator", *acl, **ADMIN), "OK",
-           "the README's ACL for the aggregator's user applies")
+           "the documented ACL for the aggregator's user applies")
     # a second region (one alone always holds the whole limit: no slice
     # to write), its Redis under the same ACL
     us = sltest.free_port()
@@ -275,13 +276,13 @@ def main():
         admin = "admin-pw-%d" % os.getpid()
         redis = sltest.start_redis(port, tmp)
         try:
-            # the appliance's user as the README gives it; the default
+            # the appliance's user as the docs give it; the default
             # user (no password) off: every connection must authenticate
             acl = readme_acl()
             good = "sluice-pw-%d" % os.getpid()
             acl = [">" + good if a.startswith(">") else a for a in acl]
             res.eq(cli(port, "ACL", "SETUSER", "sluice", *acl), "OK",
-                   "the README's ACL for the appliance's user applies")
+                   "the documented ACL for the appliance's user applies")
             res.eq(cli(port, "ACL", "SETUSER", "admin", "on", ">" + admin, "~*", "&*", "+@all"),
                    "OK", "an admin user for the test")
             ADMIN.update(user="admin", pw=admin)
