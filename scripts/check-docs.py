@@ -5,11 +5,15 @@
   or the reference lists a key the parser does not accept (both read from
   their sources: the parser's field tables, the reference's tables);
 - a YAML block in README.md or docs/ does not pass --check-config (a block
-  without `version:` is checked as a fragment of a file that has it);
+  without `version:` is checked as a fragment of a file that has it), or
+  a config in conf/ (the default, the demo's, conf/examples/) does not
+  pass --check-config --strict;
 - the telemetry reference names a /sluice command the code does not
   register, or the code registers one the reference does not describe;
 - a file in the repository carries a work-log label (an issue number, an
-  ordinal work period): history lives in git.
+  ordinal work period): history lives in git;
+- conf/man/sluice.yaml.5 is not what scripts/config-man.py makes of the
+  reference.
 
 usage: scripts/check-docs.py [SLUICE_BINARY]   (no binary: YAML not run)
 """
@@ -100,6 +104,19 @@ def check_yaml(binary, bad):
                        % (rel, line, (r.stdout + r.stderr).strip()))
 
 
+def check_conf(binary, bad):
+    for dirpath, _, files in os.walk(os.path.join(ROOT, "conf")):
+        for f in sorted(files):
+            path = os.path.join(dirpath, f)
+            if not f.endswith(".yaml") or not re.search(r"^version:", read(path), re.M):
+                continue
+            r = subprocess.run([binary, "--", "--config", path, "--check-config", "--strict"],
+                               capture_output=True, text=True, timeout=30)
+            if r.returncode != 0:
+                bad.append("%s: does not pass --check-config --strict:\n%s" % (
+                    os.path.relpath(path, ROOT), (r.stdout + r.stderr).strip()))
+
+
 def telemetry(bad):
     code = set()
     for d in ("app", "lib"):
@@ -147,8 +164,13 @@ def main():
         bad.append("docs/reference/config.md: '%s' is described, the parser refuses it" % k)
     if len(sys.argv) > 1:
         check_yaml(sys.argv[1], bad)
+        check_conf(sys.argv[1], bad)
     telemetry(bad)
     labels(bad)
+    man = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "config-man.py"),
+                          "--check"], capture_output=True, text=True)
+    if man.returncode != 0:
+        bad.append(man.stdout.strip())
     for b in bad:
         print(b)
     print("check-docs: %d config keys described, %d problems" % (len(r), len(bad)))

@@ -64,6 +64,7 @@ def main():
                 "usr/lib/sluice/sltelemetry.py", "lib/systemd/system/sluice@.service",
                 "etc/sluice/sluice.yaml", "usr/share/man/man1/sluice.1.gz",
                 "usr/share/man/man1/sluicectl.1.gz", "usr/share/man/man1/sluice-exporter.1.gz",
+                "usr/share/man/man5/sluice.yaml.5.gz",
                 "usr/share/sluice/grafana/sluice.json",
                 "usr/share/sluice/prometheus/sluice-alerts.yml",
                 "usr/share/doc/sluice/copyright", "usr/share/doc/sluice/changelog.gz"]
@@ -87,9 +88,10 @@ def main():
                           tool, (h.stdout.strip().splitlines() or h.stderr.strip()[-200:]
                                  .splitlines() or [""])[0]))
 
-        for page in ("sluice", "sluicectl", "sluice-exporter", "sluice-aggregator"):
-            src = os.path.join(root, "usr", "share", "man", "man1", page + ".1.gz")
-            plain = os.path.join(tmp, page + ".1")
+        for page, sec in (("sluice", "1"), ("sluicectl", "1"), ("sluice-exporter", "1"),
+                          ("sluice-aggregator", "1"), ("sluice.yaml", "5")):
+            src = os.path.join(root, "usr", "share", "man", "man" + sec, page + "." + sec + ".gz")
+            plain = os.path.join(tmp, page + "." + sec)
             with gzip.open(src) as f, open(plain, "wb") as g:
                 g.write(f.read())
             m = run("man", "--warnings", "-l", "-E", "UTF-8", plain,
