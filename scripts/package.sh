@@ -8,6 +8,16 @@
 # nothing on this machine; build with scripts/setup.sh done.
 # usage: scripts/package.sh [OUTDIR]
 set -euo pipefail
+case "${1:-}" in
+-h | --help)
+	sed -n '2,9s/^# \{0,1\}//p' "$0"
+	exit 0
+	;;
+-*)
+	echo "package.sh: unknown option $1 (usage: scripts/package.sh [OUTDIR])" >&2
+	exit 2
+	;;
+esac
 cd "$(dirname "$0")/.."
 src=$PWD
 mkdir -p "${1:-.}"
@@ -47,14 +57,17 @@ install -D -m 0755 scripts/hugepages.sh "$lib/hugepages.sh"
 ln -s ../lib/sluice/sluicectl "$pkg/usr/bin/sluicectl"
 ln -s ../lib/sluice/sluice-exporter "$pkg/usr/bin/sluice-exporter"
 ln -s ../lib/sluice/sluice-aggregator "$pkg/usr/bin/sluice-aggregator"
-install -D -m 0644 conf/systemd/sluice@.service "$pkg/lib/systemd/system/sluice@.service"
+for u in conf/systemd/*.service; do
+	install -D -m 0644 "$u" "$pkg/lib/systemd/system/$(basename "$u")"
+done
 install -D -m 0644 conf/sluice.yaml "$pkg/etc/sluice/sluice.yaml"
 install -D -m 0644 conf/grafana/sluice.json "$pkg/usr/share/sluice/grafana/sluice.json"
 install -D -m 0644 conf/prometheus/sluice-alerts.yml \
 	"$pkg/usr/share/sluice/prometheus/sluice-alerts.yml"
-for m in conf/man/*.1; do
-	install -D -m 0644 "$m" "$pkg/usr/share/man/man1/$(basename "$m")"
-	gzip -9n "$pkg/usr/share/man/man1/$(basename "$m")"
+for m in conf/man/*.[15]; do
+	sec=man${m##*.}
+	install -D -m 0644 "$m" "$pkg/usr/share/man/$sec/$(basename "$m")"
+	gzip -9n "$pkg/usr/share/man/$sec/$(basename "$m")"
 done
 
 doc=$pkg/usr/share/doc/sluice

@@ -312,7 +312,8 @@ main(int argc, char **argv)
 	struct sl_worker_view views[RTE_MAX_LCORE];
 	char err[ERRBUF];
 	unsigned int n_workers, i;
-	int ret, dd;
+	int ret, dd, bad;
+	char *sep;
 
 	/* --help, --version and --check-config need no EAL: the app's
 	 * args after "--" (or --version, --help alone) */
@@ -337,27 +338,30 @@ main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-	if (dd < argc) {
-		char *sep = argv[dd];
-		int bad;
-
-		argv[dd] = (char *)"sluice"; /* getopt's name in its errors */
-		bad = parse_opts(argc - dd, argv + dd, &o);
-		argv[dd] = sep; /* EAL still needs it */
-		if (bad) {
-			usage(stderr);
-			return 1;
-		}
-		if (o.help)
-			usage(stdout);
-		else if (o.version)
-			version();
-		if (o.help || o.version)
-			return 0;
+	if (dd == argc) {
+		/* no '--': no --config either; said before EAL starts (it
+		 * would leave its runtime directory behind) */
+		fprintf(stderr, "sluice: --config FILE is required (sluice "
+				"[EAL args] -- --config FILE; --help)\n");
+		return 1;
 	}
-	if (dd < argc && o.check_only)
+	sep = argv[dd];
+	argv[dd] = (char *)"sluice"; /* getopt's name in its errors */
+	bad = parse_opts(argc - dd, argv + dd, &o);
+	argv[dd] = sep; /* EAL still needs it */
+	if (bad) {
+		usage(stderr);
+		return 1;
+	}
+	if (o.help)
+		usage(stdout);
+	else if (o.version)
+		version();
+	if (o.help || o.version)
+		return 0;
+	if (o.check_only)
 		return check_config(o.config, o.strict);
-	if (dd < argc && o.explain != NULL)
+	if (o.explain != NULL)
 		return sl_explain(o.config, o.explain,
 				  o.peer ? o.peer : "198.18.0.1");
 	ret = rte_eal_init(argc, argv);

@@ -44,6 +44,10 @@ def main():
     rc, _, err = run(binary, "--", "--config", "x.yaml", "stray")
     res.check(rc == 1 and "unexpected argument 'stray'" in err,
               "a stray argument is named: %r" % err.splitlines()[:1])
+    rc, out, err = run(binary, "--no-huge", "-l", "0")
+    res.check(rc == 1 and "--config FILE is required" in err and
+              len((out + err).splitlines()) == 1,
+              "no '--' at all: --config is required, said before EAL starts (%r)" % err.strip())
     rc, _, err = run(binary, "--", "--check-config")
     res.check(rc == 1 and "--config FILE is required" in err,
               "--config is required: %r" % err.splitlines()[:1])
@@ -139,6 +143,20 @@ def unit(binary, res):
                            text=True, timeout=60)
         res.check(r.returncode == 0 and not r.stderr.strip(),
                   "systemd-analyze verify sluice@.service: %s" % (r.stderr.strip() or "clean"))
+        # the exporter's and the aggregator's units, their programs this tree's
+        for name, inst in (("sluice-exporter@.service", "sluice-exporter@edge.service"),
+                           ("sluice-aggregator.service", "sluice-aggregator.service")):
+            t = open(os.path.join(sltest.ROOT, "conf", "systemd", name)).read()
+            for tool in ("sluice-exporter", "sluice-aggregator"):
+                t = t.replace("/usr/bin/" + tool, os.path.join(sltest.ROOT, "tools", tool))
+            p = os.path.join(tmp, inst)
+            with open(p, "w") as f:
+                f.write(t.replace("After=sluice@%i.service\nBindsTo=sluice@%i.service\n", "")
+                        .replace("WantedBy=sluice@%i.service", "WantedBy=multi-user.target"))
+            r = subprocess.run(["systemd-analyze", "verify", p], capture_output=True,
+                               text=True, timeout=60)
+            res.check(r.returncode == 0 and not r.stderr.strip(),
+                      "systemd-analyze verify %s: %s" % (name, r.stderr.strip() or "clean"))
     pre = [ln.split("=", 1)[1] for ln in text.splitlines() if ln.startswith("ExecStartPre=")]
     cmd = pre[0].replace("/etc/sluice/%i.yaml", os.path.join(sltest.ROOT, "conf", "sluice.yaml"))
     r = subprocess.run(cmd.split(), capture_output=True, text=True, timeout=30)
