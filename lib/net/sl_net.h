@@ -158,6 +158,9 @@ struct sl_reply_info {
 	uint16_t status; /* 429, 403, 400, 408 or 431 */
 	uint8_t headers; /* SL_RH_* (429 only) */
 	uint8_t expose_rule;
+	/* 429: an RFC 9457 problem details body of the ratelimit draft's
+	 * quota-exceeded type, not sluice's own JSON */
+	uint8_t problem;
 	uint8_t keep_alive; /* 429: no "Connection: close" (the stream goes on)
 			     */
 	const char *rule;   /* the deciding rule (429, 403) */

@@ -121,6 +121,14 @@ status_line(uint16_t st, uint32_t *len)
 	}
 }
 
+/*
+ * The fields of draft-ietf-httpapi-ratelimit-headers as its revision -10
+ * (and the working group's text of September 2025) defines them: a quota
+ * policy item per policy, RateLimit-Policy: "NAME";q=QUOTA;w=WINDOW, and
+ * a service limit item, RateLimit: "NAME";r=REMAINING;t=SECONDS, both
+ * Structured Fields (RFC 9651) with the policy's name a String; legacy
+ * draft-06 RateLimit-Limit/-Remaining/-Reset where asked for.
+ */
 static void
 ratelimit_headers(struct w *w, const struct sl_reply_info *ri)
 {
@@ -158,6 +166,20 @@ body(struct w *w, const struct sl_reply_info *ri)
 
 	switch (ri->status) {
 	case 429:
+		if (ri->problem) {
+			/* the policy named as in RateLimit-Policy (its
+			 * opaque id where the rule is not exposed) */
+			PUTS(w, "{\"type\":\"https://iana.org/assignments/"
+				"http-problem-types#quota-exceeded\","
+				"\"title\":\"Too Many Requests\","
+				"\"status\":429,\"violated-policies\":[\"");
+			put(w, ri->rule, ri->rule_len);
+			PUTS(w, "\"],\"retry_after\":");
+			fixed = w->n - start;
+			put_num(w, SL_SLOT_RETRY, ri->retry_after_s);
+			PUTS(w, "}\n");
+			return fixed + 2;
+		}
 		PUTS(w, "{\"error\":\"rate_limited\"");
 		if (ri->expose_rule) {
 			PUTS(w, ",\"rule\":\"");
@@ -194,8 +216,11 @@ emit(struct w *w, const struct sl_reply_info *ri, uint32_t body_len)
 	const char *s = status_line(ri->status, &sl);
 
 	put(w, s, sl);
-	PUTS(w,
-	     "Content-Type: application/json\r\nCache-Control: no-store\r\n");
+	if (ri->status == 429 && ri->problem)
+		PUTS(w, "Content-Type: application/problem+json\r\n");
+	else
+		PUTS(w, "Content-Type: application/json\r\n");
+	PUTS(w, "Cache-Control: no-store\r\n");
 	if (ri->status == 429) {
 		PUTS(w, "Retry-After: ");
 		put_num(w, SL_SLOT_RETRY, ri->retry_after_s);

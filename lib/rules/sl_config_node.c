@@ -19,6 +19,7 @@ static const char *const escslash_names[] = {"reject", "decode", "keep", NULL};
 static const char *const hostmis_names[] = {"reject", "allow", NULL};
 static const char *const params_names[] = {"keep", "strip", "reject", NULL};
 static const char *const ident_names[] = {"hash", "clear", NULL};
+static const char *const body_names[] = {"json", "problem", NULL};
 
 /* ---- dataplane ---- */
 
@@ -238,6 +239,7 @@ static const struct field response_fields[] = {
 	F_BOOL("expose_rule", struct sl_config, response.expose_rule),
 	F_BOOL("keep_alive", struct sl_config, response.keep_alive),
 	F_BOOL("headers_on_allow", struct sl_config, response.headers_on_allow),
+	F_ENUM("body", struct sl_config, response.body, body_names),
 	F_END,
 };
 

@@ -42,6 +42,7 @@ enum sl_algo {
 };
 enum sl_store_fail { SL_FAIL_OPEN, SL_LOCAL_STRICT, SL_FAIL_CLOSED };
 enum sl_hdr_style { SL_HDR_DRAFT, SL_HDR_LEGACY, SL_HDR_BOTH };
+enum sl_body_style { SL_BODY_JSON, SL_BODY_PROBLEM };
 
 /* The methods a rule may name, as a bit mask. */
 enum sl_method {
@@ -213,6 +214,7 @@ struct sl_config {
 		 * strictest limit (RateLimit headers put into the server's
 		 * response head); needs keep_alive's translation */
 		uint8_t headers_on_allow;
+		uint8_t body; /* enum sl_body_style */
 	} response;
 	struct {
 		/* the file read again when it changed (stable for a second);

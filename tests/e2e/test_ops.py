@@ -193,6 +193,28 @@ def main():
             cfg0 = sltest.telemetry(t.sluice.prefix, "/sluice/config")
             with open(conf) as f:
                 good = f.read()
+
+            # problem details instead of sluice's own body, by a reload
+            with open(conf, "w") as f:
+                f.write(good.replace("response: {retry_jitter: 0}",
+                                     "response: {retry_jitter: 0, body: problem}"))
+            r = ctl("reload")
+            h = t.curl("-H", "X-API-Key: k-low", "http://%s/v1/ops/low9" % S4)
+            try:
+                doc = json.loads(h[2])
+            except ValueError:
+                doc = {}
+            res.check(r.returncode == 0 and h[0] == 429 and
+                      h[1].get("content-type") == "application/problem+json" and
+                      doc.get("type", "").endswith("#quota-exceeded") and
+                      doc.get("status") == 429 and doc.get("violated-policies") == ["key-ops"] and
+                      doc.get("retry_after") == int(h[1].get("retry-after", -1)),
+                      "response.body: problem: a quota-exceeded problem naming the policy, "
+                      "its wait the Retry-After (%s %s)" % (h[1].get("content-type"), doc))
+            with open(conf, "w") as f:
+                f.write(good)
+            ctl("reload")
+            cfg0 = sltest.telemetry(t.sluice.prefix, "/sluice/config")
             with open(conf, "w") as f:
                 f.write(good.replace("limit: 2/min", "limit: 2/fortnight", 1))
             r = ctl("reload")

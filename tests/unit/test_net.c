@@ -207,6 +207,20 @@ reply_text(void **state)
 	assert_null(strstr(buf, "RateLimit-Limit"));
 	assert_non_null(strstr(
 		buf, "{\"error\":\"rate_limited\",\"retry_after\":3}\n"));
+	/* problem details: its media type, the policy as RateLimit names
+	 * it (the opaque id here), the same wait */
+	ri.problem = 1;
+	ri.rule = "p7";
+	ri.rule_len = 2;
+	n = sl_reply_http(buf, sizeof(buf), &ri);
+	buf[n] = '\0';
+	assert_non_null(
+		strstr(buf, "Content-Type: application/problem+json\r\n"));
+	assert_non_null(strstr(
+		buf, "\r\n\r\n{\"type\":\"https://iana.org/assignments/"
+		     "http-problem-types#quota-exceeded\",\"title\":\"Too "
+		     "Many Requests\",\"status\":429,\"violated-policies\":"
+		     "[\"p7\"],\"retry_after\":3}\n"));
 }
 
 /* The template, filled, is the same text, and its sum is right. */
@@ -218,6 +232,7 @@ reply_template(void **state)
 		{27, 7, 3600, 2, 3599}, {123456, 1000000, 86400, 999, 12},
 		{9, 10, 11, 12, 13},
 	};
+	const size_t n_nums = sizeof(nums) / sizeof(nums[0]);
 	struct sl_reply_info ri = {.status = 429,
 				   .headers = SL_RH_DRAFT | SL_RH_LEGACY,
 				   .expose_rule = 1,
@@ -229,15 +244,19 @@ reply_template(void **state)
 	size_t i, f;
 
 	(void)state;
-	assert_int_equal(sl_reply_tpl_build(&t, &ri), 0);
-	for (i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
-		struct sl_reply_nums v = {nums[i][0], nums[i][1], nums[i][2],
-					  nums[i][3], nums[i][4]};
+	/* the JSON body, then problem details: one template each */
+	for (i = 0; i < 2 * n_nums; i++) {
+		const uint64_t *x = nums[i % n_nums];
+		struct sl_reply_nums v = {x[0], x[1], x[2], x[3], x[4]};
 		char want[1024];
 		uint8_t got[1024], frame[2048];
 		uint32_t wn, gn, sum, fl;
 		struct sl_pkt p, q;
 
+		if (i % n_nums == 0) {
+			ri.problem = i != 0;
+			assert_int_equal(sl_reply_tpl_build(&t, &ri), 0);
+		}
 		ri.retry_after_s = v.retry_after_s;
 		ri.limit = v.limit;
 		ri.window_s = v.window_s;

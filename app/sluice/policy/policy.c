@@ -155,7 +155,9 @@ sl_policy_build(const struct sl_config *cfg)
 		const struct sl_rule *r = sl_ruleset_rule(p->rs, i);
 		struct sl_reply_info ri = {.status = 429,
 					   .headers = p->headers,
-					   .expose_rule = p->expose_rule};
+					   .expose_rule = p->expose_rule,
+					   .problem = cfg->response.body ==
+						      SL_BODY_PROBLEM};
 
 		/* the loader already refused what cannot be represented */
 		sl_rule_params(r, &r->limit, r->burst, &p->params[i]);
