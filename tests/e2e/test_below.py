@@ -196,14 +196,10 @@ def main():
         if FULL:
             run(res, binary, tmp, 0, "node-1w", workers=1, conns=conns)
         port = sltest.free_port()
-        redis = sltest.start_redis(port, tmp)
-        try:
+        with sltest.redis_server(port, tmp):
             run(res, binary, tmp, port, "redis", conns=conns)
             if FULL:
                 run(res, binary, tmp, port, "redis-1w", workers=1, conns=conns)
-        finally:
-            redis.kill()
-            redis.wait()
     return res.finish()
 
 

@@ -93,12 +93,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         run(res, binary, tmp, 0, "node")
         port = sltest.free_port()
-        redis = sltest.start_redis(port, tmp)
-        try:
+        with sltest.redis_server(port, tmp):
             run(res, binary, tmp, port, "redis")
-        finally:
-            redis.kill()
-            redis.wait()
             time.sleep(0.1)
     return res.finish()
 

@@ -167,13 +167,9 @@ def aggregator_acl(res, tmp, port):
     us = sltest.free_port()
     d = os.path.join(tmp, "us")
     os.makedirs(d)
-    other = sltest.start_redis(us, d)
-    try:
+    with sltest.redis_server(us, d):
         cli(us, "ACL", "SETUSER", "sluice-aggregator", *acl)
         r = round_as_aggregator(tmp, port, us, pw)
-    finally:
-        other.kill()
-        other.wait()
     keys = cli(port, "--scan", "--pattern", "sl:slice:*", **ADMIN).split()
     res.check(r.returncode == 0 and '"rebalance"' in r.stdout and "error" not in r.stdout and
               "sl:slice:{00000000000000aa}" in keys, "the aggregator under its least privilege: a round read the "
@@ -274,8 +270,7 @@ def main():
     port = sltest.free_port()
     with tempfile.TemporaryDirectory() as tmp:
         admin = "admin-pw-%d" % os.getpid()
-        redis = sltest.start_redis(port, tmp)
-        try:
+        with sltest.redis_server(port, tmp):
             # the appliance's user as the docs give it; the default
             # user (no password) off: every connection must authenticate
             acl = readme_acl()
@@ -338,9 +333,6 @@ def main():
                                                  "circuit_opened")})
             res.eq(rc, 0, "runs degraded and stops cleanly, no crash")
             tls(binary, res, tmp)
-        finally:
-            redis.kill()
-            redis.wait()
     return res.finish()
 
 

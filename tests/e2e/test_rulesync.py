@@ -46,8 +46,7 @@ def main():
             return p
 
         conf = write("sluice.yaml", "2/min", 2)
-        redis = sltest.start_redis(port, tmp)
-        try:
+        with sltest.redis_server(port, tmp):
             with sltest.Topology(binary, conf, tmp, prefix="sa%d" % (os.getpid() % 1000)) as a, \
                     sltest.Topology(binary, conf, tmp, prefix="sb%d" % (os.getpid() % 1000)) as b:
                 n = [0]
@@ -136,9 +135,6 @@ def main():
                 res.eq(lines, 2, "the audit log has the publishes made through sluicectl")
                 res.eq(a.sluice.stop(), 0, "A stops cleanly")
                 res.eq(b.sluice.stop(), 0, "B stops cleanly")
-        finally:
-            redis.kill()
-            redis.wait()
     return res.finish()
 
 

@@ -42,8 +42,7 @@ def main():
         conf = os.path.join(tmp, "sluice.yaml")
         with open(conf, "w") as f:
             f.write(CONF % (port, os.getpid()))
-        redis = sltest.start_redis(port, tmp)
-        try:
+        with sltest.redis_server(port, tmp):
             subprocess.run(["redis-cli", "-p", str(port), "hset", h, "k-vip", "pro"],
                            capture_output=True)
             with sltest.Topology(binary, conf, tmp, prefix="ti%d" % (os.getpid() % 1000)) as t:
@@ -69,9 +68,6 @@ def main():
                        "/sluice/tiers: free (k-vip's first, k-nobody)")
                 res.eq(tiers["no_key"]["allowed"], 0, "/sluice/tiers: no_key")
                 res.eq(t.sluice.stop(), 0, "clean shutdown")
-        finally:
-            redis.kill()
-            redis.wait()
     return res.finish()
 
 

@@ -164,13 +164,9 @@ def main():
     res = sltest.Results("lua")
     port = sltest.free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        redis = sltest.start_redis(port, tmp)
-        try:
+        with sltest.redis_server(port, tmp):
             differential(res, tool, port)
             debt(res, port)
-        finally:
-            redis.kill()
-            redis.wait()
     return res.finish()
 
 

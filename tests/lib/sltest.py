@@ -1,6 +1,7 @@
 """Helpers shared by the packet and end-to-end tests: start sluice, read
 its telemetry, stop it, and clean up whatever happens."""
 
+import contextlib
 import json
 import os
 import random
@@ -56,6 +57,18 @@ def start_redis(port, tmp, *extra):
         time.sleep(0.05)
     r.kill()
     raise RuntimeError("redis-server did not start on port %d" % port)
+
+
+@contextlib.contextmanager
+def redis_server(port, tmp, *extra):
+    """start_redis's server for a with-block: gone when it ends, however."""
+    r = start_redis(port, tmp, *extra)
+    try:
+        yield r
+    finally:
+        if r.poll() is None:
+            r.kill()
+        r.wait()
 
 
 def cluster_port():
