@@ -12,11 +12,13 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_pdump.h>
+#include <rte_telemetry.h>
 #include <rte_version.h>
 
 #include "coord.h"
 #include "decisions.h"
 #include "explain.h"
+#include "notify.h"
 #include "policy.h"
 #include "redis.h"
 #include "regions.h"
@@ -249,12 +251,14 @@ start_workers(struct sl_app *app, unsigned int *n_out,
 						   .rules = ws[n].rules,
 						   .top = &ws[n].top,
 						   .latency = &ws[n].latency,
-						   .tiers = ws[n].tiers_ctr};
+						   .tiers = ws[n].tiers_ctr,
+						   .beat = &ws[n].beat};
 		views[n] = (struct sl_worker_view){.lcore = lcore,
 						   .ctr = &ws[n].ctr,
 						   .park_latency =
 							   &ws[n].park_latency,
-						   .dec_ring = &ws[n].dec_ring};
+						   .dec_ring = &ws[n].dec_ring,
+						   .beat = &ws[n].beat};
 		n++;
 	}
 	if (sl_telemetry_register(src, n) != 0)
@@ -272,11 +276,73 @@ start_workers(struct sl_app *app, unsigned int *n_out,
 	return ws;
 }
 
-void
-main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag)
+/*
+ * The watchdog's ping, sent only while every worker has completed a loop
+ * within half the interval: a worker stuck in a loop (or a lock it must
+ * never take) stops the pings, and systemd restarts the appliance. A
+ * stall is logged once, when it is seen.
+ */
+static void
+watchdog(const struct sl_worker_view *vs, unsigned int n, uint64_t now,
+	 uint64_t limit_tsc, int *stalled)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t b = __atomic_load_n(vs[i].beat, __ATOMIC_RELAXED);
+
+		if (b != 0 && now > b && now - b > limit_tsc) {
+			if (!*stalled)
+				SL_LOG(ERR,
+				       "worker lcore %u has completed no loop "
+				       "for %" PRIu64 " ms: no watchdog ping",
+				       vs[i].lcore,
+				       (now - b) / (rte_get_tsc_hz() / 1000));
+			*stalled = 1;
+			return;
+		}
+	}
+	*stalled = 0;
+	sl_notify("WATCHDOG=1");
+}
+
+#ifndef NDEBUG
+/*
+ * Debug builds only: /sluice/stall,I,MS stops worker I (its index) for MS
+ * milliseconds, once, as a worker stuck in a bug would be: what the
+ * watchdog's test needs, and nothing a release appliance answers.
+ */
+struct stall_ctx {
+	struct sl_worker *ws;
+	unsigned int n;
+};
+
+static int
+cmd_stall(void *ctx, const char *params, struct rte_tel_data *d)
+{
+	const struct stall_ctx *c = ctx;
+	unsigned int i, ms;
+
+	if (params == NULL || sscanf(params, "%u,%u", &i, &ms) != 2 ||
+	    i >= c->n)
+		return -EINVAL;
+	__atomic_store_n(&c->ws[i].stall_ms, ms, __ATOMIC_RELAXED);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "lcore", c->ws[i].lcore);
+	rte_tel_data_add_dict_u64(d, "ms", ms);
+	return 0;
+}
+#endif
+
+static void
+main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag,
+	  const struct sl_worker_view *vs, unsigned int n_workers)
 {
 	uint64_t hz = rte_get_tsc_hz(), next = rte_rdtsc(), idle = 0;
+	uint64_t wd_us = sl_notify_watchdog_us(), wd_next = 0;
+	uint64_t wd_tsc = wd_us * (hz / 1000000) / 2;
 	uint32_t ticks = 0;
+	int stalled = 0;
 
 	while (!quit_requested) {
 		uint64_t now = rte_rdtsc();
@@ -299,6 +365,10 @@ main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag)
 			sl_slicesync_poll(app->slicesync, sl_tsc_ns(app, now));
 		if (++ticks % 20 == 0)
 			sl_reload_poll(app);
+		if (wd_us != 0 && now >= wd_next) {
+			watchdog(vs, n_workers, now, wd_tsc, &stalled);
+			wd_next = now + wd_tsc / 2;
+		}
 	}
 }
 
@@ -460,7 +530,17 @@ main(int argc, char **argv)
 		SL_LOG(WARNING, "/sluice/store not registered");
 	SL_LOG(NOTICE, "running: %u worker(s), rules=%u version=%s", n_workers,
 	       cfg->n_rules, cfg->version);
-	main_loop(&app, &reload_requested);
+#ifndef NDEBUG
+	static struct stall_ctx stall;
+
+	stall = (struct stall_ctx){.ws = ws, .n = n_workers};
+	sl_telemetry_cmd(
+		"/sluice/stall", cmd_stall, &stall,
+		"Debug builds: stops worker I for MS ms. Params: I,MS");
+#endif
+	/* the ports forward and every worker is launched */
+	sl_notify("READY=1\nSTATUS=forwarding");
+	main_loop(&app, &reload_requested, views, n_workers);
 	rte_eal_mp_wait_lcore();
 	sl_decisions_stop(app.decisions);
 	print_final();

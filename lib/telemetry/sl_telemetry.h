@@ -124,6 +124,7 @@ struct sl_telemetry_src {
 	const struct sl_top *top;        /* most throttled identities */
 	const struct sl_hist *latency;   /* decision path, sampled */
 	const struct sl_tier_ctr *tiers; /* SL_MAX_TIERS + 1: [0] no API key */
+	const uint64_t *beat; /* TSC of its last completed loop (0: none) */
 };
 
 /* The rule slot that stands for the blocklist in sl_top entries. */

@@ -48,7 +48,7 @@ store:
 FIRE = ["SluiceStoreCircuitOpen", "SluiceDegradedDecisions"]
 QUIET = ["SluiceRulesVersionSkew", "SluiceTxDrops", "SluiceFlowTableFull",
          "SluiceBucketTableFull", "SluiceOwedUnitsDropped", "SluiceDown",
-         "SluiceNoTraffic", "SluiceReloadFailed"]
+         "SluiceNoTraffic", "SluiceReloadFailed", "SluiceWorkerStalled"]
 MINUTES = 30
 
 

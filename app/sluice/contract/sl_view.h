@@ -20,6 +20,7 @@ struct sl_worker_view {
 	const struct sl_hist *park_latency;
 	/* the worker's decision ring (sampled decisions; NULL: off) */
 	struct rte_ring **dec_ring;
+	const uint64_t *beat; /* TSC of its last completed loop (0: none) */
 };
 
 #endif /* SL_VIEW_H */

@@ -104,6 +104,12 @@ struct sl_worker {
 	unsigned int lcore;
 	uint16_t queue;
 	uint64_t now;
+	/* the TSC at its last loop's end, for the watchdog and telemetry
+	 * (a relaxed store a loop; 0: not looping yet) */
+	uint64_t beat;
+	/* debug builds: /sluice/stall makes it sleep this long once (the
+	 * watchdog's test); release builds never read it */
+	uint32_t stall_ms;
 	uint64_t next_drain;
 	struct rte_ring *dec_ring; /* sampled decisions; NULL: off */
 	/* mbufs for RSTs, taken in bulk; the next one's lines prefetched */

@@ -745,6 +745,13 @@ sl_worker_main(void *arg)
 			rte_rcu_qsbr_quiescent(app->qs, w->lcore);
 		if (app->idle_sleep_us != 0)
 			idle_backoff(w, busy);
+		__atomic_store_n(&w->beat, w->now, __ATOMIC_RELAXED);
+#ifndef NDEBUG
+		if (unlikely(__atomic_load_n(&w->stall_ms, __ATOMIC_RELAXED)))
+			rte_delay_us_sleep(
+				1000 * __atomic_exchange_n(&w->stall_ms, 0,
+							   __ATOMIC_RELAXED));
+#endif
 	}
 	if (app->qs != NULL) {
 		rte_rcu_qsbr_thread_offline(app->qs, w->lcore);
