@@ -13,7 +13,10 @@
 - a file in the repository carries a work-log label (an issue number, an
   ordinal work period): history lives in git;
 - conf/man/sluice.yaml.5 is not what scripts/config-man.py makes of the
-  reference.
+  reference;
+- the exporter writes a metric family docs/reference/metrics.md does not
+  describe (read from the exporter itself, rendering a telemetry reply of
+  every command's shape).
 
 usage: scripts/check-docs.py [SLUICE_BINARY]   (no binary: YAML not run)
 """
@@ -117,6 +120,45 @@ def check_conf(binary, bad):
                     os.path.relpath(path, ROOT), (r.stdout + r.stderr).strip()))
 
 
+def exporter_families():
+    """Every family sluice-exporter writes, from its own render()."""
+    import importlib.machinery
+    import importlib.util
+    path = os.path.join(ROOT, "tools", "sluice-exporter")
+    loader = importlib.machinery.SourceFileLoader("sluice_exporter", path)
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(mod)
+    zero = {k: 0 for k in mod.COUNTERS + mod.GAUGES}
+    shapes = {
+        "/sluice/stats": dict(zero, parse_errors={"r": 1}),
+        "/sluice/workers": {"lcore1": dict(zero, loop_age_us=1)},
+        "/sluice/rules": {"version": "v", "r": {"name": "r", "allowed": 0, "rejected": 0,
+                                                "shadow_rejected": 0, "degraded": 0}},
+        "/sluice/tiers": {"t": {"allowed": 0, "rejected": 0, "shadow_rejected": 0,
+                                "degraded": 0}},
+        "/sluice/store": dict({k: 0 for k in mod.STORE_COUNTERS}, kind="redis",
+                              state="closed", scripts="fcall"),
+        "/sluice/regions": {"region": "a", "g": {"name": "g", "version": 1, "age_ms": 1,
+                                                 "identities": 1, "static_parts": 1,
+                                                 "0" * 32: 1}},
+        "/sluice/decisions": {"written": 0, "file_errors": 0, "stream_errors": 0,
+                              "stream_unreachable_dropped": 0},
+        "/sluice/config": {"path": "p", "watch": 1, "reloads": 0, "reload_failures": 0},
+    }
+    text = mod.render(lambda cmd: shapes[cmd])
+    return re.findall(r"^# TYPE (\S+) ", text, re.M)
+
+
+def metrics(bad):
+    doc = read("docs/reference/metrics.md")
+    rows = set(re.findall(r"^\| `(\w+)` \|", doc, re.M))
+    for fam in exporter_families():
+        m = re.match(r"sluice_(?:worker_)?(\w+)_total$", fam)
+        if fam in rows or ("`%s`" % fam) in doc or (m and m.group(1) in rows):
+            continue
+        bad.append("docs/reference/metrics.md: %s is not described" % fam)
+
+
 def telemetry(bad):
     code = set()
     for d in ("app", "lib"):
@@ -166,6 +208,7 @@ def main():
         check_yaml(sys.argv[1], bad)
         check_conf(sys.argv[1], bad)
     telemetry(bad)
+    metrics(bad)
     labels(bad)
     man = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "config-man.py"),
                           "--check"], capture_output=True, text=True)
