@@ -39,6 +39,7 @@ struct opts {
 	const char *peer;    /* its client address */
 	int help, version;
 	int strict; /* --check-config: warnings fail it */
+	int rules;  /* --check-config: the compiled rules as JSON lines */
 };
 
 static void
@@ -55,6 +56,9 @@ usage(FILE *f)
 		"  --config FILE      the rules and settings (YAML)\n"
 		"  --check-config     validate FILE and exit (no EAL, no "
 		"port)\n"
+		"  --rules            with --check-config: each rule as the "
+		"parser read it,\n"
+		"                     one JSON line each (sluicectl diff)\n"
 		"  --strict           with --check-config: a warning fails "
 		"it (exit 1)\n"
 		"  --log-level LEVEL  the sl.* log level (1-8, DPDK's)\n"
@@ -83,6 +87,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"config", required_argument, NULL, 'c'},
 		{"check-config", no_argument, NULL, 'k'},
 		{"strict", no_argument, NULL, 's'},
+		{"rules", no_argument, NULL, 'r'},
 		{"log-level", required_argument, NULL, 'l'},
 		{"explain", required_argument, NULL, 'x'},
 		{"peer", required_argument, NULL, 'p'},
@@ -103,6 +108,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 's':
 			o->strict = 1;
+			break;
+		case 'r':
+			o->rules = 1;
 			break;
 		case 'l':
 			o->log_level = optarg;
@@ -140,8 +148,30 @@ warn_line(void *arg, uint32_t line, const char *msg)
 }
 
 /* Validates without EAL: --check-config must not touch any port. */
+/* The rules as compiled, every default filled in: what sluicectl diff
+ * compares with /sluice/rules (names are YAML-checked: no quotes). */
+static void
+print_rules(const struct sl_config *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->n_rules; i++) {
+		const struct sl_rule *r = &c->rules[i];
+
+		printf("{\"name\":\"%s\",\"scope\":\"%s\",\"algorithm\":"
+		       "\"%s\",\"limit\":%llu,\"period_ms\":%llu,\"burst\":"
+		       "%llu,\"cost\":%u,\"shadow\":%s,\"global\":%s}\n",
+		       r->name, sl_scope_name(r->scope), sl_algo_name(r->algo),
+		       (unsigned long long)r->limit.count,
+		       (unsigned long long)r->limit.period_ms,
+		       (unsigned long long)r->burst, r->cost,
+		       r->shadow ? "true" : "false",
+		       r->global ? "true" : "false");
+	}
+}
+
 static int
-check_config(const char *path, int strict)
+check_config(const char *path, int strict, int rules)
 {
 	char err[ERRBUF];
 	struct sl_config *c = sl_config_load(path, err, sizeof(err));
@@ -159,6 +189,8 @@ check_config(const char *path, int strict)
 		return 1;
 	}
 	printf("OK rules=%u version=%s\n", c->n_rules, c->version);
+	if (rules)
+		print_rules(c);
 	sl_config_free(c);
 	return 0;
 }
@@ -430,7 +462,7 @@ main(int argc, char **argv)
 	if (o.help || o.version)
 		return 0;
 	if (o.check_only)
-		return check_config(o.config, o.strict);
+		return check_config(o.config, o.strict, o.rules);
 	if (o.explain != NULL)
 		return sl_explain(o.config, o.explain,
 				  o.peer ? o.peer : "198.18.0.1");

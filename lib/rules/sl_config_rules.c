@@ -22,6 +22,22 @@ static const char *const algo_names[] = {"token_bucket", "gcra",
 static const char *const onfail_names[] = {"fail_open", "local_strict",
 					   "fail_closed", NULL};
 
+const char *
+sl_scope_name(uint8_t scope)
+{
+	return scope < sizeof(scope_names) / sizeof(scope_names[0]) - 1
+		       ? scope_names[scope]
+		       : "?";
+}
+
+const char *
+sl_algo_name(uint8_t algo)
+{
+	return algo < sizeof(algo_names) / sizeof(algo_names[0]) - 1
+		       ? algo_names[algo]
+		       : "?";
+}
+
 /* ---- tiers and keys ---- */
 
 void

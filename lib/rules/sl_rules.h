@@ -386,6 +386,10 @@ const struct sl_override *sl_ruleset_override(const struct sl_ruleset *rs,
 					      const uint8_t *id, uint32_t len,
 					      int64_t now_s);
 
+/* A rule's scope and algorithm as the config spells them. */
+const char *sl_scope_name(uint8_t scope);
+const char *sl_algo_name(uint8_t algo);
+
 /* SHA-256 of data as 64 lower-case hex digits (the config's checksum,
  * the decision stream's identity digests). */
 void sl_sha256_hex(const void *data, size_t len, char out[65]);

@@ -375,6 +375,13 @@ cmd_rules(void *ctx, const char *params, struct rte_tel_data *d)
 		U64(one, "degraded", g);
 		U64(one, "limit", rule->limit.count);
 		U64(one, "period_s", rule->limit.period_ms / 1000);
+		U64(one, "period_ms", rule->limit.period_ms);
+		U64(one, "burst", rule->burst);
+		U64(one, "cost", rule->cost);
+		rte_tel_data_add_dict_string(one, "scope",
+					     sl_scope_name(rule->scope));
+		rte_tel_data_add_dict_string(one, "algorithm",
+					     sl_algo_name(rule->algo));
 		if (rule->global) {
 			/* enforced here: limit = global_limit x slice */
 			char sl[32];

@@ -227,6 +227,22 @@ def main():
                       "rules stay (%s)" % cfg1)
             with open(conf, "w") as f:
                 f.write(good)
+            ctl("reload")
+
+            # the running rules against a file, rule by rule
+            r = ctl("diff")
+            res.check(r.returncode == 0 and "the same rules" in r.stdout,
+                      "sluicectl diff: the file it runs is the same (%s)" % r.stdout.strip())
+            other = os.path.join(tmp, "next.yaml")
+            with open(other, "w") as f:
+                f.write(good.replace("limit: 2/min, burst: 2", "limit: 3/min, burst: 4", 1)
+                        .replace("rules:\n", "rules:\n  - {name: key-new, scope: ip, "
+                                 "match: {path_prefix: /v2}, limit: 9/s}\n", 1))
+            r = ctl("diff", other)
+            res.check(r.returncode == 1 and "~ key-ops: limit 2 -> 3; burst 2 -> 4" in r.stdout
+                      and "+ key-new" in r.stdout,
+                      "sluicectl diff: a rule added, a rule changed field by field (%s)"
+                      % r.stdout.strip())
             res.eq(t.sluice.stop(), 0, "clean shutdown")
             r = subprocess.run([EXPORTER, "-f", t.sluice.prefix, "--once"],
                                capture_output=True, text=True, timeout=30)
