@@ -161,6 +161,7 @@ struct sl_reply_info {
 	/* 429: an RFC 9457 problem details body of the ratelimit draft's
 	 * quota-exceeded type, not sluice's own JSON */
 	uint8_t problem;
+	const char *problem_type; /* its "type" URI; NULL: the draft's */
 	uint8_t keep_alive; /* 429: no "Connection: close" (the stream goes on)
 			     */
 	const char *rule;   /* the deciding rule (429, 403) */

@@ -169,10 +169,19 @@ body(struct w *w, const struct sl_reply_info *ri)
 		if (ri->problem) {
 			/* the policy named as in RateLimit-Policy (its
 			 * opaque id where the rule is not exposed) */
-			PUTS(w, "{\"type\":\"https://iana.org/assignments/"
-				"http-problem-types#quota-exceeded\","
-				"\"title\":\"Too Many Requests\","
-				"\"status\":429,\"violated-policies\":[\"");
+			const char *type =
+				ri->problem_type != NULL
+					? ri->problem_type
+					: "https://iana.org/assignments/"
+					  "http-problem-types#quota-exceeded";
+
+			PUTS(w, "{\"type\":\"");
+			put(w, type, (uint32_t)strlen(type));
+			PUTS(w, "\",\"title\":\"Too Many Requests\","
+				"\"status\":429,\"detail\":\"the quota of "
+				"policy ");
+			put(w, ri->rule, ri->rule_len);
+			PUTS(w, " is spent\",\"violated-policies\":[\"");
 			put(w, ri->rule, ri->rule_len);
 			PUTS(w, "\"],\"retry_after\":");
 			fixed = w->n - start;

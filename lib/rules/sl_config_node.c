@@ -240,6 +240,7 @@ static const struct field response_fields[] = {
 	F_BOOL("keep_alive", struct sl_config, response.keep_alive),
 	F_BOOL("headers_on_allow", struct sl_config, response.headers_on_allow),
 	F_ENUM("body", struct sl_config, response.body, body_names),
+	F_STR("problem_type", struct sl_config, response.problem_type),
 	F_END,
 };
 

@@ -214,7 +214,8 @@ struct sl_config {
 		 * strictest limit (RateLimit headers put into the server's
 		 * response head); needs keep_alive's translation */
 		uint8_t headers_on_allow;
-		uint8_t body; /* enum sl_body_style */
+		uint8_t body;                   /* enum sl_body_style */
+		char problem_type[SL_PATH_MAX]; /* "": the draft's URI */
 	} response;
 	struct {
 		/* the file read again when it changed (stable for a second);

@@ -219,8 +219,14 @@ reply_text(void **state)
 	assert_non_null(strstr(
 		buf, "\r\n\r\n{\"type\":\"https://iana.org/assignments/"
 		     "http-problem-types#quota-exceeded\",\"title\":\"Too "
-		     "Many Requests\",\"status\":429,\"violated-policies\":"
+		     "Many Requests\",\"status\":429,\"detail\":\"the quota "
+		     "of policy p7 is spent\",\"violated-policies\":"
 		     "[\"p7\"],\"retry_after\":3}\n"));
+	ri.problem_type = "https://api.example/problems/limited";
+	n = sl_reply_http(buf, sizeof(buf), &ri);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "{\"type\":\"https://api.example/problems/"
+				    "limited\",\"title\""));
 }
 
 /* The template, filled, is the same text, and its sum is right. */

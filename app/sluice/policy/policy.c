@@ -153,11 +153,14 @@ sl_policy_build(const struct sl_config *cfg)
 	p->norm = cfg->request;
 	for (i = 0; i < p->n_rules; i++) {
 		const struct sl_rule *r = sl_ruleset_rule(p->rs, i);
-		struct sl_reply_info ri = {.status = 429,
-					   .headers = p->headers,
-					   .expose_rule = p->expose_rule,
-					   .problem = cfg->response.body ==
-						      SL_BODY_PROBLEM};
+		struct sl_reply_info ri = {
+			.status = 429,
+			.headers = p->headers,
+			.expose_rule = p->expose_rule,
+			.problem = cfg->response.body == SL_BODY_PROBLEM,
+			.problem_type = cfg->response.problem_type[0]
+						? cfg->response.problem_type
+						: NULL};
 
 		/* the loader already refused what cannot be represented */
 		sl_rule_params(r, &r->limit, r->burst, &p->params[i]);
