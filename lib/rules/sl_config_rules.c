@@ -314,6 +314,7 @@ static const struct field rule_fields[] = {
 	F_BOOL("shadow", struct sl_rule, shadow),
 	F_BOOL("global", struct sl_rule, global),
 	F_BOOL("headers_on_allow", struct sl_rule, headers_on_allow),
+	F_BOOL("headers", struct sl_rule, headers),
 	F_FN("cost_from_response", f_cost_header),
 	F_END,
 };
@@ -410,6 +411,7 @@ sl_cfg_rules(struct loader *L, yaml_node_t *v, void *o)
 		r->accuracy_ppm = 20000;
 		r->sub_buckets = 1;
 		r->headers_on_allow = 1;
+		r->headers = 1;
 		r->head_as_get = 1;
 		r->scope = 0xff;
 		r->line = (uint32_t)it->start_mark.line + 1;

@@ -96,6 +96,10 @@ struct sl_rule {
 	/* response.headers_on_allow applies to this rule's budget (false:
 	 * its responses never carry it) */
 	uint8_t headers_on_allow;
+	/* false: its 429s carry no RateLimit fields (an endpoint keyed by a
+	 * claimed identity before authentication: the budget would say
+	 * whether the account exists) */
+	uint8_t headers;
 	/* cost_from_response: the response field (an integer the backend
 	 * sets) that says what the request cost; the difference to cost is
 	 * charged (or given back) once the response head passes. "": none */

@@ -211,6 +211,16 @@ def main():
                       doc.get("retry_after") == int(h[1].get("retry-after", -1)),
                       "response.body: problem: a quota-exceeded problem naming the policy, "
                       "its wait the Retry-After (%s %s)" % (h[1].get("content-type"), doc))
+            # a rule whose numbers are never sent (a pre-auth endpoint)
+            with open(conf, "w") as f:
+                f.write(good.replace("limit: 2/min, burst: 2}", "limit: 2/min, burst: 2, "
+                                     "headers: false}", 1))
+            r = ctl("reload")
+            h = t.curl("-H", "X-API-Key: k-low", "http://%s/v1/ops/low10" % S4)
+            res.check(r.returncode == 0 and h[0] == 429 and "retry-after" in h[1] and
+                      not any(k.startswith("ratelimit") for k in h[1]),
+                      "a rule with headers: false: its 429 says when, not how much (%s)"
+                      % sorted(h[1]))
             with open(conf, "w") as f:
                 f.write(good)
             ctl("reload")

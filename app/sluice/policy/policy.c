@@ -166,8 +166,11 @@ sl_policy_build(const struct sl_config *cfg)
 		sl_rule_params(r, &r->limit, r->burst, &p->params[i]);
 		field_name(p, i, r->name);
 		ri.rule = p->field_name[i];
+		if (!r->headers)
+			ri.headers = 0;   /* its numbers nowhere */
 		p->slot[i] = (uint16_t)i; /* the reloader maps names to slots */
-		p->budget_rule[i] = r->headers_on_allow && !r->shadow;
+		p->budget_rule[i] =
+			r->headers_on_allow && r->headers && !r->shadow;
 		p->claimed[i] =
 			r->scope == SL_SCOPE_KEY || r->scope == SL_SCOPE_USER;
 		p->any_cost |= r->cost_header[0] != '\0' && !r->shadow;
