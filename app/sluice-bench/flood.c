@@ -72,12 +72,11 @@ sl_bench_flood(const struct bopts *o, struct sl_app *base,
 	app->pool = base->pool;
 	app->port[0] = base->port[0];
 	app->port[1] = base->port[1];
+	sl_rule_defaults(r);
 	strcpy(r->name, "per-ip");
 	r->scope = SL_SCOPE_IP;
-	r->tier = -1;
 	r->limit = (struct sl_rate){100, 60000};
 	r->burst = 100;
-	r->cost = 1;
 	cfg->rules = r;
 	cfg->n_rules = 1;
 	app->policy = sl_policy_build(cfg);

@@ -38,16 +38,13 @@ sl_bench_cost_policy(struct sl_config *cfg, uint64_t count, uint64_t period_ms,
 
 	if (r == NULL)
 		rte_exit(EXIT_FAILURE, "out of memory\n");
+	sl_rule_defaults(r);
 	strcpy(r->name, "bench-key");
 	r->scope = SL_SCOPE_KEY;
 	r->algo = SL_ALGO_TOKEN_BUCKET;
-	r->tier = -1;
 	r->limit.count = count;
 	r->limit.period_ms = period_ms;
 	r->burst = count;
-	r->cost = 1;
-	r->accuracy_ppm = 20000; /* the default 2 % */
-	r->headers_on_allow = 1; /* (the default) */
 	if (cost_header != NULL)
 		snprintf(r->cost_header, sizeof(r->cost_header), "%s",
 			 cost_header);

@@ -22,6 +22,19 @@ static const char *const algo_names[] = {"token_bucket", "gcra",
 static const char *const onfail_names[] = {"fail_open", "local_strict",
 					   "fail_closed", NULL};
 
+void
+sl_rule_defaults(struct sl_rule *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->tier = -1;
+	r->cost = 1;
+	r->accuracy_ppm = 20000;
+	r->sub_buckets = 1;
+	r->headers_on_allow = 1;
+	r->headers = 1;
+	r->head_as_get = 1;
+}
+
 const char *
 sl_scope_name(uint8_t scope)
 {
@@ -405,15 +418,8 @@ sl_cfg_rules(struct loader *L, yaml_node_t *v, void *o)
 		int before = L->nerr;
 
 		/* a refused rule leaves its slot to the next: start clean */
-		memset(r, 0, sizeof(*r));
-		r->tier = -1;
-		r->cost = 1;
-		r->accuracy_ppm = 20000;
-		r->sub_buckets = 1;
-		r->headers_on_allow = 1;
-		r->headers = 1;
-		r->head_as_get = 1;
-		r->scope = 0xff;
+		sl_rule_defaults(r);
+		r->scope = 0xff; /* required: unset until read */
 		r->line = (uint32_t)it->start_mark.line + 1;
 		sl_cfg_walk_map(L, it, "rule", rule_fields, r);
 		if (r->name[0] == '\0')

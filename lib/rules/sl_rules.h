@@ -391,6 +391,10 @@ const struct sl_override *sl_ruleset_override(const struct sl_ruleset *rs,
 					      const uint8_t *id, uint32_t len,
 					      int64_t now_s);
 
+/* Every field of a rule at the value the config gives it when the file
+ * does not name it (the loader's, and what sluice-bench builds on). */
+void sl_rule_defaults(struct sl_rule *r);
+
 /* A rule's scope and algorithm as the config spells them. */
 const char *sl_scope_name(uint8_t scope);
 const char *sl_algo_name(uint8_t algo);
