@@ -147,7 +147,6 @@ warn_line(void *arg, uint32_t line, const char *msg)
 	fprintf(stderr, "%s:%u: warning: %s\n", (const char *)arg, line, msg);
 }
 
-/* Validates without EAL: --check-config must not touch any port. */
 /* The rules as compiled, every default filled in: what sluicectl diff
  * compares with /sluice/rules (names are YAML-checked: no quotes). */
 static void
@@ -170,6 +169,7 @@ print_rules(const struct sl_config *c)
 	}
 }
 
+/* Validates without EAL: --check-config must not touch any port. */
 static int
 check_config(const char *path, int strict, int rules)
 {
@@ -315,21 +315,20 @@ start_workers(struct sl_app *app, unsigned int *n_out,
  * stall is logged once, when it is seen.
  */
 static void
-watchdog(const struct sl_worker_view *vs, unsigned int n, uint64_t now,
-	 uint64_t limit_tsc, int *stalled)
+watchdog(const struct sl_worker_view *vs, unsigned int n, uint64_t limit_us,
+	 int *stalled)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		uint64_t b = __atomic_load_n(vs[i].beat, __ATOMIC_RELAXED);
+		uint64_t age = sl_telemetry_loop_age_us(vs[i].beat);
 
-		if (b != 0 && now > b && now - b > limit_tsc) {
+		if (age > limit_us) {
 			if (!*stalled)
 				SL_LOG(ERR,
 				       "worker lcore %u has completed no loop "
 				       "for %" PRIu64 " ms: no watchdog ping",
-				       vs[i].lcore,
-				       (now - b) / (rte_get_tsc_hz() / 1000));
+				       vs[i].lcore, age / 1000);
 			*stalled = 1;
 			return;
 		}
@@ -398,7 +397,7 @@ main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag,
 		if (++ticks % 20 == 0)
 			sl_reload_poll(app);
 		if (wd_us != 0 && now >= wd_next) {
-			watchdog(vs, n_workers, now, wd_tsc, &stalled);
+			watchdog(vs, n_workers, wd_us / 2, &stalled);
 			wd_next = now + wd_tsc / 2;
 		}
 	}

@@ -275,10 +275,8 @@ cmd_stats(void *ctx, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
-/* How long ago a worker last completed a loop: a busy one microseconds,
- * an idle one its nap, a stuck one the time it has been stuck. */
-static uint64_t
-loop_age_us(const uint64_t *beat)
+uint64_t
+sl_telemetry_loop_age_us(const uint64_t *beat)
 {
 	uint64_t b = __atomic_load_n(beat, __ATOMIC_RELAXED), now = rte_rdtsc();
 
@@ -309,7 +307,8 @@ cmd_workers(void *ctx, const char *params, struct rte_tel_data *d)
 		     t->srcs[i].flows ? sl_flow_stats(t->srcs[i].flows) : &none,
 		     &b);
 		if (t->srcs[i].beat != NULL)
-			U64(w, "loop_age_us", loop_age_us(t->srcs[i].beat));
+			U64(w, "loop_age_us",
+			    sl_telemetry_loop_age_us(t->srcs[i].beat));
 		snprintf(name, sizeof(name), "lcore%u", t->srcs[i].lcore);
 		rte_tel_data_add_dict_container(d, name, w, 0);
 	}

@@ -171,6 +171,14 @@ void sl_telemetry_set_rules(const struct sl_ruleset *rs, const uint16_t *slots);
  */
 void sl_telemetry_set_authority(const struct sl_bucket_table *t);
 
+/*
+ * How long ago a worker last completed a loop, from its beat (the TSC it
+ * stores at each loop's end; 0: not looping yet, read as 0): a busy one
+ * microseconds, an idle one its nap, a stuck one the time it is stuck.
+ * /sluice/workers and the main lcore's watchdog read it alike.
+ */
+uint64_t sl_telemetry_loop_age_us(const uint64_t *beat);
+
 /* Sums every worker's counters into out (flow stats into fs). */
 void sl_telemetry_sum(struct sl_counters *out, struct sl_flow_stats *fs);
 
