@@ -27,6 +27,11 @@ import urllib.parse
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # A response's head and body in one write, as nginx sends them: with
+    # the head flushed alone, Nagle held the body until the client's
+    # delayed ACK (40 ms) of the head, and every keep-alive request waited
+    # that long. handle_one_request flushes at the end of each.
+    wbufsize = -1
     log_lock = threading.Lock()
     log_file = None
 
@@ -101,8 +106,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         at = (at if at >= 0 else head.find(b"\r\n") + 2) + n
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.wfile.write(head[:at])
+        self.wfile.flush()
         time.sleep(0.05)
         self.wfile.write(head[at:])
+
+    def handle_expect_100(self):
+        # the interim 100 goes at once, not with the final answer
+        ok = super().handle_expect_100()
+        self.wfile.flush()
+        return ok
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
 

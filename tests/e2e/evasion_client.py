@@ -4,7 +4,7 @@ written by hand (scapy builds the frames, a raw socket carries them) from
 addresses the namespace's kernel does not hold, so that it neither
 answers the server's segments nor resets them.
 
-usage: evasion_client.py CASE SRC_MAC DST_MAC   (prints one JSON line)
+usage: evasion_client.py CASE[,CASE...] SRC_MAC DST_MAC   (prints one JSON line)
 """
 
 import json
@@ -406,8 +406,9 @@ def main():
         out["statuses"], out["echoed"] = legit_upgrade()
     elif case == "legit-rst":
         out["statuses"] = legit_rst_close()
-    else:
-        CASES[case](w, "k-" + case)
+    else:  # attacks, one after another: "rst,syn,..."
+        for c in case.split(","):
+            CASES[c](w, "k-" + c)
     print(json.dumps(out), flush=True)
 
 
