@@ -20,9 +20,6 @@
 /* heads back to back, one explained after another */
 #define INPUT_MAX (4u << 20)
 
-static const char *const scope_names[] = {"key", "user", "ip", "endpoint",
-					  "global"};
-
 /* A JSON string: quotes, backslashes and control bytes escaped. */
 static void
 json_str(FILE *f, const char *p, uint32_t n)
@@ -89,8 +86,14 @@ print_rules(const struct sl_ruleset *rs, const struct sl_http_req *req,
 		printf("%s{\"name\":", i ? "," : "");
 		json_str(stdout, r->name, (uint32_t)strlen(r->name));
 		printf(",\"scope\":\"%s\",\"shadow\":%s,"
+		       "\"algorithm\":\"%s\",\"limit\":%llu,"
+		       "\"period_ms\":%llu,\"burst\":%llu,\"cost\":%u,"
 		       "\"bucket\":\"%016llx%016llx\"}",
-		       scope_names[r->scope], r->shadow ? "true" : "false",
+		       sl_scope_name(r->scope), r->shadow ? "true" : "false",
+		       sl_algo_name(r->algo),
+		       (unsigned long long)r->limit.count,
+		       (unsigned long long)r->limit.period_ms,
+		       (unsigned long long)r->burst, r->cost,
 		       (unsigned long long)k[0], (unsigned long long)k[1]);
 	}
 	printf("]");

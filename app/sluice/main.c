@@ -25,6 +25,7 @@
 #include "sluice.h"
 #include "store.h"
 #include "version.h"
+#include "why.h"
 
 #define ERRBUF 8192
 
@@ -290,7 +291,8 @@ start_workers(struct sl_app *app, unsigned int *n_out,
 						   .park_latency =
 							   &ws[n].park_latency,
 						   .dec_ring = &ws[n].dec_ring,
-						   .beat = &ws[n].beat};
+						   .beat = &ws[n].beat,
+						   .probe = &ws[n].probe};
 		n++;
 	}
 	if (sl_telemetry_register(src, n) != 0)
@@ -410,6 +412,7 @@ main(int argc, char **argv)
 	struct sl_app app;
 	struct sl_config *cfg;
 	struct sl_worker *ws;
+	struct sl_why *why;
 	struct sl_worker_view views[RTE_MAX_LCORE];
 	char err[ERRBUF];
 	unsigned int n_workers, i;
@@ -559,6 +562,11 @@ main(int argc, char **argv)
 	sl_telemetry_set_authority(app.coord->state);
 	if (sl_coord_telemetry(app.coord, views, n_workers) != 0)
 		SL_LOG(WARNING, "/sluice/store not registered");
+	/* the authority answers probes only where workers lease from it */
+	why = sl_why_start(&app, views, n_workers,
+			   app.lanes != NULL ? &app.coord->probe : NULL);
+	if (why == NULL)
+		SL_LOG(WARNING, "/sluice/why not registered");
 	SL_LOG(NOTICE, "running: %u worker(s), rules=%u version=%s", n_workers,
 	       cfg->n_rules, cfg->version);
 #ifndef NDEBUG
@@ -577,6 +585,7 @@ main(int argc, char **argv)
 	print_final();
 	sl_ports_close(&app);
 	sl_telemetry_set_authority(NULL);
+	sl_why_free(why);
 	sl_coord_free(app.coord);
 	sl_slicesync_free(app.slicesync);
 	sl_rulesync_free(app.rulesync);

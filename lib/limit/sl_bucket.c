@@ -173,6 +173,17 @@ find(struct sl_bucket_table *t, uint32_t b, uint32_t sig,
 	return -1;
 }
 
+struct sl_limit_state *
+sl_bucket_find(struct sl_bucket_table *t, const struct sl_bucket_key *k)
+{
+	uint32_t sig = (uint32_t)(k->k1 >> 32) | 1u;
+	int32_t i = find(t, (uint32_t)k->k1 & t->tab.mask, sig, k);
+
+	if (i < 0)
+		i = find(t, alt_of(t, k), sig, k);
+	return i < 0 ? NULL : state_of(t, (uint32_t)i);
+}
+
 /* Both candidate buckets are full: free a slot in one of them. */
 static void
 make_room(struct sl_bucket_table *t, uint32_t b1, uint32_t b2, uint64_t now)

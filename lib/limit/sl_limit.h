@@ -135,6 +135,11 @@ struct sl_limit_state *sl_bucket_get(struct sl_bucket_table *t,
 				     const struct sl_bucket_key *k,
 				     uint64_t now_ns);
 
+/* The state for key if the table has one, else NULL: makes, pins and
+ * evicts nothing (an owner's look for a probe, not a decision). */
+struct sl_limit_state *sl_bucket_find(struct sl_bucket_table *t,
+				      const struct sl_bucket_key *k);
+
 /*
  * Hints: a caller that decides the same key again and again (a flow on a
  * keep-alive connection) keeps the entry's hint, prefetches its lines as

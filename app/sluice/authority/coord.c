@@ -539,6 +539,32 @@ taken(struct sl_coord *c, const struct sl_coord_msg *q, uint64_t now)
 			(uint32_t)q->back.units, now);
 }
 
+/* /sluice/why's look at a key: the node's bucket of it (its own
+ * authority), or its ledger of the store's and the store's last word. */
+static void
+serve_probe(struct sl_coord *c, uint64_t now)
+{
+	struct sl_probe *p = &c->probe;
+	struct sl_bucket_key kl = {p->key.k1, p->key.k2 ^ LEDGER_SALT};
+	const struct node_ledger *nl =
+		c->store != NULL ? (const struct node_ledger *)sl_bucket_find(
+					   c->state, &kl)
+				 : NULL;
+
+	p->now_ns = now;
+	sl_probe_copy_state(
+		p, c->store == NULL ? sl_bucket_find(c->state, &p->key) : NULL,
+		1);
+	p->has_ledger = nl != NULL && nl->g.used;
+	if (nl != NULL) {
+		p->ledger = nl->g;
+		p->refused = (uint8_t)sl_refused_lately(nl->refused_at, now);
+		share_for(c, p->count, p->burst, p->period_ms, p->on_failure,
+			  &p->share);
+	}
+	sl_probe_answered(p);
+}
+
 uint32_t
 sl_coord_poll(struct sl_coord *c, uint64_t now)
 {
@@ -595,6 +621,8 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 			report_usage(c, now);
 	}
 	sl_bucket_expire(c->state, now, 64);
+	if (sl_probe_asked(&c->probe))
+		serve_probe(c, now);
 	return total;
 }
 

@@ -16,6 +16,7 @@
 #include "sl_lanes.h"
 #include "sl_lease.h"
 #include "sl_limit.h"
+#include "sl_probe.h"
 #include "sl_view.h"
 #include "usage.h"
 
@@ -52,6 +53,7 @@ struct sl_coord {
 	/* what /sluice/store reads of the workers */
 	const struct sl_worker_view *views;
 	unsigned int n_views;
+	struct sl_probe probe; /* /sluice/why's look at one key */
 };
 
 struct sl_app;

@@ -17,6 +17,7 @@
 #include "sl_flow.h"
 #include "sl_limit.h"
 #include "sl_net.h"
+#include "sl_probe.h"
 #include "sl_telemetry.h"
 
 #include "parkq.h"
@@ -117,6 +118,7 @@ struct sl_worker {
 	uint16_t n_rst;
 	struct sl_txbuf
 		tx[2]; /* [1] towards upstream, [0] towards downstream */
+	struct sl_probe probe; /* /sluice/why's look at one key */
 } __rte_cache_aligned;
 
 int sl_worker_init(struct sl_worker *w, const struct sl_app *app,

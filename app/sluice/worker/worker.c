@@ -710,6 +710,26 @@ idle_backoff(struct sl_worker *w, unsigned int busy)
 	rte_delay_us_sleep(w->app->idle_sleep_us);
 }
 
+/* /sluice/why's look at one key: this worker's bucket and lease of it. */
+static void
+serve_probe(struct sl_worker *w)
+{
+	struct sl_probe *p = &w->probe;
+	const struct sl_lease *l =
+		w->leases != NULL ? (const struct sl_lease *)sl_bucket_find(
+					    w->leases, &p->key)
+				  : NULL;
+
+	p->now_ns = w->now_ns;
+	sl_probe_copy_state(
+		p, sl_bucket_find(p->log ? w->logs : w->buckets, &p->key),
+		p->log);
+	p->has_lease = l != NULL;
+	if (l != NULL)
+		p->lease = *l;
+	sl_probe_answered(p);
+}
+
 int
 sl_worker_main(void *arg)
 {
@@ -740,6 +760,8 @@ sl_worker_main(void *arg)
 		sl_bucket_expire(w->logs, w->now_ns, SL_EXPIRE_BUDGET);
 		if (app->lanes != NULL)
 			busy += sl_worker_leases(w);
+		if (unlikely(sl_probe_asked(&w->probe)))
+			serve_probe(w);
 		/* nothing read from the rules is held past this point */
 		if (app->qs != NULL)
 			rte_rcu_qsbr_quiescent(app->qs, w->lcore);
