@@ -145,6 +145,18 @@ check_passes(const struct bench_env *e)
 	}
 }
 
+/* --rounds N among argv, else dflt (a test's quick run asks for few). */
+static uint32_t
+rounds_of(int argc, char **argv, uint32_t dflt)
+{
+	int m;
+
+	for (m = 1; m + 1 < argc; m++)
+		if (strcmp(argv[m], "--rounds") == 0 && atoi(argv[m + 1]) >= 2)
+			return (uint32_t)atoi(argv[m + 1]);
+	return dflt;
+}
+
 /* --norm, --stream, --micro (no EAL) and --blocklist time one module
  * alone. */
 static int
@@ -156,11 +168,11 @@ one_module(int argc, char **argv, int *rc)
 		int json = m + 1 < argc && strcmp(argv[m + 1], "--json") == 0;
 
 		if (strcmp(argv[m], "--norm") == 0) {
-			*rc = sl_bench_norm(15, json);
+			*rc = sl_bench_norm(rounds_of(argc, argv, 15), json);
 			return 1;
 		}
 		if (strcmp(argv[m], "--stream") == 0) {
-			*rc = sl_bench_stream(9, json);
+			*rc = sl_bench_stream(rounds_of(argc, argv, 9), json);
 			return 1;
 		}
 		if (strcmp(argv[m], "--micro") == 0) {

@@ -134,7 +134,12 @@ def split_key(res, ports, c, d):
     """A hot key with sub_buckets: 3 from both appliances under wrk: its
     state in three keys, one per master; the script calls shared by the
     masters; admissions within the limit."""
+    def late():
+        st = [sltest.telemetry(t.sluice.prefix, "/sluice/store") for t in (c, d)]
+        return sum(x["store_degraded"] + x["late_answers"] for x in st)
+
     calls0 = {p: script_calls(p) for p in ports}
+    late0 = late()
     n0 = sum(1 for t in (c, d) for r in t.backend_log() if r["path"].startswith("/v1/split"))
     procs = [subprocess.Popen(
         ["ip", "netns", "exec", t.cns, "timeout", "40", "wrk", "-t1", "-c8", "-d8s",
@@ -147,9 +152,16 @@ def split_key(res, ports, c, d):
     n = sum(1 for t in (c, d) for r in t.backend_log()
             if r["path"].startswith("/v1/split")) - n0
     allowed = 300 + 100 * secs
-    res.check(0.9 * min(allowed, offered) <= n <= 1.05 * allowed,
+    # a Redis answer later than timeout_ms (50 ms: a loaded CI machine
+    # delays three masters and two appliances on two CPUs) is decided by
+    # the rule's fail_open share instead, charged to the store once it
+    # answers: admitted, not refused, so it may add to the count
+    lt = late() - late0
+    top = 1.05 if lt == 0 else 1.10
+    res.check(0.9 * min(allowed, offered) <= n <= top * allowed,
               "sub_buckets 3: %d admitted of %d offered in %.1f s, %.3f x (burst + rate x t "
-              "= %.0f)" % (n, offered, secs, n / allowed, allowed))
+              "= %.0f; at most %.2f x with %d answers late)" % (
+                  n, offered, secs, n / allowed, allowed, top, lt))
     where = {}
     for p in ports:
         for k in subprocess.run(["redis-cli", "-p", str(p), "--scan", "--pattern", "sl:{*.*.*}:*"],

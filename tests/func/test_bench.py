@@ -87,13 +87,13 @@ def main():
               all(r["disagree"] == 0 and r["blocked"] > 0 for r in rows),
               "--blocklist: rte_fib and the hash probes agree on every address "
               "(%s)" % (rows or p.stderr[-300:]))
-    p = subprocess.run(env=ENV, args=[binary, "--", "--norm", "--json"],
+    p = subprocess.run(env=ENV, args=[binary, "--", "--norm", "--json", "--rounds", "3"],
                        capture_output=True, text=True, timeout=300)
     rows = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
     res.check(p.returncode == 0 and rows and rows[0].get("clean_norm_over_parse", 0) > 0,
               "--norm: the normaliser's cost on clean and dirty heads (%s)" % rows)
     # --stream fails (exit 1) if the normaliser refused any clean segment
-    p = subprocess.run(env=ENV, args=[binary, "--", "--stream", "--json"],
+    p = subprocess.run(env=ENV, args=[binary, "--", "--stream", "--json", "--rounds", "3"],
                        capture_output=True, text=True, timeout=300)
     rows = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
     res.check(p.returncode == 0 and rows and rows[0].get("normalised_over_plain", 0) > 0,
