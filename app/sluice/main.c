@@ -405,46 +405,77 @@ main_loop(struct sl_app *app, volatile sig_atomic_t *reload_flag,
 	}
 }
 
-int
-main(int argc, char **argv)
+/* An option of sluice's own, not EAL's. */
+static int
+app_opt(const char *a)
+{
+	static const char *const own[] = {"--config",  "--check-config",
+					  "--explain", "--strict",
+					  "--rules",   "--peer"};
+	size_t i, n;
+
+	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		n = strlen(own[i]);
+		if (strncmp(a, own[i], n) == 0 && (a[n] == '\0' || a[n] == '='))
+			return 1;
+	}
+	return 0;
+}
+
+static int
+run_eal_free(const struct opts *o)
+{
+	if (o->help)
+		usage(stdout);
+	else if (o->version)
+		version();
+	if (o->help || o->version)
+		return 0;
+	if (o->check_only)
+		return check_config(o->config, o->strict, o->rules);
+	return sl_explain(o->config, o->explain,
+			  o->peer ? o->peer : "198.18.0.1");
+}
+
+/*
+ * What sluice does without EAL, said before EAL starts (it would leave
+ * its runtime directory behind, and refuse sluice's options with its
+ * whole usage, 111 lines): --help, --version, --check-config and
+ * --explain, after "--" or, with no EAL arguments, without it. Returns
+ * the exit code, or -1 when the command line starts the appliance.
+ */
+static int
+eal_free(int argc, char **argv)
 {
 	struct opts o = {0};
-	struct sl_app app;
-	struct sl_config *cfg;
-	struct sl_worker *ws;
-	struct sl_why *why;
-	struct sl_worker_view views[RTE_MAX_LCORE];
-	char err[ERRBUF];
-	unsigned int n_workers, i;
-	int ret, dd, bad;
+	int dd, own = 0, bad;
 	char *sep;
 
-	/* --help, --version and --check-config need no EAL: the app's
-	 * args after "--" (or --version, --help alone) */
-	for (dd = 1; dd < argc && strcmp(argv[dd], "--") != 0; dd++)
-		if (strcmp(argv[dd], "--config") == 0 ||
-		    strncmp(argv[dd], "--config=", 9) == 0 ||
-		    strcmp(argv[dd], "--check-config") == 0 ||
-		    strcmp(argv[dd], "--explain") == 0) {
-			/* EAL would refuse it with its whole usage (111
-			 * lines) and leave its runtime directory behind */
-			fprintf(stderr,
-				"sluice: %s is sluice's, not EAL's: it goes "
-				"after '--' (sluice [EAL args] -- --config "
-				"FILE ...)\n",
-				argv[dd]);
-			return 1;
-		} else if (strcmp(argv[dd], "--version") == 0) {
-			version();
-			return 0;
-		} else if (strcmp(argv[dd], "--help") == 0 ||
-			   strcmp(argv[dd], "-h") == 0) {
-			usage(stdout);
-			return 0;
+	for (dd = 1; dd < argc && strcmp(argv[dd], "--") != 0; dd++) {
+		if (strcmp(argv[dd], "--version") == 0 ||
+		    strcmp(argv[dd], "--help") == 0 ||
+		    strcmp(argv[dd], "-h") == 0) {
+			o.version = argv[dd][2] == 'v';
+			o.help = !o.version;
+			return run_eal_free(&o);
 		}
+		own |= app_opt(argv[dd]);
+	}
+	if (own && dd == argc) {
+		/* no "--": every argument sluice's, in a mode without EAL */
+		opterr = 0;
+		bad = parse_opts(argc, argv, &o);
+		opterr = 1;
+		if (bad == 0 && (o.check_only || o.explain != NULL))
+			return run_eal_free(&o);
+	}
+	if (own) {
+		fprintf(stderr,
+			"sluice: sluice's options go after '--' (sluice [EAL "
+			"args] -- --config FILE ...)\n");
+		return 1;
+	}
 	if (dd == argc) {
-		/* no '--': no --config either; said before EAL starts (it
-		 * would leave its runtime directory behind) */
 		fprintf(stderr, "sluice: --config FILE is required (sluice "
 				"[EAL args] -- --config FILE; --help)\n");
 		return 1;
@@ -457,17 +488,27 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 1;
 	}
-	if (o.help)
-		usage(stdout);
-	else if (o.version)
-		version();
-	if (o.help || o.version)
-		return 0;
-	if (o.check_only)
-		return check_config(o.config, o.strict, o.rules);
-	if (o.explain != NULL)
-		return sl_explain(o.config, o.explain,
-				  o.peer ? o.peer : "198.18.0.1");
+	if (o.help || o.version || o.check_only || o.explain != NULL)
+		return run_eal_free(&o);
+	return -1;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o = {0};
+	struct sl_app app;
+	struct sl_config *cfg;
+	struct sl_worker *ws;
+	struct sl_why *why;
+	struct sl_worker_view views[RTE_MAX_LCORE];
+	char err[ERRBUF];
+	unsigned int n_workers, i;
+	int ret;
+
+	ret = eal_free(argc, argv);
+	if (ret >= 0)
+		return ret;
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0)
 		rte_exit(EXIT_FAILURE, "EAL init failed\n");

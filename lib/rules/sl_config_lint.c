@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sl_rules.h"
+#include "sl_config_priv.h"
 
 /*
  * Rules that match hosts by name, and none that matches any host: a
@@ -127,9 +127,80 @@ lint_unbound(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 	return 1;
 }
 
+/* Options that do nothing where they are written, and the spellings
+ * kept for old files. */
+static uint32_t
+lint_options(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
+{
+	char msg[512];
+	uint32_t i, n = 0;
+
+	for (i = 0; i < c->n_rules; i++) {
+		const struct sl_rule *r = &c->rules[i];
+
+		msg[0] = '\0';
+		if ((r->said & SL_SAID_ONFAIL) && !c->store.present)
+			snprintf(
+				msg, sizeof(msg),
+				"rule '%s': on_store_failure does nothing "
+				"without a store (the node's authority decides "
+				"every limit); drop it",
+				r->name);
+		else if (r->tier >= 0 && r->scope == SL_SCOPE_IP)
+			snprintf(msg, sizeof(msg),
+				 "rule '%s': scope: ip with a tier binds only "
+				 "requests whose API key is of tier '%s', "
+				 "counted per address, and never one without a "
+				 "key; for a limit per key of the tier write "
+				 "scope: key",
+				 r->name, c->tiers[r->tier]);
+		else if (r->said & SL_SAID_GLOBAL)
+			snprintf(
+				msg, sizeof(msg),
+				"rule '%s': 'global' is spelled across_regions "
+				"now: it slices the limit between regions (a "
+				"store alone shares it across appliances)",
+				r->name);
+		else if (r->said & SL_SAID_SCOPE_GLOBAL)
+			snprintf(msg, sizeof(msg),
+				 "rule '%s': scope: global is one bucket for "
+				 "the rule, as scope: endpoint is; write "
+				 "endpoint",
+				 r->name);
+		if (msg[0] != '\0') {
+			fn(arg, r->line, msg);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* A store shared by several appliances without saying how many: while
+ * it is out, fail_open divides each limit by expected_appliances (1). */
+static uint32_t
+lint_store(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
+{
+	uint32_t i;
+
+	if (!c->store.present || c->store.expected_given)
+		return 0;
+	for (i = 0; i < c->n_rules; i++)
+		if (!c->rules[i].shadow &&
+		    c->rules[i].on_store_failure == SL_FAIL_OPEN) {
+			fn(arg, c->store.line,
+			   "store: expected_appliances is not set (1): while "
+			   "the store is out, each appliance admits a "
+			   "fail_open rule's whole limit; set it to the "
+			   "number of appliances that share the store");
+			return 1;
+		}
+	return 0;
+}
+
 uint32_t
 sl_config_lint(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 {
 	return lint_hosts(c, fn, arg) + lint_never(c, fn, arg) +
-	       lint_unbound(c, fn, arg);
+	       lint_unbound(c, fn, arg) + lint_options(c, fn, arg) +
+	       lint_store(c, fn, arg) + sl_config_lint_covered(c, fn, arg);
 }

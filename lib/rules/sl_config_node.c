@@ -121,6 +121,50 @@ static const struct field identity_fields[] = {
 
 #define ST(L) (&(L)->cfg->store)
 
+/*
+ * "host:port" or "[v6]:port" into e; NULL, or why not. A URL is refused
+ * with what to write instead: "redis://h:p" would otherwise have become
+ * the host "redis://h", and rediss:// promises TLS sluice does not speak
+ * (a local stunnel does).
+ */
+static const char *
+endpoint_of(const char *s, struct sl_endpoint *e)
+{
+	const char *scheme = strstr(s, "://"), *colon, *host = s;
+	size_t hlen;
+	char *end;
+	long port;
+
+	if (scheme != NULL)
+		return strncmp(s, "rediss://", 9) == 0
+			       ? "TLS goes through a local stunnel "
+				 "(docs/howto/across-appliances.md): write "
+				 "its host:port"
+			       : "a URL: write host:port, without the scheme";
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (close == NULL || close[1] != ':')
+			return "expected [v6]:port";
+		host = s + 1;
+		hlen = (size_t)(close - host);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon != NULL && memchr(s, ':', (size_t)(colon - s)))
+			return "an IPv6 address goes in brackets: [v6]:port";
+		hlen = colon != NULL ? (size_t)(colon - s) : 0;
+	}
+	port = colon != NULL ? strtol(colon + 1, &end, 10) : 0;
+	if (colon == NULL || hlen == 0 || *end != '\0' || port < 1 ||
+	    port > 65535 || hlen >= sizeof(e->host))
+		return "expected host:port";
+	memcpy(e->host, host, hlen);
+	e->host[hlen] = '\0';
+	e->port = (uint16_t)port;
+	return NULL;
+}
+
 static void
 f_endpoints(struct loader *L, yaml_node_t *v, void *o)
 {
@@ -134,28 +178,15 @@ f_endpoints(struct loader *L, yaml_node_t *v, void *o)
 				SL_MAX_ENDPOINTS);
 	SEQ_FOREACH(L, v, it)
 	{
-		const char *s = sl_cfg_scalar(L, it, "endpoints");
-		const char *colon;
-		struct sl_endpoint *e;
-		char *end;
-		long port;
+		const char *s = sl_cfg_scalar(L, it, "endpoints"), *why;
 
 		if (s == NULL || ST(L)->n_endpoints >= SL_MAX_ENDPOINTS)
 			continue;
-		colon = strrchr(s, ':');
-		e = &ST(L)->endpoints[ST(L)->n_endpoints];
-		port = colon ? strtol(colon + 1, &end, 10) : 0;
-		if (colon == NULL || colon == s || *end != '\0' || port < 1 ||
-		    port > 65535 || (size_t)(colon - s) >= sizeof(e->host)) {
-			sl_cfg_error_at(
-				L, it,
-				"endpoints: expected host:port, got '%s'", s);
-			continue;
-		}
-		memcpy(e->host, s, (size_t)(colon - s));
-		e->host[colon - s] = '\0';
-		e->port = (uint16_t)port;
-		ST(L)->n_endpoints++;
+		why = endpoint_of(s, &ST(L)->endpoints[ST(L)->n_endpoints]);
+		if (why != NULL)
+			sl_cfg_error_at(L, it, "endpoints: '%s': %s", s, why);
+		else
+			ST(L)->n_endpoints++;
 	}
 }
 
@@ -203,7 +234,8 @@ static void
 f_redis(struct loader *L, yaml_node_t *v, void *o)
 {
 	sl_cfg_walk_map(L, v, "redis", redis_fields, o);
-	if (ST(L)->n_endpoints == 0)
+	/* (written but unreadable: its own error says why) */
+	if (v->type == YAML_MAPPING_NODE && !sl_cfg_has_key(L, v, "endpoints"))
 		sl_cfg_error_at(L, v, "redis: 'endpoints' is required");
 }
 
@@ -296,5 +328,8 @@ sl_cfg_store(struct loader *L, yaml_node_t *v, void *o)
 {
 	(void)o;
 	ST(L)->present = 1;
+	ST(L)->line = (uint32_t)v->start_mark.line + 1;
 	sl_cfg_walk_map(L, v, "store", store_fields, L->cfg);
+	ST(L)->expected_given = v->type == YAML_MAPPING_NODE &&
+				sl_cfg_has_key(L, v, "expected_appliances");
 }

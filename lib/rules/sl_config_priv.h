@@ -173,4 +173,10 @@ void sl_cfg_apply_regions(struct loader *L, yaml_node_t *root);
 int sl_config_sum_check(const char *file, const char *text, size_t len,
 			char *err, size_t errlen);
 
+/* Rules that can never refuse: an earlier rule meets every request they
+ * match, counts it as they do, and is as strict or stricter (one warning
+ * each; sl_config_cover.c). */
+uint32_t sl_config_lint_covered(const struct sl_config *c, sl_config_warn_fn fn,
+				void *arg);
+
 #endif /* SL_CONFIG_PRIV_H */

@@ -229,8 +229,9 @@ sl_cfg_get_rate(struct loader *L, yaml_node_t *n, const char *what,
 	if (sl_rate_parse(s, out) != 0) {
 		sl_cfg_error_at(L, n,
 				"%s: '%s' is not COUNT/PERIOD (100/min, "
-				"10000/day; PERIOD s|sec|second, m|min|minute, "
-				"h|hour, d|day)",
+				"10000/day; PERIOD s|sec|second|seconds, "
+				"m|min|minute|minutes, h|hour|hours, "
+				"d|day|days)",
 				what, s);
 		return -1;
 	}

@@ -164,10 +164,15 @@ sl_cfg_apply_regions(struct loader *L, yaml_node_t *root)
 		r->global_count = r->limit.count;
 		r->global_burst = r->burst;
 		if (r->global && at < 0)
-			sl_cfg_error_at(L, rule_node(L, root, r->name),
-					"rule '%s': global needs store.region, "
-					"one of regions",
-					r->name);
+			sl_cfg_error_at(
+				L, rule_node(L, root, r->name),
+				"rule '%s': across_regions slices the limit "
+				"between regions and needs regions and "
+				"store.region; one limit across appliances "
+				"needs only the store: drop %s",
+				r->name,
+				r->said & SL_SAID_GLOBAL ? "global"
+							 : "across_regions");
 	}
 	if (at < 0)
 		return;

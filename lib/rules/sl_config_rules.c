@@ -325,7 +325,8 @@ static const struct field rule_fields[] = {
 	F_PPM("accuracy", struct sl_rule, accuracy_ppm, 100, 500000),
 	F_UINT("sub_buckets", struct sl_rule, sub_buckets, 1, 16),
 	F_BOOL("shadow", struct sl_rule, shadow),
-	F_BOOL("global", struct sl_rule, global),
+	F_BOOL("across_regions", struct sl_rule, global),
+	F_BOOL("global", struct sl_rule, global), /* the old spelling */
 	F_BOOL("headers_on_allow", struct sl_rule, headers_on_allow),
 	F_BOOL("headers", struct sl_rule, headers),
 	F_FN("cost_from_response", f_cost_header),
@@ -386,6 +387,24 @@ check_rule_numbers(struct loader *L, yaml_node_t *it, const struct sl_rule *r)
 	if (r->algo == SL_ALGO_SLIDING_WINDOW && r->limit.count > UINT32_MAX)
 		sl_cfg_error_at(L, it,
 				"rule '%s': sliding_window limit too large",
+				r->name);
+}
+
+/* What the checker warns about (sl_config_lint), noted as written. */
+static void
+said(struct loader *L, yaml_node_t *it, struct sl_rule *r)
+{
+	if (sl_cfg_has_key(L, it, "on_store_failure"))
+		r->said |= SL_SAID_ONFAIL;
+	if (sl_cfg_has_key(L, it, "global"))
+		r->said |= SL_SAID_GLOBAL;
+	if (r->scope == SL_SCOPE_GLOBAL)
+		r->said |= SL_SAID_SCOPE_GLOBAL;
+	if (sl_cfg_has_key(L, it, "global") &&
+	    sl_cfg_has_key(L, it, "across_regions"))
+		sl_cfg_error_at(L, it,
+				"rule '%s': 'global' and 'across_regions' are "
+				"one option; keep across_regions",
 				r->name);
 }
 
@@ -453,6 +472,7 @@ sl_cfg_rules(struct loader *L, yaml_node_t *v, void *o)
 					"rules whose methods name GET",
 					r->name);
 		check_rule_numbers(L, it, r);
+		said(L, it, r);
 		if (c->n_rules >= SL_MAX_RULES)
 			sl_cfg_error_at(L, it, "rules: at most %d rules",
 					SL_MAX_RULES);

@@ -11,10 +11,11 @@ sl_rate_parse(const char *s, struct sl_rate *out)
 	static const struct {
 		const char *unit;
 		uint64_t ms;
-	} units[] = {{"s", 1000},      {"sec", 1000},     {"second", 1000},
-		     {"m", 60000},     {"min", 60000},    {"minute", 60000},
-		     {"h", 3600000},   {"hour", 3600000}, {"d", 86400000},
-		     {"day", 86400000}};
+	} units[] = {{"s", 1000},       {"sec", 1000},      {"second", 1000},
+		     {"seconds", 1000}, {"m", 60000},       {"min", 60000},
+		     {"minute", 60000}, {"minutes", 60000}, {"h", 3600000},
+		     {"hour", 3600000}, {"hours", 3600000}, {"d", 86400000},
+		     {"day", 86400000}, {"days", 86400000}};
 	const char *slash = strchr(s, '/');
 	uint64_t n = 0;
 	const char *p;

@@ -107,7 +107,13 @@ struct sl_rule {
 	uint64_t global_count, global_burst;
 	uint32_t slice_num, slice_den;
 	uint32_t line; /* where it was defined, for messages */
+	uint8_t said;  /* SL_SAID_*: what the file wrote, for the checker */
 };
+
+/* Spellings and options a rule wrote that --check-config warns about. */
+#define SL_SAID_ONFAIL       0x01 /* on_store_failure */
+#define SL_SAID_GLOBAL       0x02 /* global: the old across_regions */
+#define SL_SAID_SCOPE_GLOBAL 0x04 /* scope: global, endpoint's twin */
 
 struct sl_key_tier {
 	char key[SL_KEY_MAX];
@@ -195,6 +201,8 @@ struct sl_config {
 		char username[SL_NAME_MAX];
 		char password[SL_SECRET_MAX];
 		uint32_t expected_appliances;
+		uint8_t expected_given; /* written, not the default */
+		uint32_t line;          /* where the section is, for messages */
 		uint32_t reconcile_ms;
 		char rules_channel[SL_NAME_MAX];
 		char keys_hash[SL_NAME_MAX]; /* key -> tier, beside the map */

@@ -55,7 +55,7 @@ static const char RULES[] =
 	"  - {name: two, scope: key, match: {path_prefix: /two}, limit: "
 	"%u/min}\n"
 	"  - {name: wide, scope: key, match: {path_prefix: /two}, limit: "
-	"100000/min, global: true}\n"
+	"100000/min, across_regions: true}\n"
 	"store: {region: a, redis: {endpoints: [\"127.0.0.1:1\"],\n"
 	"  timeout_ms: %u}}\n"
 	"response: {retry_jitter: %s, headers: %s, expose_rule: %s}\n"

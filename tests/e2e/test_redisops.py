@@ -50,7 +50,7 @@ rules:
   - {name: closed, scope: key, match: {path_prefix: /v1/closed}, limit: 100/min,
      on_store_failure: fail_closed}
   - {name: spread, scope: key, match: {path_prefix: /v1/spread}, limit: 100/min, burst: 10,
-     global: true}
+     across_regions: true}
 regions: {eu: 1, us: 1}
 store:
   region: eu

@@ -4,7 +4,7 @@
 Two regions on this machine, each with its own redis-server and one
 appliance (one worker), `regions: {eu: 1, us: 1}`:
 
-- a `global: true` rule of 600/min, burst 20, is enforced in each region
+- an `across_regions: true` rule of 600/min, burst 20, is enforced in each region
   at its slice, 300/min, burst 10, through that region's own Redis (no
   ask crosses regions): wrk through both at once for 10 s admits each
   region's slice (burst/2 + rate/2 x t, within [0.9, 1.05]) and the two
@@ -47,7 +47,7 @@ tiers: [free]
 regions: %(regions)s
 rules:
   - {name: global, scope: key, match: {path_prefix: /v1/global}, limit: 600/min, burst: 20,
-     global: true}
+     across_regions: true}
   - {name: regional, scope: key, match: {path_prefix: /v1/regional}, limit: 600/min,
      burst: 20}
 store:

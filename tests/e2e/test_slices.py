@@ -3,7 +3,7 @@
 enforce the slices sluice-aggregator writes.
 
 Three regions on this machine (a, b, c: one appliance, one worker, each,
-and a's Redis a Cluster of three masters, b's and c's a redis-server; `regions: {a: 1, b: 1, c: 1}`), a `global: true` rule of
+and a's Redis a Cluster of three masters, b's and c's a redis-server; `regions: {a: 1, b: 1, c: 1}`), an `across_regions: true` rule of
 1200/min (20/s), burst 20, and one client sending 90 % of its requests
 through a and 10 % through b (curl --rate: 60/s and 6.7/s, both above
 their slices, as an abuser spread over regions would):
@@ -53,7 +53,7 @@ tiers: [free]
 regions: {a: 1, b: 1, c: 1}
 rules:
   - {name: spread, scope: key, match: {path_prefix: /v1/spread}, limit: 1200/min, burst: 20,
-     global: true}
+     across_regions: true}
 store:
   region: %(region)s
   redis: {endpoints: ["127.0.0.1:%(port)d"], cluster: %(cluster)s, timeout_ms: 20}

@@ -37,10 +37,17 @@ def main():
     rc, _, err = run(binary, "--", "--config", "x.yaml", "--bogus")
     res.check(rc == 1 and "sluice: unrecognized option '--bogus'" in err,
               "an unknown option is named: %r" % err.splitlines()[:1])
-    rc, out, err = run(binary, "--config", "x.yaml", "--check-config")
-    res.check(rc == 1 and "goes after '--'" in err and "EAL" not in err.replace(
-        "EAL args", "").replace("EAL's", "") and len((out + err).splitlines()) == 1,
-              "--config before '--': one line that says where it goes (%r)" % err.strip())
+    conf = os.path.join(sltest.ROOT, "conf", "sluice.yaml")
+    rc, out, err = run(binary, "--config", conf, "--check-config")
+    rc2, out2, err2 = run(binary, "--", "--config", conf, "--check-config")
+    res.check(rc == 0 and out.startswith("OK rules=") and (rc, out, err) == (rc2, out2, err2),
+              "--check-config without '--' (no EAL either way): as with it (%r)" % out.strip())
+    for args in (("--config", conf), ("--no-huge", "--config", conf, "--check-config")):
+        rc, out, err = run(binary, *args)
+        res.check(rc == 1 and "go after '--'" in err and "EAL:" not in err and
+                  len((out + err).splitlines()) == 1,
+                  "%s: one line that says where sluice's options go (%r)" % (
+                      " ".join(args).replace(conf, "F"), err.strip()))
     rc, _, err = run(binary, "--", "--config", "x.yaml", "stray")
     res.check(rc == 1 and "unexpected argument 'stray'" in err,
               "a stray argument is named: %r" % err.splitlines()[:1])
@@ -59,9 +66,10 @@ def main():
 
 
 def never_bound(binary, res):
-    """Rules that can never match, and requests no rule binds: each said
-    with its line and what to do; --strict makes them fail the check, and
-    a config without them passes it."""
+    """Rules that can never match or never refuse, requests no rule binds,
+    options that do nothing where they are written and old spellings:
+    each said with its line and what to do; --strict makes them fail the
+    check, and a config without them passes it."""
     cases = [
         ("  - {name: q, scope: ip, match: {path: \"/login?next=1\"}, limit: 5/min}\n",
          ":4: warning: rule 'q' can never match: '/login?next=1' holds a query"),
@@ -71,8 +79,30 @@ def never_bound(binary, res):
          ":4: warning: every rule is keyed on an API key or a user"),
         ("  - {name: s, scope: ip, limit: 5/min, shadow: true}\n",
          ":1: warning: no enforcing rule"),
+        ("  - {name: o, scope: ip, limit: 5/min, on_store_failure: fail_closed}\n",
+         ":4: warning: rule 'o': on_store_failure does nothing without a store"),
+        ("  - {name: t, scope: ip, tier: pro, limit: 5/min}\ntiers: [free, pro]\n",
+         ":4: warning: rule 't': scope: ip with a tier binds only requests whose API key "
+         "is of tier 'pro'"),
+        ("  - {name: g, scope: ip, limit: 5/min, global: true}\nregions: {eu: 1}\n"
+         "store: {region: eu, expected_appliances: 2, redis: {endpoints: [\"127.0.0.1:1\"]}}\n",
+         ":4: warning: rule 'g': 'global' is spelled across_regions now"),
+        ("  - {name: e, scope: global, limit: 5/min}\n",
+         ":4: warning: rule 'e': scope: global is one bucket for the rule, as scope: "
+         "endpoint is; write endpoint"),
+        ("  - {name: a, scope: ip, limit: 5/min}\n"
+         "  - {name: b, scope: ip, match: {path_prefix: /v1}, limit: 10/min, burst: 20}\n",
+         ":5: warning: rule 'b' never refuses: every request it matches also meets rule "
+         "'a' (line 4)"),
+        ("  - {name: i, scope: ip, limit: 5/min}\n"
+         "store: {redis: {endpoints: [\"127.0.0.1:1\"]}}\n",
+         ":5: warning: store: expected_appliances is not set (1)"),
         ("  - {name: k, scope: key, limit: 5/min}\n  - {name: i, scope: ip, limit: 50/min}\n",
          None),
+        # narrower and stricter, or another scope: each may refuse
+        ("  - {name: a, scope: ip, limit: 10/min}\n"
+         "  - {name: b, scope: ip, match: {path_prefix: /v1}, limit: 5/min}\n"
+         "  - {name: k, scope: key, match: {path_prefix: /v1}, limit: 50/min}\n", None),
     ]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "w.yaml")

@@ -245,6 +245,13 @@ values(void **state)
 	assert_int_equal(r.count, 10000);
 	assert_int_equal(r.period_ms, 86400000);
 	assert_int_equal(sl_rate_parse("1/d", &r), 0);
+	assert_int_equal(sl_rate_parse("30/minutes", &r), 0);
+	assert_int_equal(r.period_ms, 60000);
+	assert_int_equal(sl_rate_parse("2/days", &r), 0);
+	assert_int_equal(r.period_ms, 86400000);
+	assert_int_equal(sl_rate_parse("9/seconds", &r), 0);
+	assert_int_equal(sl_rate_parse("9/hours", &r), 0);
+	assert_int_equal(r.period_ms, 3600000);
 	assert_int_equal(sl_rate_parse("5/week", &r), -1);
 	assert_int_equal(sl_rate_parse("5/mins", &r), -1);
 	assert_int_equal(sl_rate_parse("0/s", &r), -1);
@@ -469,7 +476,18 @@ regions_errors(void **state)
 	} cases[] = {
 		{"version: 1\nregions: {eu: 1}\nrules:\n"
 		 "  - {name: g, scope: key, limit: 10/min, global: true}\n",
-		 "t.yaml:4:5: rule 'g': global needs store.region"},
+		 "t.yaml:4:5: rule 'g': across_regions slices the limit "
+		 "between regions and needs regions and store.region; one "
+		 "limit across appliances needs only the store: drop global"},
+		{"version: 1\nrules:\n"
+		 "  - {name: g, scope: key, limit: 10/min, across_regions: "
+		 "true}\n",
+		 "needs only the store: drop across_regions"},
+		{"version: 1\nrules:\n"
+		 "  - {name: g, scope: key, limit: 1/s, global: true, "
+		 "across_regions: true}\n",
+		 "t.yaml:3:5: rule 'g': 'global' and 'across_regions' are one "
+		 "option; keep across_regions"},
 		{"version: 1\nregions: {eu: 1}\nrules: []\n"
 		 "store: {region: mars}\n",
 		 "t.yaml:4:17: store: region 'mars' is not one of regions"},
@@ -552,6 +570,55 @@ checksum_line(void **state)
 	sl_config_free(c);
 }
 
+/* A store's endpoints as written: host:port or [v6]:port; a URL, a
+ * bare IPv6 address or a list written as one string refused with what
+ * to write, once. */
+static void
+endpoints_strict(void **state)
+{
+	static const struct {
+		const char *ep, *want;
+	} bad[] = {
+		{"\"redis://10.0.0.5:6379\"", "'redis://10.0.0.5:6379': a URL: "
+					      "write host:port, without the "
+					      "scheme"},
+		{"\"rediss://r:6380\"", "TLS goes through a local stunnel"},
+		{"\"::1:6379\"", "an IPv6 address goes in brackets"},
+		{"\"[::1]\"", "expected [v6]:port"},
+		{"\"r:0\"", "expected host:port"},
+		{"\":6379\"", "expected host:port"},
+	};
+	char text[512], err[2048];
+	struct sl_config *c;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "version: 1\nstore:\n  redis: {endpoints: [%s]}\n",
+			 bad[i].ep);
+		if (load(text, err, sizeof(err)) != NULL ||
+		    strstr(err, bad[i].want) == NULL)
+			fail_msg("%s: want '%s', got '%s'", bad[i].ep,
+				 bad[i].want, err);
+	}
+	c = load("version: 1\nstore:\n  redis: {endpoints: "
+		 "[\"[2001:2::9]:6379\", "
+		 "\"r.example:7000\"]}\n",
+		 err, sizeof(err));
+	if (c == NULL)
+		fail_msg("%s", err);
+	assert_string_equal(c->store.endpoints[0].host, "2001:2::9");
+	assert_int_equal(c->store.endpoints[0].port, 6379);
+	assert_string_equal(c->store.endpoints[1].host, "r.example");
+	sl_config_free(c);
+	/* a string where the list goes: that error alone */
+	assert_null(load("version: 1\nstore:\n  redis: {endpoints: \"r:1\"}\n",
+			 err, sizeof(err)));
+	assert_null(strstr(err, "is required"));
+	assert_non_null(strstr(err, "t.yaml:3:22: endpoints: expected a list"));
+}
+
 /* Errors that say how to fix them: an enum's values listed, a mistyped
  * key answered with the one it is near, a key near none named alone. */
 static void
@@ -581,6 +648,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(errors_suggest),
+		cmocka_unit_test(endpoints_strict),
 		cmocka_unit_test(checksum_line),
 		cmocka_unit_test(full_example),
 		cmocka_unit_test(all_errors_with_positions),
