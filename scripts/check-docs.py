@@ -197,6 +197,33 @@ def labels(bad):
                            % (rel, n, m.group(0)))
 
 
+OPT = re.compile(r"(?<![\w-])--[a-z][a-z-]*[a-z]")
+SLUICECTL_CMDS = ("status", "rules", "regions", "top", "reload", "diff", "why", "override",
+                  "publish")
+
+
+def help_options(cmd):
+    out = subprocess.run(cmd + ["--help"], capture_output=True, text=True, timeout=30)
+    return set(OPT.findall(out.stdout + out.stderr))
+
+
+def man_options(bad, binary):
+    """Every option a program's --help names is in its man page."""
+    progs = [("sluice", [[binary]])]
+    for tool in ("sluicectl", "sluice-exporter", "sluice-aggregator"):
+        path = os.path.join(ROOT, "tools", tool)
+        cmds = [[path]] + ([[path, c] for c in SLUICECTL_CMDS] if tool == "sluicectl" else [])
+        progs.append((tool, cmds))
+    for name, cmds in progs:
+        man = read(os.path.join("conf", "man", name + ".1")).replace("\\", "")
+        said = set()
+        for cmd in cmds:
+            said |= help_options(cmd)
+        for opt in sorted(said - set(OPT.findall(man))):
+            bad.append("conf/man/%s.1: %s --help names %s, the man page does not" % (
+                name, name, opt))
+
+
 def main():
     bad = []
     p, r = parser_keys(), reference_keys()
@@ -207,6 +234,7 @@ def main():
     if len(sys.argv) > 1:
         check_yaml(sys.argv[1], bad)
         check_conf(sys.argv[1], bad)
+        man_options(bad, sys.argv[1])
     telemetry(bad)
     metrics(bad)
     labels(bad)
