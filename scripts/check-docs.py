@@ -128,7 +128,7 @@ def exporter_families():
     loader = importlib.machinery.SourceFileLoader("sluice_exporter", path)
     mod = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
     loader.exec_module(mod)
-    zero = {k: 0 for k in mod.COUNTERS + mod.GAUGES}
+    zero = {k: 0 for k in mod.COUNTERS + mod.GAUGES + [k for _, k in mod.LATENCY]}
     shapes = {
         "/sluice/stats": dict(zero, parse_errors={"r": 1}),
         "/sluice/workers": {"lcore1": dict(zero, loop_age_us=1)},

@@ -159,6 +159,10 @@ def main():
             st = t.sluice.stats()
             req = [s.value for s in fams["sluice_requests"].samples if not s.labels]
             res.eq(req, [st["requests"]], "exporter: parses as Prometheus text; requests match")
+            lint = subprocess.run(["promtool", "check", "metrics"], input=r.stdout,
+                                  capture_output=True, text=True, timeout=30)
+            res.check(lint.returncode == 0, "exporter: promtool check metrics passes on a live "
+                      "scrape (%r)" % (lint.stdout + lint.stderr)[:300])
             # totals and workers in families of their own: a plain sum()
             # over either counts each request once
             res.eq((sum(s.value for s in fams["sluice_requests"].samples),
