@@ -16,6 +16,7 @@ PKGS=(
 	dpkg-dev lintian # scripts/package.sh builds the .deb; lintian checks it
 	prometheus # promtool checks and unit-tests the alert rules (the server is not run)
 	python3-matplotlib # scripts/charts.py: BENCHMARKS.md's charts
+	python3-urllib3 # e2e/client: a standard retrying client obeys Retry-After
 )
 
 missing=()

@@ -12,6 +12,27 @@ div_ceil(uint64_t a, uint64_t b)
 	return a / b + (a % b != 0);
 }
 
+static uint64_t
+secs_up(uint64_t ns)
+{
+	return ns / 1000000000ULL + (ns % 1000000000ULL != 0);
+}
+
+void
+sl_limit_quota(uint8_t algo, uint64_t count, uint64_t period_ns, uint64_t burst,
+	       uint64_t *q, uint64_t *w_s)
+{
+	*q = count;
+	*w_s = secs_up(period_ns);
+	if ((algo != SL_LIM_TOKEN_BUCKET && algo != SL_LIM_GCRA) ||
+	    burst == 0 || count == 0 || burst >= count)
+		return;
+	*q = burst;
+	*w_s = secs_up(
+		(uint64_t)(((unsigned __int128)burst * period_ns + count - 1) /
+			   count));
+}
+
 int
 sl_limit_params_init(struct sl_limit_params *p, uint8_t algo, uint64_t count,
 		     uint64_t period_ns, uint64_t burst)

@@ -73,6 +73,17 @@ struct sl_limit_result {
 	uint64_t reset_ns;       /* until the limit is back to full */
 };
 
+/*
+ * The quota a client is told (draft-ietf-httpapi-ratelimit-headers'
+ * q units per w seconds). A token bucket or GCRA whose burst is below
+ * its count binds first: it is told as its burst over the time the rate
+ * refills it, w rounded up to whole seconds, so that a client that keeps
+ * to q in any w never finds the bucket empty, at the rule's rate or a
+ * little below. Every other limit is told as written.
+ */
+void sl_limit_quota(uint8_t algo, uint64_t count, uint64_t period_ns,
+		    uint64_t burst, uint64_t *q, uint64_t *w_s);
+
 /* Returns 0, or -1 when the numbers cannot be represented exactly. */
 int sl_limit_params_init(struct sl_limit_params *p, uint8_t algo,
 			 uint64_t count, uint64_t period_ns, uint64_t burst);

@@ -49,7 +49,9 @@ def main():
         res.eq(h.get("connection"), "close", "429 closes the connection")
         res.check(body.startswith('{"error":"rate_limited","rule":"burst-five","retry_after":'),
                   "429 JSON body")
-        res.check(h.get("ratelimit-policy") == '"burst-five";q=6;w=60', "RateLimit-Policy")
+        res.check(h.get("ratelimit-policy") == '"burst-five";q=5;w=50',
+                  "RateLimit-Policy: the burst of 5 binds first, told over the 50 s "
+                  "6/min refills it")
         res.check(1 <= int(h.get("retry-after", 0)) <= 10, "Retry-After within the refill time")
 
         # Retry-After is honest

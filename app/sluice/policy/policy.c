@@ -178,8 +178,9 @@ sl_policy_build(const struct sl_config *cfg)
 		if (sl_reply_tpl_build(&p->tpl429_any[i], &ri) != 0)
 			goto fail;
 		ri.bake = 1;
-		ri.limit = r->limit.count;
-		ri.window_s = (r->limit.period_ms + 999) / 1000;
+		sl_limit_quota(p->params[i].algo, p->params[i].count,
+			       p->params[i].period_ns, p->params[i].burst,
+			       &ri.limit, &ri.window_s);
 		if (sl_reply_tpl_build(&p->tpl429[i], &ri) != 0)
 			goto fail;
 		if (p->keep_alive && keep_templates(p, i, &ri) != 0)

@@ -39,14 +39,13 @@ clamp32(uint64_t v)
 
 void
 sl_budget_set(struct sl_worker *w, struct sl_verdict *v, uint16_t rule,
-	      uint64_t count, uint64_t period_ns, uint64_t remaining,
-	      uint64_t reset_ns)
+	      uint64_t q, uint64_t w_s, uint64_t remaining, uint64_t reset_ns)
 {
 	if (!w->pol->budget_rule[rule])
 		return;
 	v->budget = (int16_t)rule;
-	v->nums.limit = count;
-	v->nums.window_s = sl_secs_up(period_ns);
+	v->nums.limit = q;
+	v->nums.window_s = w_s;
 	v->nums.remaining = remaining;
 	v->nums.reset_s = sl_secs_up(reset_ns);
 }

@@ -153,10 +153,15 @@ budget_of(struct sl_worker *w, struct sl_verdict *v, const struct check *cs,
 {
 	uint32_t best = least_left(w->pol, cs, n);
 
-	if (best < n)
-		sl_budget_set(w, v, cs[best].rule, cs[best].params.count,
-			      cs[best].params.period_ns, cs[best].res.remaining,
-			      cs[best].res.reset_ns);
+	if (best < n) {
+		const struct sl_limit_params *p = &cs[best].params;
+		uint64_t q, w_s;
+
+		sl_limit_quota(p->algo, p->count, p->period_ns, p->burst, &q,
+			       &w_s);
+		sl_budget_set(w, v, cs[best].rule, q, w_s,
+			      cs[best].res.remaining, cs[best].res.reset_ns);
+	}
 }
 
 static struct sl_verdict
@@ -374,7 +379,9 @@ decide_local(struct sl_worker *w, struct sl_req *q, const uint16_t *idx,
 		&(struct sl_limit_refusal){
 			.rule = cs[strict].rule,
 			.slot = pol->slot[cs[strict].rule],
+			.algo = cs[strict].params.algo,
 			.count = cs[strict].params.count,
+			.burst = cs[strict].params.burst,
 			.period_ns = cs[strict].params.period_ns,
 			.retry_ns = cs[strict].res.retry_after_ns,
 			.reset_ns = cs[strict].res.reset_ns,

@@ -107,8 +107,9 @@ void sl_leased_settle(struct sl_worker *w, const struct sl_need *n, int64_t d);
 
 /* budget.c: an allowed response's budget (response.headers_on_allow) */
 /* Allowed: the budget of the limit with the least left, as v's. */
+/* (q, w_s: the limit's quota as told, sl_limit_quota) */
 void sl_budget_set(struct sl_worker *w, struct sl_verdict *v, uint16_t rule,
-		   uint64_t count, uint64_t period_ns, uint64_t remaining,
+		   uint64_t q, uint64_t w_s, uint64_t remaining,
 		   uint64_t reset_ns);
 /* Allowed request of f: its verdict's budget kept for its response,
  * decided before the flow counted it (parked: after). */
@@ -233,7 +234,8 @@ uint64_t sl_retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
 struct sl_limit_refusal {
 	int rule;
 	uint16_t slot;
-	uint64_t count, period_ns;
+	uint8_t algo; /* the limit's (SL_LIM_*), with burst: its quota */
+	uint64_t count, period_ns, burst;
 	uint64_t retry_ns, reset_ns, remaining;
 	uint32_t cost; /* of the refused request at that limit (0: 1) */
 };

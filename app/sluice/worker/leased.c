@@ -296,21 +296,45 @@ note_degraded(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 	w->tiers_ctr[r->tier + 1].degraded++;
 }
 
+/*
+ * What an allowed response says is left (r): never more than the client
+ * could spend now without a refusal. Where this worker is the limit's
+ * only holder, the authority's count at its last answer plus the lease
+ * (the count only grows as it refills); where other workers or
+ * appliances hold leases of it too, what they took since is unknown
+ * here, so only the lease's units good now: a lower bound, and the
+ * next lease usually comes before they are spent (asked at half).
+ */
+static uint64_t
+told_left(const struct sl_worker *w, const struct sl_lease *l)
+{
+	if (w->app->holders <= 1)
+		return left_of(l);
+	return sl_lease_until(l, 1, w->now_ns) == 0 ? l->units : 0;
+}
+
 /* The response's budget: the limit with the least left. */
 static void
 budget_of(struct sl_worker *w, struct sl_verdict *v, const struct sl_need *ns,
 	  uint32_t n, struct sl_lease **ls)
 {
-	uint32_t best = least_left(ls, n);
+	uint32_t i, best = 0;
+	uint64_t q, w_s;
 	int rule;
 
+	for (i = 1; i < n; i++)
+		if (told_left(w, ls[i]) < told_left(w, ls[best]))
+			best = i;
 	rule = ns[best].slot < SL_MAX_RULES
 		       ? w->pol->rule_of_slot[ns[best].slot]
 		       : -1;
-	if (rule >= 0)
-		sl_budget_set(w, v, (uint16_t)rule, ns[best].count,
-			      ns[best].period_ms * 1000000ULL,
-			      left_of(ls[best]), ls[best]->reset_ns);
+	if (rule < 0)
+		return;
+	sl_limit_quota(ns[best].algo, ns[best].count,
+		       ns[best].period_ms * 1000000ULL, ns[best].burst, &q,
+		       &w_s);
+	sl_budget_set(w, v, (uint16_t)rule, q, w_s, told_left(w, ls[best]),
+		      ls[best]->reset_ns);
 }
 
 static struct sl_verdict

@@ -41,8 +41,8 @@ sl_verdict_limited(struct sl_worker *w, const struct sl_req *r,
 
 	v.nums.retry_after_s =
 		sl_retry_seconds(w, x->retry_ns, pol->jitter_ppm, x->period_ns);
-	v.nums.limit = x->count;
-	v.nums.window_s = sl_secs_up(x->period_ns);
+	sl_limit_quota(x->algo, x->count, x->period_ns, x->burst, &v.nums.limit,
+		       &v.nums.window_s);
 	/* numbers that agree with the refusal: what is left is less than
 	 * the request's cost (a count that says otherwise -- the leased
 	 * path's remainder plus a lease, units not good yet -- was never
@@ -68,7 +68,9 @@ sl_verdict_need(struct sl_worker *w, const struct sl_req *r,
 		w, r,
 		&(struct sl_limit_refusal){.rule = rule,
 					   .slot = n->slot,
+					   .algo = n->algo,
 					   .count = n->count,
+					   .burst = n->burst,
 					   .period_ns =
 						   n->period_ms * 1000000ULL,
 					   .retry_ns = retry_ns,
