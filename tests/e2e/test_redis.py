@@ -81,7 +81,7 @@ def flapping(binary, res, tmp, conf, redis):
     with sltest.Topology(binary, conf, tmp, workers=2, prefix="rf%d" % (os.getpid() % 1000)) as t:
         t.curl("-H", "X-API-Key: k-known", "http://%s/v1/bulk/0" % S4)
         codes, slow = [], 0.0
-        for i in range(16):
+        for i in range(10):
             redis.send_signal(signal.SIGSTOP if i % 2 == 0 else signal.SIGCONT)
             for key in ("k-known", "k-fresh-%d" % i):
                 t0 = time.time()
