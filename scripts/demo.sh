@@ -79,6 +79,15 @@ echo "== the next one in full (curl -i): built by sluice, the backend never saw 
 ip netns exec "$P-c" curl -si --max-time 5 -H 'X-API-Key: k-demo-free' \
 	http://198.18.0.2/v1/items/13 | sed 's/^/   /' || true
 echo
+sleep 1.2
+echo "== an allowed response carries its budget; a 429 keeps the connection:"
+echo "   6 requests on one connection (curl -v shows one connect)"
+ip netns exec "$P-c" curl -sv --max-time 5 -H 'X-API-Key: k-demo-free' \
+	-o /dev/null -o /dev/null -o /dev/null -o /dev/null -o /dev/null -o /dev/null \
+	http://198.18.0.2/v1/k/1 http://198.18.0.2/v1/k/2 http://198.18.0.2/v1/k/3 \
+	http://198.18.0.2/v1/k/4 http://198.18.0.2/v1/k/5 http://198.18.0.2/v1/k/6 2>&1 |
+	grep -E '^< (HTTP|RateLimit:)|Connected to|Re-using' | sed 's/^/   /' || true
+echo
 echo "== 12 requests, pro-tier key k-demo-pro (50/s):"
 for i in $(seq 12); do
 	printf ' %s' "$(run -H 'X-API-Key: k-demo-pro' "http://198.18.0.2/v1/items/$i")"

@@ -5,12 +5,13 @@
 # systemd unit, the default config as a conffile in /etc/sluice/, man
 # pages, the dashboard and alert rules, hugepages.sh. Depends are read from the binary's own
 # libraries (dpkg-shlibdeps: Debian's DPDK, hiredis, libyaml). Installs
-# nothing on this machine; build with scripts/setup.sh done.
+# nothing on this machine; build with scripts/setup.sh done. The release
+# tree is build-pkg, or SLUICE_PKG_BUILD (scripts/test.sh's own build/).
 # usage: scripts/package.sh [OUTDIR]
 set -euo pipefail
 case "${1:-}" in
 -h | --help)
-	sed -n '2,9s/^# \{0,1\}//p' "$0"
+	sed -n '2,11s/^# \{0,1\}//p' "$0"
 	exit 0
 	;;
 -*)
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/.."
 src=$PWD
 mkdir -p "${1:-.}"
 out=$(realpath "${1:-.}")
-bdir=build-pkg
+bdir=${SLUICE_PKG_BUILD:-build-pkg}
 
 # one build of the tree at a time (scripts/test.sh builds it beforehand)
 exec 9>"$bdir.lock"
@@ -30,6 +31,9 @@ flock 9
 if [ ! -f "$bdir/build.ninja" ]; then
 	meson setup "$bdir" --prefix=/usr --buildtype=release >/dev/null
 fi
+# the package installs under /usr, whatever the tree was set up with
+# (nothing compiled depends on it: no rebuild)
+meson configure "$bdir" -Dprefix=/usr -Dbuildtype=release >/dev/null
 ninja -C "$bdir" >/dev/null
 
 ver=$(meson introspect --projectinfo "$bdir" |

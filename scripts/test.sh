@@ -37,12 +37,15 @@ PY
 
 rc=0
 fmt=0
+# the package (func/package) is made from the optimised tree the suites
+# use, not a third build of it
+export SLUICE_PKG_BUILD=build
 scripts/format.sh --check || { rc=1; fmt=1; }
 # no dependency cycle between C files (scripts/cycles.allow is empty)
 /usr/bin/python3 scripts/check-cycles.py || { rc=1; fmt=$((fmt + 1)); }
 # no include beyond the folder walls each meson.build declares
 /usr/bin/python3 scripts/check-deps.py || { rc=1; fmt=$((fmt + 1)); }
-build build
+build build --prefix=/usr --buildtype=release
 # the documents against the code: the config reference against the parser,
 # every YAML block through --check-config, the telemetry reference against
 # the commands, and no work-log label anywhere
@@ -52,8 +55,7 @@ build build
 meson test -C build --print-errorlogs --no-rebuild --suite accuracy \
 	--logbase testlog-accuracy || rc=1
 # Meanwhile, beside the sanitizer suites: the ThreadSanitizer tree and the
-# race test, the fuzzers, and the package's release tree (func/package
-# builds the .deb from it). The builds at the lowest priority, the fuzzers
+# race test, and the fuzzers. The builds at the lowest priority, the fuzzers
 # at idle priority (they run only on a CPU nothing else wants) and bounded
 # by inputs, not seconds, so that what they cover does not depend on what
 # the suites left them: on two CPUs the suites wait on clients and timers
@@ -65,14 +67,6 @@ side() {
 	fi
 	nice -n 19 ninja -C build-tsan tests/test_race >/dev/null
 	FUZZ_BUILD_ONLY=1 nice -n 19 scripts/fuzz.sh 0 >/dev/null
-	(
-		# scripts/package.sh takes the same lock
-		flock 9
-		if [ ! -f build-pkg/build.ninja ]; then
-			meson setup build-pkg --prefix=/usr --buildtype=release >/dev/null
-		fi
-		nice -n 19 ninja -C build-pkg >/dev/null
-	) 9>build-pkg.lock
 	# what lcores share (rings, the policy under RCU, counters, the
 	# telemetry table) under ThreadSanitizer: the race test, a worker
 	# thread and the control path at once, with reloads (tests/tsan.supp
