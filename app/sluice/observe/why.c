@@ -126,9 +126,8 @@ request_of(const struct question *q, struct sl_http_req *req)
 /* Rule i for this identity: its key and numbers (an override's if one
  * is active); -1 when the question gives no identity of its scope. */
 static int
-limit_of(const struct sl_app *app, const struct sl_policy *pol, uint32_t i,
-	 const struct sl_http_req *req, const struct sl_identity *id,
-	 int has_ip, struct limit_q *l)
+limit_of(const struct sl_policy *pol, uint32_t i, const struct sl_http_req *req,
+	 const struct sl_identity *id, int has_ip, struct limit_q *l)
 {
 	const struct sl_rule *r = sl_ruleset_rule(pol->rs, i);
 	const struct sl_override *o = NULL;
@@ -149,7 +148,6 @@ limit_of(const struct sl_app *app, const struct sl_policy *pol, uint32_t i,
 					(int64_t)time(NULL));
 	if (o != NULL)
 		sl_rule_params(r, &o->limit, o->burst, &l->lp);
-	(void)app;
 	l->override = o != NULL;
 	l->scope = r->scope;
 	l->algo = r->algo;
@@ -211,8 +209,7 @@ limits(const struct sl_app *app, const struct question *q, struct limit_q *out,
 		n = sl_ruleset_match(pol->rs, &m, idx, SL_MAX_RULES);
 	}
 	for (i = 0; i < n && k < MAX_WHY; i++)
-		if (limit_of(app, pol, idx[i], &req, &id, q->af != 0,
-			     &out[k]) == 0)
+		if (limit_of(pol, idx[i], &req, &id, q->af != 0, &out[k]) == 0)
 			k++;
 	sl_policy_release();
 	return (int)k;
