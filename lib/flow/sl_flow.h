@@ -335,6 +335,13 @@ void sl_flow_prefetch_entry(const struct sl_flow_table *t, uint64_t h);
  */
 uint32_t sl_flow_peek_hint(const struct sl_flow_table *t, uint64_t h);
 
+/*
+ * The caller translates f's sequence numbers from now on (SL_NF_XLATE):
+ * its connection breaks if the entry goes, so it is evicted last, only
+ * where every candidate is one too.
+ */
+void sl_flow_set_kept(struct sl_flow_table *t, const struct sl_flow *f);
+
 struct sl_flow *sl_flow_lookup(struct sl_flow_table *t,
 			       const struct sl_flow_key *k);
 /*

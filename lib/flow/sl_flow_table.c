@@ -6,6 +6,10 @@
 #include "sl_flow_priv.h"
 #include "sl_mem.h"
 
+/* estab[]: the handshake was seen; and the caller translates the
+ * connection's sequence numbers (sl_flow_set_kept) */
+#define ESTAB      0x01
+#define KEPT       0x02
 #define CLOCK_SCAN 64
 
 static uint32_t
@@ -363,7 +367,13 @@ sl_flow_take_head(struct sl_flow_table *t, struct sl_flow *f, uint64_t now)
 void
 sl_flow_set_estab(struct sl_flow_table *t, const struct sl_flow *f)
 {
-	t->estab[f - t->flows] = 1;
+	t->estab[f - t->flows] |= ESTAB;
+}
+
+void
+sl_flow_set_kept(struct sl_flow_table *t, const struct sl_flow *f)
+{
+	t->estab[f - t->flows] |= KEPT;
 }
 
 void
@@ -388,7 +398,8 @@ expendable(const struct sl_flow_table *t, uint32_t e, uint64_t now)
 	       now - (t->seen[e] - 1) >= t->p.young_grace;
 }
 
-/* Eviction order: expendable entries first, then least recently seen. */
+/* Eviction order: expendable entries first, kept ones last, then least
+ * recently seen. */
 static inline int
 evicts_before(const struct sl_flow_table *t, uint32_t a, uint32_t b,
 	      uint64_t now)
@@ -397,6 +408,8 @@ evicts_before(const struct sl_flow_table *t, uint32_t a, uint32_t b,
 
 	if (xa != xb)
 		return xa;
+	if ((t->estab[a] & KEPT) != (t->estab[b] & KEPT))
+		return !(t->estab[a] & KEPT);
 	return t->seen[a] < t->seen[b];
 }
 
@@ -411,14 +424,20 @@ before(void *arg, uint32_t a, uint32_t b)
 	return b == SL_TABLE_NONE || evicts_before(t, a, b, t->now);
 }
 
-/* The least recently seen of the clock's window. */
+/* The least recently seen of the clock's window, a kept entry only where
+ * every other is kept too (its connection breaks once it goes). */
 static int
 older(void *arg, uint32_t a, uint32_t b)
 {
 	const struct sl_flow_table *t = arg;
 
-	return t->seen[a] != 0 &&
-	       (b == SL_TABLE_NONE || t->seen[a] < t->seen[b]);
+	if (t->seen[a] == 0)
+		return 0;
+	if (b == SL_TABLE_NONE)
+		return 1;
+	if ((t->estab[a] & KEPT) != (t->estab[b] & KEPT))
+		return !(t->estab[a] & KEPT);
+	return t->seen[a] < t->seen[b];
 }
 
 /*

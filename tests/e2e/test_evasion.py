@@ -116,7 +116,8 @@ def twins(res, t, cmac, smac, s):
               "(%d -> %d kB)" % (rss0, rss1))
     res.eq(r.get("statuses"), [200, 429],
            "keep-alive client across %s spoofed flows: its split head still read "
-           "(the second /v1/search is refused)" % r.get("sent"))
+           "(the second /v1/search is refused), its connection translated since its "
+           "first response's budget, never evicted" % r.get("sent"))
     res.check(st["flows_active"] <= 4096,
               "flow table within its size (%d of 4096)" % st["flows_active"])
     res.check(st["flows_evicted"] > before["flows_evicted"],

@@ -102,6 +102,39 @@ request_after_server_fin(void **state)
 }
 
 /*
+ * A connection whose sequence numbers the caller translates breaks if its
+ * entry goes: under a flood too young to judge (every spoofed entry in
+ * its grace), the idlest goes, but a kept one only where every other
+ * candidate is kept too.
+ */
+static void
+kept_evicted_last(void **state)
+{
+	struct sl_flow_params p = params(64, 4, 1024);
+	struct sl_flow_table *t;
+	struct sl_flow_key kept = key(0xffff), plain = key(0xfffe);
+	struct seen s = {0};
+	uint32_t i;
+
+	(void)state;
+	p.young_grace = 1000000000; /* none judged: the idlest goes */
+	t = sl_flow_table_create(&p);
+	assert_non_null(t);
+	open_flow(t, &kept, &s);
+	open_flow(t, &plain, &s);
+	sl_flow_set_kept(t, sl_flow_lookup(t, &kept));
+	for (i = 0; i < 5000; i++) {
+		struct sl_flow_key k = key(i);
+
+		seg_at(t, &k, 1, 0, SYN, NULL, 0, 10 + i, &s);
+		assert_true(sl_flow_stats(t)->active <= 64);
+	}
+	assert_null(sl_flow_lookup(t, &plain));
+	assert_non_null(sl_flow_lookup(t, &kept));
+	sl_flow_table_free(t);
+}
+
+/*
  * A flood of new flows never grows the table, evicts the idlest, and
  * never an established connection while others are left.
  */
@@ -550,6 +583,7 @@ main(void)
 		cmocka_unit_test(close_and_server_side),
 		cmocka_unit_test(request_after_server_fin),
 		cmocka_unit_test(flood_evicts_oldest),
+		cmocka_unit_test(kept_evicted_last),
 		cmocka_unit_test(handshakes_not_evicted_for_each_other),
 		cmocka_unit_test(rst_and_syn_on_open),
 		cmocka_unit_test(upgrade_waits_for_server),

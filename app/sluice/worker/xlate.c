@@ -226,6 +226,7 @@ sl_xlate_track(struct sl_worker *w, struct sl_flow *f, uint32_t cseq,
 	x->s_at = x->c_ack = cack;
 	x->b_slot = UINT16_MAX;
 	f->nflags |= SL_NF_XLATE;
+	sl_flow_set_kept(w->flows, f);
 	return x;
 }
 
