@@ -82,6 +82,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
         else:
             self.send_header("Content-Length", str(len(out)))
+        if self.close_connection:
+            # the client asked to close: said, as RFC 9112 9.6 has a server
+            # say it; unsaid, curl took the connection as kept, sent its
+            # next request before the FIN came (now and then under load),
+            # and sent it again on a new one when the server reset it
+            self.send_header("Connection", "close")
         if "cut" in q:
             self._cut_head(int(q["cut"][0]))
         else:
