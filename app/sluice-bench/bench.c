@@ -218,6 +218,10 @@ setup(struct bench_env *e)
 	e->cfg->dataplane.buckets_per_worker = o->keys * 2;
 	e->cfg->dataplane.head_buffers_per_worker = 1024;
 	e->cfg->dataplane.flow_idle_ms = 3600000;
+	/* the base passes close after a 429 and leave responses alone; the
+	 * keep and budget passes turn each on (their own configs, below) */
+	e->cfg->response.keep_alive = 0;
+	e->cfg->response.headers_on_allow = 0;
 	sl_app_setup(e->app, e->cfg);
 	e->app->pool = rte_pktmbuf_pool_create(
 		"bench", o->packets * (3 + o->workers) + 4096, 256, 0,

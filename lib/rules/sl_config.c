@@ -108,6 +108,26 @@ load_root(struct loader *L, yaml_node_t *root)
 }
 
 /* Where sampled decisions go, once every section is known. */
+/* headers_on_allow without keep_alive: an error where the file asks for
+ * both, off by itself where it turned keep_alive off and left the
+ * budget at its default (on). */
+static void
+allow_needs_keep(struct loader *L, yaml_node_t *root)
+{
+	yaml_node_t *rsp = sl_cfg_value_of(L, root, "response");
+
+	if (rsp == NULL || rsp->type != YAML_MAPPING_NODE ||
+	    !sl_cfg_has_key(L, rsp, "headers_on_allow")) {
+		L->cfg->response.headers_on_allow = 0;
+		return;
+	}
+	sl_cfg_error_at(
+		L, rsp,
+		"response: headers_on_allow needs keep_alive: true (the "
+		"response grows: sequence numbers are translated as for "
+		"a kept 429)");
+}
+
 static void
 check_decisions(struct loader *L, yaml_node_t *root)
 {
@@ -144,10 +164,7 @@ check_whole(struct loader *L, yaml_node_t *root)
 			"dataplane: downstream_port and upstream_port must "
 			"differ");
 	if (c->response.headers_on_allow && !c->response.keep_alive)
-		sl_cfg_error_at(L, sl_cfg_value_of(L, root, "response"),
-				"response: headers_on_allow needs keep_alive: "
-				"true (the response grows: sequence numbers "
-				"are translated as for a kept 429)");
+		allow_needs_keep(L, root);
 	if (c->identity.client_ip != SL_CIP_PEER &&
 	    c->identity.trusted_hops == 0)
 		sl_cfg_error_at(
@@ -222,6 +239,10 @@ sl_config_defaults(struct sl_config *c)
 	c->response.retry_jitter_ppm = 200000;
 	c->response.headers = SL_HDR_DRAFT;
 	c->response.expose_rule = 1;
+	/* as nginx and HAProxy do: a 429 keeps its connection, and every
+	 * response says its budget (docs/reference/responses.md) */
+	c->response.keep_alive = 1;
+	c->response.headers_on_allow = 1;
 	c->reload.watch = 1;
 	c->decisions.rejected_ppm = UINT32_MAX; /* unset: as sample */
 	c->decisions.maxlen = 100000;

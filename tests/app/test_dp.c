@@ -58,7 +58,7 @@ static const char CONFIG[] =
 	"20/min, burst: 20, cost_from_response: X-RateLimit-Cost}\n"
 	"  - {name: fast, scope: key, match: {path_prefix: /fast}, limit: "
 	"10/s, burst: 8}\n"
-	"response: {retry_jitter: 0}\n";
+	"response: {retry_jitter: 0, keep_alive: false}\n";
 
 static struct sl_app app;
 static struct sl_config *cfg;

@@ -18,10 +18,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import sltest  # noqa: E402
 
 S4 = "198.18.0.2"
+# keep_alive off at start: the test turns it on by a reload below
 BASE = """version: 1
 dataplane: {idle_sleep_us: 100, service_ports: [80], flows_per_worker: 4096, head_buffers_per_worker: 64, mbufs: 4095}
 identity: {api_key_header: X-API-Key}
 tiers: [free]
+response: {keep_alive: false}
 rules:
   - {name: key-r, scope: key, match: {path_prefix: /v1/r}, limit: %s, burst: %d}
 """
@@ -74,7 +76,7 @@ def main():
             t.sluice.proc.send_signal(signal.SIGHUP)
             time.sleep(1.5)
             r = sltest.telemetry(t.sluice.prefix, "/sluice/reload")
-            res.check("error" in r and "sluice.yaml:6:" in r["error"],
+            res.check("error" in r and "sluice.yaml:7:" in r["error"],
                       "/sluice/reload reports the error with its line: %s" % r)
             res.eq(version(), v1, "the running rules stay")
             res.eq(get(), 429, "and still enforce")
@@ -91,7 +93,7 @@ def main():
             # keep_alive turned on by a reload: the workers' translation
             # table is sized at start, so it is said to wait for a
             # restart, and a 429 still closes its connection meanwhile
-            write(conf, BASE % ("3/min", 6) + "response: {keep_alive: true}\n")
+            write(conf, BASE.replace("keep_alive: false", "keep_alive: true") % ("3/min", 6))
             r = sltest.telemetry(t.sluice.prefix, "/sluice/reload")
             res.check("version" in r and "keep_alive" in r.get("note", ""),
                       "keep_alive turned on by a reload: applied at the next restart, "

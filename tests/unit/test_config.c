@@ -175,7 +175,12 @@ headers_on_allow(void **state)
 				  "rules:\n"
 				  "  - {name: a, scope: ip, limit: 1/s}\n"
 				  "response:\n"
-				  "  headers_on_allow: true\n";
+				  "  headers_on_allow: true\n"
+				  "  keep_alive: false\n";
+	static const char keep_off[] =
+		"version: 1\n"
+		"rules: [{name: a, scope: ip, limit: 1/s}]\n"
+		"response: {keep_alive: false}\n";
 	static const char good[] =
 		"version: 1\n"
 		"rules:\n"
@@ -196,6 +201,15 @@ headers_on_allow(void **state)
 	assert_null(load(bad, err, sizeof(err)));
 	assert_non_null(strstr(err, "t.yaml:5:3: response: headers_on_allow "
 				    "needs keep_alive: true"));
+	/* both on by default; keep_alive off takes the budget with it */
+	c = load("version: 1\n", err, sizeof(err));
+	assert_non_null(c);
+	assert_true(c->response.keep_alive && c->response.headers_on_allow);
+	sl_config_free(c);
+	c = load(keep_off, err, sizeof(err));
+	assert_non_null(c);
+	assert_false(c->response.keep_alive || c->response.headers_on_allow);
+	sl_config_free(c);
 	c = load(good, err, sizeof(err));
 	assert_non_null(c);
 	assert_true(c->response.headers_on_allow);
