@@ -4,20 +4,23 @@ enforce the slices sluice-aggregator writes.
 
 Three regions on this machine (a, b, c: one appliance, one worker, each,
 and a's Redis a Cluster of three masters, b's and c's a redis-server; `regions: {a: 1, b: 1, c: 1}`), an `across_regions: true` rule of
-1200/min (20/s), burst 20, and one client sending 90 % of its requests
-through a and 10 % through b (curl --rate: 60/s and 6.7/s, both above
-their slices, as an abuser spread over regions would):
+1200/min (20/s), burst 20, and one identity flooding through a (two
+curls, about 40/s) while it sends a tenth of the limit through b (2/s):
 
 1. static slices (no aggregator yet): a admits its third, 400/min;
-2. the aggregator started (a round a second): within 3 rounds a holds the
-   identity's 90 % (/sluice/regions), and over the seconds after it admits
-   >= 85 % of the global limit while the three regions together stay
-   within [0.9, 1.1] x the limit;
+2. the aggregator started (a round a second, max-min fair): b, below its
+   fair share, is given its demand and the margin, and a the rest (>= 80 %
+   of the limit within 3 rounds, /sluice/regions); over the seconds after,
+   b is served >= 90 % of what it offers while the three regions together
+   admit [0.9, 1.05] x the limit;
 3. the aggregator killed: the slices hold while they live, then expire to
    the static ones (/sluice/regions version 0, a back at its third);
 4. the aggregator again, then b's Redis paused (SIGSTOP): b decides by
    its rule's policy (its breaker opens), a keeps its slice and admits as
-   before; b's Redis resumed.
+   before; b's Redis resumed;
+5. the identity moves: it floods through b and sends the tenth through a:
+   b holds the rest of the limit within 5 rounds, and a is served what it
+   offers.
 
 Counted from the backend's log (each request's arrival time), so the
 windows are the test's own clock, not wrk's.
@@ -42,6 +45,7 @@ AGGREGATOR = os.path.join(sltest.ROOT, "tools", "sluice-aggregator")
 EXPORTER = os.path.join(sltest.ROOT, "tools", "sluice-exporter")
 SLUICECTL = os.path.join(sltest.ROOT, "tools", "sluicectl")
 LIMIT = 20.0  # per second, across the regions
+TENTH = int(LIMIT * 60 / 10)  # per minute: the modest region's demand
 KEY = "k-spread"
 REBALANCE_MS = 1000
 TTL_MS = 4000
@@ -117,7 +121,7 @@ def check_exporter(res, topo):
     ver = [v for lb, v in got.get("sluice_region_slice_version", []) if lb.get("rule") == "spread"]
     parts = [v for lb, v in got.get("sluice_region_slice_parts", []) if lb.get("rule") == "spread"]
     res.check(got.get("sluice_region_info") == [({"region": "a"}, 1.0)] and ver and ver[0] > 0
-              and len(parts) == 1 and parts[0] >= 8500,
+              and len(parts) == 1 and parts[0] >= 8000,
               "exporter: the region, the slices' version and the identity's parts (%s)" % got)
 
 
@@ -158,15 +162,15 @@ def check_sluicectl(res, topo):
     res.check(r.returncode == 0 and lines and lines[0].startswith("region a ") and
               any(ln.startswith("spread ") and "static  33.3 %" in ln and "version" in ln
                   for ln in lines) and
-              any(len(ln.split()) == 3 and float(ln.split()[1]) >= 85 for ln in lines[2:]),
+              any(len(ln.split()) == 3 and float(ln.split()[1]) >= 80 for ln in lines[2:]),
               "sluicectl regions: the region, the rule's static and held slices, the "
               "identity's share (%s)" % (lines or r.stderr.strip()[-200:]))
 
 
 def aggregator(conf, ports, log):
-    # a floor of 1 % for the quiet region: 90 % of the demand holds 89.1 %
-    # of the limit (88.2 % at the default 2 %, 0.86-0.87 x admitted: too
-    # close to the 0.85 bound for a test whose client's share moves)
+    # max-min with its default margin (0.2) and growth (0.5); a floor of
+    # 1 % for the quiet region c: the flood's region holds 87 % beside the
+    # tenth and its margin (86 % at the default 2 %)
     args = [sys.executable, AGGREGATOR, "-c", conf, "--rebalance-ms", str(REBALANCE_MS),
             "--slice-ttl-ms", str(TTL_MS), "--floor", "0.01"]
     for name, p in zip("abc", ports):
@@ -187,19 +191,13 @@ def wait_for(cond, secs):
 def phases(res, topos, ports, conf, tmp):
     a, b, c = topos
     log = open(os.path.join(tmp, "aggregator.log"), "w")
-    # one curl does about 40 requests a second here: two through a, and
-    # b at a ninth of what they reach (slower under ASan than here)
-    clients = [Client(a, 1800, 70), Client(a, 1800, 70)]
+    # one curl does about 20 requests a second here: two through a, and
+    # b at a tenth of the limit
+    clients = [Client(a, 1800, 70), Client(a, 1800, 70), Client(b, TENTH, 70)]
     codes = []  # every client's answers, those stopped first included
     agg = None
     try:
-        time.sleep(1)
-        n0, t0 = seen(a), time.time()
-        time.sleep(3)
-        per_min = (seen(a) - n0) / (time.time() - t0) * 60
-        # a ninth and a half: a's curls slow a little once b runs (89.4 % at a ninth)
-        clients.append(Client(b, max(60, int(per_min / 9.5)), 70))
-        time.sleep(1.5)
+        time.sleep(2.5)
         check_pickup(res, c, ports)
         # 1. static slices
         time.sleep(0.5)
@@ -211,11 +209,14 @@ def phases(res, topos, ports, conf, tmp):
         # 2. rebalanced
         agg = aggregator(conf, ports, log)
         t_start = time.time()
-        ok, took = wait_for(lambda: (slice_of(a)[1] or 0) >= 8500,
+        ok, took = wait_for(lambda: (slice_of(a)[1] or 0) >= 8000,
                             3 * REBALANCE_MS / 1000 + 2)
-        res.check(ok, "a holds >= 85 %% of the identity's limit %.1f s after the aggregator "
+        res.check(ok, "a holds >= 80 %% of the identity's limit %.1f s after the aggregator "
                   "started (3 rounds: %.1f s; /sluice/regions %s)"
                   % (took, 3 * REBALANCE_MS / 1000, regions(a).get("spread")))
+        said = regions(a).get("spread", {}).get("policy", "")
+        res.check(said.startswith("max-min margin 0.2 growth 0.5"),
+                  "/sluice/regions says how the aggregator cut the slices (%r)" % said)
         # the rounds the test cannot see: a's rate from 3 rounds after the
         # start, once the lease reserved under the old slice is spent
         t2 = max(time.time(), t_start + 3 * REBALANCE_MS / 1000) + 2
@@ -225,10 +226,9 @@ def phases(res, topos, ports, conf, tmp):
         t3 = time.time()
         n3 = [seen(a), seen(b)]
         offered = [(y - x) / (t3 - t2) for x, y in zip(n2, n3)]
-        share = offered[0] / max(1e-9, sum(offered))
-        res.check(0.87 <= share <= 0.93 and offered[1] > 2 * LIMIT * 0.1,
-                  "the client offered %.1f/s through a and %.1f/s through b (%.1f %% through "
-                  "a; both above their slices)" % (offered[0], offered[1], 100 * share))
+        res.check(offered[0] >= 1.5 * LIMIT and 0.07 * LIMIT <= offered[1] <= 0.13 * LIMIT,
+                  "the client offered %.1f/s through a (a flood) and %.1f/s through b (a "
+                  "tenth of the limit)" % (offered[0], offered[1]))
         sa, sb = slice_of(a), slice_of(b)
         res.check(sa[0] == sb[0] and sa[0] > 0 and (sa[1] or 0) + (sb[1] or 0) <= 10000,
                   "a and b hold the same version, together at most the limit (a %s, b %s)"
@@ -245,7 +245,7 @@ def phases(res, topos, ports, conf, tmp):
         last = slice_of(a)  # what the aggregator wrote last
         time.sleep(1.5)
         held = slice_of(a)
-        res.check(held == last and (held[1] or 0) >= 8500,
+        res.check(held == last and (held[1] or 0) >= 8000,
                   "the aggregator gone, a keeps its slice while it lives (%s, then %s)"
                   % (last, held))
         ok, took = wait_for(lambda: slice_of(a)[0] == 0, TTL_MS / 1000 + 3)
@@ -259,7 +259,7 @@ def phases(res, topos, ports, conf, tmp):
 
         # 4. the aggregator again, then b's Redis paused
         agg = aggregator(conf, ports, log)
-        ok, took = wait_for(lambda: (slice_of(a)[1] or 0) >= 8500, 8)
+        ok, took = wait_for(lambda: (slice_of(a)[1] or 0) >= 8000, 8)
         res.check(ok, "the aggregator back: a's slice again within %.1f s" % took)
         time.sleep(2)
         b_redis = REDIS[-2]
@@ -276,26 +276,29 @@ def phases(res, topos, ports, conf, tmp):
                   "b's Redis paused: b decides by its rule's policy (circuit_opened %s, "
                   "store_degraded %s)" % (sb_store.get("circuit_opened"),
                                           sb_store.get("store_degraded")))
-        res.check((sa_now[1] or 0) >= 8500,
+        res.check((sa_now[1] or 0) >= 8000,
                   "a keeps its slice while b's Redis is paused (%s)" % (sa_now,))
         paused = (t7, t8)
 
         # 5. the client moves: 10 % through a, 90 % through b
         time.sleep(2)  # b's breaker closes on its next probe
-        b_min = clients[2].per_min
         codes += [cl.stop() for cl in clients]
-        clients = [Client(b, 1800, 40), Client(b, 1800, 40), Client(a, b_min, 40)]
+        clients = [Client(b, 1800, 40), Client(b, 1800, 40), Client(a, TENTH, 40)]
         t9 = time.time()
-        # within 3 rounds of the aggregator seeing it: the demand reaches
+        # within 5 rounds of the aggregator seeing it: the demand reaches
         # the coordinator within 250 ms and its report within a second;
-        # and 0.5 s for the test (the curls' start, polling the telemetry)
-        ok, took = wait_for(lambda: (slice_of(b)[1] or 0) >= 8500,
-                            3 * REBALANCE_MS / 1000 + 1.75)
-        res.check(ok, "the demand moved to b: b holds >= 85 %% of the limit %.1f s later (at "
-                  "most 3 rounds, the reports' 1.25 s and the test's 0.5 s: %s, a %s)"
+        # a's smoothed demand falls by 0.8 a round, b's slice grows by at
+        # most half the limit a round; and 0.5 s for the test (the curls'
+        # start, polling the telemetry)
+        ok, took = wait_for(lambda: (slice_of(b)[1] or 0) >= 8000,
+                            5 * REBALANCE_MS / 1000 + 1.75)
+        res.check(ok, "the demand moved to b: b holds >= 80 %% of the limit %.1f s later (at "
+                  "most 5 rounds, the reports' 1.25 s and the test's 0.5 s: %s, a %s)"
                   % (took, slice_of(b), slice_of(a)))
+        n9 = seen(a)
         time.sleep(max(0.0, t9 + 12 - time.time()))
         moved = (t9, t9 + 12)
+        a_offered = (seen(a) - n9) / (time.time() - (t9 + took))
     finally:
         if agg is not None:
             agg.kill()
@@ -308,17 +311,22 @@ def phases(res, topos, ports, conf, tmp):
               "every answer a 200 or a 429 (%s answers)" % [len(cs) for cs in codes])
 
     r = rate_in(ta, *static_a)
+    b_static = rate_in(tb, *static_a)
     res.check(0.85 * LIMIT / 3 <= r <= 1.1 * LIMIT / 3,
               "static slices: a admits %.2f/s, %.2f x its third of %.0f/s" % (
                   r, r / (LIMIT / 3), LIMIT))
     ra, rb, rc = (rate_in(x, *rebalanced) for x in (ta, tb, tc))
-    res.check(ra >= 0.85 * LIMIT,
-              "rebalanced: a admits %.2f/s, %.2f x the global limit (>= 0.85; b %.2f/s)"
-              % (ra, ra / LIMIT, rb))
+    res.check(rb >= 0.9 * offered[1],
+              "rebalanced: b, a tenth of the limit beside a flood, is served %.2f/s of the "
+              "%.2f/s it offers (%.0f %%; >= 90 %%; %.2f/s under the static slices)"
+              % (rb, offered[1], 100 * rb / max(1e-9, offered[1]), b_static))
+    res.check(ra >= 0.8 * LIMIT,
+              "rebalanced: a admits %.2f/s, %.2f x the global limit (>= 0.8: the rest)"
+              % (ra, ra / LIMIT))
     tot = ra + rb + rc
-    res.check(0.9 * LIMIT <= tot <= 1.1 * LIMIT,
+    res.check(0.9 * LIMIT <= tot <= 1.05 * LIMIT,
               "rebalanced: the regions together admit %.2f/s, %.3f x the global limit "
-              "(within [0.9, 1.1])" % (tot, tot / LIMIT))
+              "(within [0.9, 1.05])" % (tot, tot / LIMIT))
     # at most its static third: what it reserved ahead at its raised slice
     # (up to SL_LEASE_AHEAD_MS of it) is repaid at the static rate first,
     # so it may admit less for a while, never more
@@ -327,7 +335,7 @@ def phases(res, topos, ports, conf, tmp):
               "slices expired: a admits %.2f/s, %.2f x its static third (at most 1.1: the "
               "raised slice gone)" % (r, r / (LIMIT / 3)))
     r = rate_in(ta, *paused)
-    res.check(r >= 0.85 * LIMIT,
+    res.check(r >= 0.8 * LIMIT,
               "b's Redis paused: a still admits %.2f/s, %.2f x the global limit" % (
                   r, r / LIMIT))
     # while the slices move, the regions together never admit much more
@@ -340,9 +348,13 @@ def phases(res, topos, ports, conf, tmp):
               "%.3f x the global limit (at most 1.1; a %.2f/s, b %.2f/s)"
               % (ra + rb + rc, (ra + rb + rc) / LIMIT, ra, rb))
     rb = rate_in(tb, moved[0] + 6, moved[1])
-    res.check(rb >= 0.85 * LIMIT,
+    res.check(rb >= 0.8 * LIMIT,
               "the client moved: b admits %.2f/s from 6 s after, %.2f x the global limit"
               % (rb, rb / LIMIT))
+    ra = rate_in(ta, moved[0] + 6, moved[1])
+    res.check(ra >= 0.9 * a_offered,
+              "the client moved: a, now the tenth, is served %.2f/s of the %.2f/s it offers "
+              "from 6 s after" % (ra, a_offered))
     with open(os.path.join(tmp, "aggregator.log")) as f:
         lines = [json.loads(x) for x in f if x.startswith("{")]
     res.check(any(x.get("event") == "rebalance" for x in lines),

@@ -2,10 +2,16 @@
 """sluice-aggregator: the slice computation, and one process
 against real redis-servers standing for three regions.
 
-- slices: static weights without demand; proportional to demand with a
-  floor per region (water-filling); never more than the whole limit, over
-  thousands of random demands; a region that cannot be written keeps its
-  parts and the others share the rest;
+- slices, proportional: static weights without demand; proportional to
+  demand with a floor per region (water-filling); never more than the
+  whole limit, over thousands of random demands; a region that cannot be
+  written keeps its parts and the others share the rest;
+- slices, max-min (the default): a region below its fair share gets its
+  demand and the margin whatever another region floods; over thousands
+  of random demand vectors the parts never pass the limit, every region
+  either has all it wants or at least as much as any other (equal
+  weights), more demand never a smaller slice than less, and a slice
+  never grows faster than --growth; the whole limit handed out;
 - rounds: usage reports written as the appliances' contract says are
   read (stale ones ignored), slices written into every region with a
   version, a TTL and a message on sl:slices; a second aggregator does
@@ -90,10 +96,77 @@ def check_slices(res):
     res.eq(nonmono, 0, "no negative slice, and more demand never a smaller slice")
 
 
-def report(db, node, top, total, age_ms=0, span=1000):
+def check_maxmin(res):
+    s3 = agg.static_parts({"a": 1, "b": 1, "c": 1}, ["a", "b", "c"])
+    # the issue's case: one region floods (a thousand times the demand),
+    # another asks a tenth of the limit
+    s = agg.compute_maxmin(s3, {"a": 1e6, "b": 1000}, 100, 0.2)
+    res.eq(s, {"a": 8700, "b": 1200, "c": 100},
+           "a flooding region beside one at a tenth of the limit: the modest one gets its "
+           "demand and the margin, the quiet one its floor, the flood the rest")
+    s = agg.compute_slices(s3, {"a": 1e6, "b": 1000}, 100)
+    res.check(s["b"] <= 110, "the proportional policy gives it next to nothing (%s)" % s)
+    s = agg.compute_maxmin(s3, {"a": 1e6, "b": 6000}, 100, 0.2)
+    res.eq(s, {"a": 4950, "b": 4950, "c": 100},
+           "both wanting more than an equal share: split equally, however much more a floods")
+    s2 = agg.static_parts({"eu": 2, "us": 1}, ["eu", "us"])
+    s = agg.compute_maxmin(s2, {"eu": 1e6, "us": 1e6}, 100, 0.2)
+    res.eq(s, {"eu": 6666, "us": 3333}, "both flooding: split by the static weights")
+    s = agg.compute_maxmin(s3, {"a": 1000, "b": 1000}, 100, 0.2)
+    res.eq(s, {"a": 3700, "b": 3700, "c": 2600},
+           "every region served: what is left poured again, so that growth finds room")
+    s = agg.compute_maxmin(s3, {"a": 1e6, "b": 1000}, 100, 0.2,
+                           prev={"a": 1000, "b": 1000, "c": 8000}, growth=0.3)
+    res.eq(s, {"a": 4000, "b": 1200, "c": 100},
+           "a slice grows by at most --growth of the limit a round; the parts it may not "
+           "take yet stay unheld")
+    s = agg.compute_maxmin(s3, {"a": 1e6, "b": 1000}, 100, 0.2, fixed={"c": 6000})
+    res.eq(s, {"a": 2800, "b": 1200, "c": 6000},
+           "a region that cannot be written keeps its parts; the others share the rest")
+    rng = random.Random(36)
+    over, unfair, nonmono, fast, idle, n_cases = 0, [], 0, 0, 0, 4000
+    for _ in range(n_cases):
+        n = rng.randint(1, 7)
+        names = ["r%d" % i for i in range(n)]
+        st = agg.static_parts({r: 1 for r in names}, names)
+        dem = {r: rng.choice([0.0, rng.random() * 500, rng.random() * 5000,
+                              rng.random() * 1e6]) for r in names}
+        fl = rng.choice([0, 100, 200])
+        m = rng.choice([0.0, 0.2, 0.5])
+        s = agg.compute_maxmin(st, dem, fl, m)
+        over += sum(s.values()) > agg.PARTS
+        if sum(dem.values()) > 0:
+            # the whole limit handed out (rounding down: a part a region)
+            idle += sum(s.values()) < agg.PARTS - n
+            want = {r: max(min(fl, st[r]), dem[r] * (1 + m)) for r in names}
+            for r in names:
+                if s[r] < int(want[r]) and s[r] < max(s.values()) - 1:
+                    unfair.append((dem, s))
+            # more demand never a smaller slice (ties within rounding)
+            for x in names:
+                for y in names:
+                    nonmono += dem[x] > dem[y] and s[x] < s[y] - 1
+        # with the last slices given, none grows more than growth a round
+        prev = {r: rng.randint(0, agg.PARTS // n) for r in names}
+        g = rng.choice([0.1, 0.5, 1.0])
+        s = agg.compute_maxmin(st, dem, fl, m, prev=prev, growth=g)
+        over += sum(s.values()) > agg.PARTS
+        fast += any(s[r] > prev[r] + g * agg.PARTS for r in names)
+    res.check(over == 0 and fast == 0,
+              "%d random demand vectors: the parts never pass the limit, no slice grows "
+              "faster than --growth (%d over, %d too fast)" % (n_cases, over, fast))
+    res.check(not unfair, "every region has all it wants, or at least as much as any "
+              "other (%d not; the first %s)" % (len(unfair), unfair[:1]))
+    res.eq(nonmono, 0, "no region with more demand has a smaller slice than one with less")
+    res.eq(idle, 0, "with demand anywhere, the whole limit is handed out")
+
+
+def report(db, node, top, total, age_ms=0, span=1000, lim=None):
     db.sadd("sl:usage:rules", RULE)
-    db.hset("sl:usage:{%s}" % RULE, node, json.dumps(
-        {"t": int(time.time() * 1000) - age_ms, "i": span, "total": total, "top": top}))
+    u = {"t": int(time.time() * 1000) - age_ms, "i": span, "total": total, "top": top}
+    if lim:
+        u["lim"] = lim
+    db.hset("sl:usage:{%s}" % RULE, node, json.dumps(u))
 
 
 def run_rounds(res, tmp):
@@ -197,6 +270,29 @@ def check_cli(res, tmp, ports):
                                                       for db in dbs),
               "sluice-aggregator --once: demand split as the static weights writes no "
               "version, its round logged (%s)" % (rounds[-1:] or r.stdout.strip()[-200:]))
+    # reports that say the identity's limit (20/s): cut max-min by
+    # default, in proportion with --policy proportional
+    lim = {HOT: [1200, 60000]}
+    for pol, want in (([], "max-min margin 0.2 growth 0.5 floor 0.02"),
+                      (["--policy", "proportional"], "proportional floor 0.02")):
+        for db in dbs:
+            db.flushall()
+        report(dbs[0], "a1", {HOT: 100000}, 100000, lim=lim)
+        report(dbs[1], "b1", {HOT: 2}, 2, lim=lim)
+        r = subprocess.run(cmd + pol + ["--region", "a=127.0.0.1:%d" % ports[0],
+                                        "--region", "b=127.0.0.1:%d" % ports[1]],
+                           capture_output=True, text=True, timeout=60)
+        got = [db.hgetall("sl:slice:{%s}" % RULE) for db in dbs]
+        parts = [int(g.get(HOT.encode(), 0)) for g in got]
+        said = {g.get(b"p", b"").decode() for g in got}
+        # one round from nothing: the demand smoothed to 0.8 x 2/s, a
+        # tenth of a second's 20: 800 parts, and the margin
+        res.check(r.returncode == 0 and said == {want} and sum(parts) <= agg.PARTS and
+                  ((parts[1] >= 960) if not pol else parts[1] == 200),
+                  "sluice-aggregator --once %s: b's 2/s of a flooded 20/s limit gets %s "
+                  "parts (%s; %s)" % (" ".join(pol) or "(max-min)",
+                                      "its demand and the margin" if not pol else "the floor",
+                                      parts, said))
     r = subprocess.run(cmd + ["--region", "a=127.0.0.1:%d" % ports[0]],
                        capture_output=True, text=True, timeout=60)
     res.check(r.returncode != 0 and "no --region for b" in r.stderr,
@@ -256,6 +352,7 @@ def check_cluster(res, tmp):
 def main():
     res = sltest.Results("aggregator")
     check_slices(res)
+    check_maxmin(res)
     with tempfile.TemporaryDirectory() as tmp:
         run_rounds(res, tmp)
         check_cluster(res, tmp)

@@ -434,7 +434,7 @@ report_usage(struct sl_coord *c, uint64_t now)
 {
 	struct timespec ts;
 	uint64_t wall_ms, span_ms = (now - c->usage.since_ns) / 1000000;
-	char key[48], rule[24], json[4096];
+	char key[48], rule[24], json[8192];
 	const char *sexp[] = {"PEXPIRE", "sl:usage:rules", USAGE_TTL_MS};
 	uint32_t i;
 	int sent = 0;
@@ -580,9 +580,12 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 			if ((in[i].type == SL_CO_ASK ||
 			     in[i].type == SL_CO_DEMAND) &&
 			    in[i].ask.global && c->store != NULL)
-				sl_usage_note(&c->usage, in[i].ask.rid,
-					      in[i].k1, in[i].k2,
-					      in[i].ask.seen);
+				sl_usage_note(
+					&c->usage, in[i].ask.rid, in[i].k1,
+					in[i].k2, in[i].ask.seen,
+					(struct sl_usage_lim){
+						in[i].ask.gcount,
+						in[i].period_ms});
 			if (in[i].type == SL_CO_ASK && c->store == NULL)
 				answer(c, &in[i], &out[k++], now);
 			else if (in[i].type == SL_CO_ASK &&

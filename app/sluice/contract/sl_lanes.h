@@ -61,6 +61,9 @@ struct sl_coord_msg {
 			 * since its last ask, the demand reported (usage.c) */
 			uint32_t seen;
 			uint64_t rid;
+			/* ... and the global limit it is weighed against:
+			 * count per period_ms, unsliced */
+			uint64_t gcount;
 		} ask;
 		struct {
 			uint64_t count, burst, units;

@@ -42,6 +42,8 @@ struct rule_slices {
 	uint64_t read_ns;      /* last read that held them */
 	uint64_t until_ns;     /* dropped then unless read again */
 	uint64_t written_ms;   /* the aggregator's t */
+	/* the aggregator's p: how it cut them (its policy and options) */
+	char policy[64];
 	uint32_t n;
 	struct {
 		uint64_t k1, k2;
@@ -116,6 +118,7 @@ parse(struct rule_slices *r, const redisReply *rep, uint64_t *ttl_ms)
 	size_t i;
 
 	t.n = 0;
+	t.policy[0] = '\0';
 	*ttl_ms = TTL_MS_DEF;
 	for (i = 0; i + 1 < rep->elements; i += 2) {
 		const redisReply *f = rep->element[i],
@@ -132,6 +135,11 @@ parse(struct rule_slices *r, const redisReply *rep, uint64_t *ttl_ms)
 		} else if (strcmp(f->str, "x") == 0) {
 			if (num_of(val, 24ULL * 3600 * 1000, ttl_ms) != 0)
 				return -1;
+		} else if (strcmp(f->str, "p") == 0) {
+			if (val->type != REDIS_REPLY_STRING)
+				return -1;
+			snprintf(t.policy, sizeof(t.policy), "%.*s",
+				 (int)val->len, val->str);
 		} else if (f->len == 32 && t.n < RULE_TOP) {
 			if (hex64(f->str, &t.e[t.n].k1) != 0 ||
 			    hex64(f->str + 16, &t.e[t.n].k2) != 0 ||
@@ -169,6 +177,7 @@ drop(struct sl_slicesync *s, struct rule_slices *r)
 		s->expired++;
 	r->version = 0;
 	r->n = 0;
+	r->policy[0] = '\0';
 }
 
 /* One per process (the coordinator's). The store's replies find it here:
@@ -424,6 +433,7 @@ cmd_regions(void *ctx, const char *params, struct rte_tel_data *d)
 							    1000000
 						  : 0);
 		rte_tel_data_add_dict_u64(one, "written_ms", r->written_ms);
+		rte_tel_data_add_dict_string(one, "policy", r->policy);
 		rte_tel_data_add_dict_u64(one, "identities", r->n);
 		/* the first of them as read: identity -> parts */
 		for (j = 0; j < r->n && j < REGIONS_SHOWN; j++) {

@@ -20,9 +20,18 @@ rule_of(struct sl_usage *u, uint64_t rid)
 	return &u->r[u->n++];
 }
 
+static void
+set_lim(struct sl_usage_rule *r, uint32_t i, struct sl_usage_lim lim)
+{
+	if (lim.count == 0)
+		return; /* a demand report alone: the last ask's stands */
+	r->top[i].count = lim.count;
+	r->top[i].period_ms = lim.period_ms;
+}
+
 void
 sl_usage_note(struct sl_usage *u, uint64_t rid, uint64_t k1, uint64_t k2,
-	      uint64_t units)
+	      uint64_t units, struct sl_usage_lim lim)
 {
 	struct sl_usage_rule *r = rule_of(u, rid);
 	uint32_t i, least = 0;
@@ -35,21 +44,51 @@ sl_usage_note(struct sl_usage *u, uint64_t rid, uint64_t k1, uint64_t k2,
 	for (i = 0; i < r->n; i++) {
 		if (r->top[i].k1 == k1 && r->top[i].k2 == k2) {
 			r->top[i].units += units;
+			set_lim(r, i, lim);
 			return;
 		}
 		if (r->top[i].units < r->top[least].units)
 			least = i;
 	}
-	if (r->n < SL_USAGE_TOP) {
-		r->top[r->n].k1 = k1;
-		r->top[r->n].k2 = k2;
-		r->top[r->n++].units = units;
-		return;
-	}
-	/* space-saving: the newcomer inherits the least one's count */
+	if (r->n < SL_USAGE_TOP)
+		least = r->n++;
+	else /* space-saving: the newcomer inherits the least one's count */
+		units += r->top[least].units;
 	r->top[least].k1 = k1;
 	r->top[least].k2 = k2;
-	r->top[least].units += units;
+	r->top[least].units = units;
+	r->top[least].count = 0;
+	set_lim(r, least, lim);
+}
+
+/* The identities' limits, where known: ,"lim":{...}. Returns the new
+ * offset, or 0 when it does not fit. */
+static size_t
+json_lims(const struct sl_usage_rule *r, char *buf, size_t size, size_t off)
+{
+	uint32_t i, k = 0;
+	int n;
+
+	for (i = 0; i < r->n; i++) {
+		if (r->top[i].count == 0)
+			continue;
+		n = snprintf(buf + off, size - off,
+			     "%s\"%016llx%016llx\":[%llu,%u]",
+			     k++ ? "," : ",\"lim\":{",
+			     (unsigned long long)r->top[i].k1,
+			     (unsigned long long)r->top[i].k2,
+			     (unsigned long long)r->top[i].count,
+			     r->top[i].period_ms);
+		if (n < 0 || (size_t)n >= size - off)
+			return 0;
+		off += (size_t)n;
+	}
+	if (k == 0)
+		return off;
+	n = snprintf(buf + off, size - off, "}");
+	if (n < 0 || (size_t)n >= size - off)
+		return 0;
+	return off + (size_t)n;
 }
 
 int
@@ -76,7 +115,13 @@ sl_usage_json(const struct sl_usage_rule *r, uint64_t wall_ms, uint64_t span_ms,
 			return -1;
 		off += (size_t)n;
 	}
-	n = snprintf(buf + off, size - off, "}}");
+	n = snprintf(buf + off, size - off, "}");
+	if (n < 0 || (size_t)n >= size - off)
+		return -1;
+	off = json_lims(r, buf, size, off + (size_t)n);
+	if (off == 0)
+		return -1;
+	n = snprintf(buf + off, size - off, "}");
 	if (n < 0 || (size_t)n >= size - off)
 		return -1;
 	return (int)(off + (size_t)n);

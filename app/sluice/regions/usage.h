@@ -29,7 +29,18 @@ struct sl_usage_rule {
 	uint32_t n;
 	struct {
 		uint64_t k1, k2, units;
+		/* the identity's global limit, count per period (an
+		 * override's where it has one): what the aggregator weighs
+		 * its demand against; 0 where no ask has said it yet */
+		uint64_t count;
+		uint32_t period_ms;
 	} top[SL_USAGE_TOP];
+};
+
+/* An identity's global limit, as its asks carry it. */
+struct sl_usage_lim {
+	uint64_t count;
+	uint32_t period_ms;
 };
 
 struct sl_usage {
@@ -41,13 +52,16 @@ struct sl_usage {
 	uint64_t refused; /* reports (or their rule's entry) Redis refused */
 };
 
-/* units demanded of (k1, k2), a bucket of global rule rid */
+/* units demanded of (k1, k2), a bucket of global rule rid whose global
+ * limit is lim (count 0: not said) */
 void sl_usage_note(struct sl_usage *u, uint64_t rid, uint64_t k1, uint64_t k2,
-		   uint64_t units);
+		   uint64_t units, struct sl_usage_lim lim);
 /*
  * Rule r's report as the aggregator reads it: JSON {"t": wall_ms, "i":
- * span_ms, "total": units, "top": {"IDENTITY": units}} (an identity as
- * 32 hex digits, its bucket's k1 and k2, as sl:slice:{RULE} names it). Returns
+ * span_ms, "total": units, "top": {"IDENTITY": units}, "lim":
+ * {"IDENTITY": [count, period_ms]}} (an identity as 32 hex digits, its
+ * bucket's k1 and k2, as sl:slice:{RULE} names it; "lim" only for those
+ * whose limit is known). Returns
  * its length, or -1 when it does not fit size.
  */
 int sl_usage_json(const struct sl_usage_rule *r, uint64_t wall_ms,

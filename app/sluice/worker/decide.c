@@ -225,8 +225,11 @@ need_of(struct sl_worker *w, uint16_t rule, const struct scope_id *s,
 	n->global = r->global;
 	/* only a global rule's demand is reported, under its id */
 	n->rid = r->global ? sl_ruleset_rule_id(pol->rs, rule) : 0;
-	if (r->global)
+	n->gcount = 0;
+	if (r->global) {
+		n->gcount = o != NULL ? o->global_count : r->global_count;
 		sliced(w, r, o, n);
+	}
 }
 
 /*

@@ -47,6 +47,7 @@ ask(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l,
 	m.ask.on_failure = n->on_failure;
 	m.ask.global = n->global;
 	m.ask.rid = n->rid;
+	m.ask.gcount = n->gcount;
 	m.ask.seen = l->seen;
 	m.ask.div_open = w->app->expected;
 	m.ask.div_strict = w->app->holders;
@@ -73,12 +74,14 @@ report_demand(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l)
 	struct sl_coord_msg m = {.k1 = n->key.k1,
 				 .k2 = n->key.k2,
 				 .type = SL_CO_DEMAND,
-				 .worker = (uint8_t)w->queue};
+				 .worker = (uint8_t)w->queue,
+				 .period_ms = n->period_ms};
 
 	if (now_ms - l->seen_ms < SL_DEMAND_MS)
 		return;
 	m.ask.global = 1;
 	m.ask.rid = n->rid;
+	m.ask.gcount = n->gcount;
 	m.ask.seen = l->seen;
 	if (sl_to_coord(w, &m) != 0)
 		return;

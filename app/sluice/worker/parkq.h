@@ -35,6 +35,7 @@ struct sl_need {
 	uint8_t subs;       /* the rule's sub_buckets */
 	uint8_t global;     /* the rule's global: its demand reported */
 	uint64_t rid;       /* ... under the rule's id */
+	uint64_t gcount;    /* ... against its global count (per period) */
 };
 
 struct sl_parked {
