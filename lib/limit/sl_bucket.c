@@ -30,15 +30,20 @@ struct sl_bucket_table {
 	uint32_t sweep;
 	uint32_t gen;
 	struct sl_bucket_stats st;
+	uint8_t in_arena; /* carved from an arena: not ours to free */
 };
+
+static size_t
+value_bytes(int log_capable)
+{
+	return sizeof(struct sl_limit_state) +
+	       (log_capable ? SL_LOG_MAX * sizeof(uint32_t) : 0);
+}
 
 struct sl_bucket_table *
 sl_bucket_table_create(uint32_t capacity, int log_capable)
 {
-	return sl_bucket_table_create_sized(
-		capacity,
-		sizeof(struct sl_limit_state) +
-			(log_capable ? SL_LOG_MAX * sizeof(uint32_t) : 0));
+	return sl_bucket_table_create_sized(capacity, value_bytes(log_capable));
 }
 
 static size_t
@@ -74,6 +79,41 @@ sl_bucket_table_create_sized(uint32_t capacity, size_t value_size)
 	return t;
 }
 
+size_t
+sl_bucket_table_arena_bytes(uint32_t capacity, int log_capable)
+{
+	struct sl_bucket_table t = {.stride = (value_bytes(log_capable) + 7) &
+					      ~(size_t)7};
+	size_t idx = sl_table_arena_bytes(capacity);
+
+	if (idx == 0)
+		return 0;
+	t.tab.capacity = capacity;
+	return sizeof(t) + 64 + idx + ents_bytes(&t) + 64 + states_bytes(&t) +
+	       64;
+}
+
+struct sl_bucket_table *
+sl_bucket_table_create_in(uint32_t capacity, int log_capable,
+			  struct sl_mem_arena *a)
+{
+	struct sl_bucket_table *t = sl_mem_carve(a, sizeof(*t));
+	size_t stride = (value_bytes(log_capable) + 7) & ~(size_t)7;
+
+	if (t == NULL || (!a->fresh && (!t->in_arena || t->stride != stride ||
+					t->sweep >= capacity)))
+		return NULL;
+	t->stride = stride;
+	t->in_arena = 1;
+	if (sl_table_init_in(&t->tab, capacity, a) != 0)
+		return NULL;
+	t->ents = sl_mem_carve(a, ents_bytes(t));
+	t->states = sl_mem_carve(a, states_bytes(t));
+	if (t->ents == NULL || t->states == NULL)
+		return NULL;
+	return t;
+}
+
 void
 sl_bucket_table_prefault(struct sl_bucket_table *t)
 {
@@ -87,7 +127,7 @@ sl_bucket_table_prefault(struct sl_bucket_table *t)
 void
 sl_bucket_table_free(struct sl_bucket_table *t)
 {
-	if (t == NULL)
+	if (t == NULL || t->in_arena)
 		return;
 	if (t->ents != NULL)
 		sl_mem_table_free(t->ents, ents_bytes(t));

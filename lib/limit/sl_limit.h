@@ -134,6 +134,19 @@ struct sl_bucket_table *sl_bucket_table_create(uint32_t capacity,
  */
 struct sl_bucket_table *sl_bucket_table_create_sized(uint32_t capacity,
 						     size_t value_size);
+/*
+ * A table of sl_bucket_table_create's kind carved from a (sl_mem.h), so
+ * that it keeps its buckets across a restart: where a is not fresh, the
+ * table is found as a table of the same capacity and kind left it. NULL
+ * when a is too small or holds no such table. Freed with the arena, not
+ * by sl_bucket_table_free (which does nothing to it).
+ */
+struct sl_mem_arena;
+struct sl_bucket_table *sl_bucket_table_create_in(uint32_t capacity,
+						  int log_capable,
+						  struct sl_mem_arena *a);
+/* The bytes an arena needs for it (with its alignment). */
+size_t sl_bucket_table_arena_bytes(uint32_t capacity, int log_capable);
 void sl_bucket_table_free(struct sl_bucket_table *t);
 /* Faults the table's memory in, on the thread that will use it. */
 void sl_bucket_table_prefault(struct sl_bucket_table *t);

@@ -55,9 +55,21 @@ sl_mem_prefault(void *p, size_t size)
 
 	if (p == NULL || size < HUGE_PAGE)
 		return; /* small tables were cleared when allocated */
-	/* a write: a read would map the shared zero page instead */
+	/* a write: a read would map the shared zero page instead (the
+	 * value read back: a table found again keeps its bytes) */
 	for (o = 0; o < size; o += 4096)
-		b[o] = 0;
+		b[o] = b[o]; /* a table found again keeps its bytes */
+}
+
+void *
+sl_mem_carve(struct sl_mem_arena *a, size_t size)
+{
+	size_t at = (a->off + 63) & ~(size_t)63;
+
+	if (at > a->size || size > a->size - at)
+		return NULL;
+	a->off = at + size;
+	return a->base + at;
 }
 
 void

@@ -26,4 +26,20 @@ void sl_mem_table_free(void *p, size_t size);
  */
 void sl_mem_prefault(void *p, size_t size);
 
+/*
+ * Memory that outlives the process (a mapped file) for tables that keep
+ * their contents across a restart: they are carved from it in one fixed
+ * order, so that the same tables find the same bytes again. fresh: the
+ * block is new (zeroed), and the tables in it are set up; else they are
+ * found as they were left.
+ */
+struct sl_mem_arena {
+	unsigned char *base;
+	size_t size, off;
+	int fresh;
+};
+
+/* The next size bytes, 64-byte aligned; NULL when they do not fit. */
+void *sl_mem_carve(struct sl_mem_arena *a, size_t size);
+
 #endif /* SL_MEM_H */

@@ -12,29 +12,75 @@ bkts_bytes(const struct sl_table *t)
 	return ((size_t)t->mask + 1) * sizeof(struct sl_table_bkt);
 }
 
-int
-sl_table_init(struct sl_table *t, uint32_t capacity)
+static int
+geometry(struct sl_table *t, uint32_t capacity)
 {
-	uint32_t nb = 1, i;
+	uint32_t nb = 1;
 
-	t->bkts = NULL;
-	t->free = NULL;
 	if (capacity == 0 || capacity > MAX_BKTS * (SL_TABLE_SLOTS / 2))
 		return -1;
 	while ((uint64_t)nb * SL_TABLE_SLOTS < (uint64_t)capacity * 2)
 		nb <<= 1;
 	t->mask = nb - 1;
 	t->capacity = capacity;
+	return 0;
+}
+
+static void
+all_free(struct sl_table *t)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->capacity; i++)
+		t->free[i] = t->capacity - 1 - i;
+	t->n_free = t->capacity;
 	t->clock = 0;
+}
+
+int
+sl_table_init(struct sl_table *t, uint32_t capacity)
+{
+	t->bkts = NULL;
+	t->free = NULL;
+	if (geometry(t, capacity) != 0)
+		return -1;
 	t->bkts = sl_mem_table(bkts_bytes(t));
 	t->free = malloc((size_t)capacity * sizeof(uint32_t));
 	if (t->bkts == NULL || t->free == NULL) {
 		sl_table_fini(t);
 		return -1;
 	}
-	for (i = 0; i < capacity; i++)
-		t->free[i] = capacity - 1 - i;
-	t->n_free = capacity;
+	all_free(t);
+	return 0;
+}
+
+size_t
+sl_table_arena_bytes(uint32_t capacity)
+{
+	struct sl_table t;
+
+	if (geometry(&t, capacity) != 0)
+		return 0;
+	return bkts_bytes(&t) + 64 + (size_t)capacity * sizeof(uint32_t) + 64;
+}
+
+int
+sl_table_init_in(struct sl_table *t, uint32_t capacity,
+		 struct sl_mem_arena *a)
+{
+	struct sl_table was = *t;
+
+	if (geometry(t, capacity) != 0)
+		return -1;
+	if (!a->fresh && (was.mask != t->mask || was.capacity != capacity ||
+			  was.n_free > capacity || was.clock >= capacity * 2u))
+		return -1;
+	t->bkts = sl_mem_carve(a, bkts_bytes(t));
+	t->free = sl_mem_carve(a, (size_t)capacity * sizeof(uint32_t));
+	if (t->bkts == NULL || t->free == NULL)
+		return -1;
+	if (a->fresh)
+		all_free(t);
 	return 0;
 }
 

@@ -38,6 +38,15 @@ struct sl_table {
 
 /* Twice as many slots as entries, so buckets seldom fill. 0 or -1. */
 int sl_table_init(struct sl_table *t, uint32_t capacity);
+/* The same, its arrays carved from a (sl_mem.h); where a is not fresh,
+ * t and the arrays are as a table of this capacity left them. t must not
+ * be freed with sl_table_fini. 0, or -1 (a too small, or t not such a
+ * table). */
+struct sl_mem_arena;
+int sl_table_init_in(struct sl_table *t, uint32_t capacity,
+		     struct sl_mem_arena *a);
+/* What sl_table_init_in carves, with its alignment; 0: no such table. */
+size_t sl_table_arena_bytes(uint32_t capacity);
 void sl_table_fini(struct sl_table *t);
 void sl_table_prefault(struct sl_table *t);
 uint64_t sl_table_bytes(const struct sl_table *t);

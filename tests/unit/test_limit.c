@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "sl_limit.h"
+#include "sl_mem.h"
 
 #define MS 1000000ULL
 #define S  1000000000ULL
@@ -298,6 +299,60 @@ bucket_flood(void **state)
 	sl_bucket_table_free(t);
 }
 
+/*
+ * A table carved from an arena (a mapped file) is found again as it was
+ * left: the same block at another address (a new process maps it
+ * anywhere) holds the drained key still drained and the table's counts;
+ * a block that holds no such table, or one of another size, is refused.
+ */
+static void
+bucket_arena_kept(void **state)
+{
+	size_t len = sl_bucket_table_arena_bytes(64, 1);
+	unsigned char *one = calloc(1, len), *two = calloc(1, len);
+	struct sl_mem_arena a = {.base = one, .size = len, .fresh = 1};
+	struct sl_bucket_key k = {0xabc, 0xdef};
+	struct sl_bucket_table *t;
+	struct sl_limit_params p;
+	struct sl_limit_state *s;
+	struct sl_limit_result r;
+	uint64_t now = S;
+
+	(void)state;
+	assert_true(len > 0);
+	sl_limit_params_init(&p, SL_LIM_SLIDING_LOG, 2, 60 * S, 2);
+	t = sl_bucket_table_create_in(64, 1, &a);
+	assert_non_null(t);
+	sl_bucket_begin(t);
+	s = sl_bucket_get(t, &k, now);
+	sl_limit_commit(&p, s, 2, now);
+	sl_bucket_touch(t, s, now + 60 * S);
+	memcpy(two, one, len);
+	memset(one, 0xa5, len); /* the old mapping gone */
+
+	a = (struct sl_mem_arena){.base = two, .size = len, .fresh = 0};
+	t = sl_bucket_table_create_in(64, 1, &a);
+	assert_non_null(t);
+	assert_int_equal(sl_bucket_stats(t)->active, 1);
+	sl_bucket_begin(t);
+	s = sl_bucket_get(t, &k, now + S);
+	sl_limit_check(&p, s, 1, now + S, &r);
+	assert_false(r.allow);
+	sl_bucket_table_free(t); /* nothing: the arena's */
+	/* refused: another capacity, another kind, a block of nothing */
+	a = (struct sl_mem_arena){.base = two, .size = len, .fresh = 0};
+	assert_null(sl_bucket_table_create_in(32, 1, &a));
+	a = (struct sl_mem_arena){.base = two, .size = len, .fresh = 0};
+	assert_null(sl_bucket_table_create_in(64, 0, &a));
+	memset(two, 0, len);
+	a = (struct sl_mem_arena){.base = two, .size = len, .fresh = 0};
+	assert_null(sl_bucket_table_create_in(64, 1, &a));
+	a = (struct sl_mem_arena){.base = two, .size = len / 2, .fresh = 1};
+	assert_null(sl_bucket_table_create_in(64, 1, &a));
+	free(one);
+	free(two);
+}
+
 /* Entries used by one request are never evicted by that same request. */
 static void
 bucket_pins(void **state)
@@ -530,6 +585,7 @@ main(void)
 		cmocka_unit_test(bucket_flood),
 		cmocka_unit_test(bucket_pins),
 		cmocka_unit_test(bucket_hints),
+		cmocka_unit_test(bucket_arena_kept),
 		cmocka_unit_test(rule_changes),
 		cmocka_unit_test(capacity_edits_grant_nothing),
 	};
