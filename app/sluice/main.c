@@ -253,6 +253,39 @@ print_final(void)
 	fflush(stdout);
 }
 
+/*
+ * dataplane.state_dir: the node's buckets found where the last process
+ * left them (a restart grants nothing), the clock going on from theirs by
+ * the wall time since; else kept there from now on. Before any worker
+ * or store reads the clock.
+ */
+static void
+keep_state(struct sl_app *app)
+{
+	const char *dir = app->cfg->dataplane.state_dir;
+	uint32_t cap = app->cfg->dataplane.buckets_per_worker * 2;
+	uint64_t now;
+	int rc;
+
+	if (dir[0] == '\0')
+		return;
+	if (sl_coord_state_resumed(dir, cap, sl_state_wall_ns(), &now) == 0)
+		sl_app_set_epoch(app, (int64_t)now - (int64_t)sl_tsc_ns(
+							     app, rte_rdtsc()));
+	rc = sl_coord_keep_state(app->coord, dir, cap,
+				 sl_tsc_ns(app, rte_rdtsc()));
+	if (rc != 0)
+		SL_LOG(WARNING,
+		       "state_dir %s: cannot keep the buckets there (%s): "
+		       "in memory only, a restart starts them full",
+		       dir, strerror(-rc));
+	else
+		SL_LOG(INFO, "state_dir %s: buckets %s", dir,
+		       app->coord->file.found
+			       ? "found as the last process left them"
+			       : "started afresh");
+}
+
 /* Starts the workers; views (RTE_MAX_LCORE, the caller's for the whole
  * run): what the control path may read of each. */
 static struct sl_worker *
@@ -565,6 +598,7 @@ main(int argc, char **argv)
 				      cfg->dataplane.buckets_per_worker * 2));
 	if (app.coord == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create the coordinator\n");
+	keep_state(&app);
 	app.coord->div_open = app.expected;
 	app.coord->div_strict = app.holders;
 	if (cfg->store.present) {

@@ -50,9 +50,16 @@ sl_app_setup(struct sl_app *app, struct sl_config *cfg)
 	}
 	sl_config_http_cfg(cfg, &app->http);
 	sl_config_ident_cfg(cfg, &app->ident);
-	app->wall0_s =
-		(int64_t)time(NULL) - (int64_t)(rte_rdtsc() / app->tsc_hz);
+	sl_app_set_epoch(app, 0);
 	app->rx_tsc_off = rx_stamp_field();
+}
+
+void
+sl_app_set_epoch(struct sl_app *app, int64_t epoch_ns)
+{
+	app->epoch_ns = epoch_ns;
+	app->wall0_s = (int64_t)time(NULL) -
+		       (int64_t)(sl_tsc_ns(app, rte_rdtsc()) / 1000000000ULL);
 }
 
 void

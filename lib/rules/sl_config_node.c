@@ -73,6 +73,7 @@ static const struct field dataplane_fields[] = {
 	F_UINT("flow_idle_ms", struct sl_config, dataplane.flow_idle_ms, 100,
 	       86400000),
 	F_UINT("mbufs", struct sl_config, dataplane.mbufs, 1023, 1u << 22),
+	F_STR("state_dir", struct sl_config, dataplane.state_dir),
 	F_END,
 };
 

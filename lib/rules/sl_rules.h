@@ -163,6 +163,9 @@ struct sl_config {
 		uint32_t mbufs;
 		uint32_t coordinator_timeout_ms;
 		uint32_t idle_sleep_us; /* 0: workers busy-poll */
+		/* where the buckets live in files that outlive the process,
+		 * so that a restart grants nothing ("": in memory only) */
+		char state_dir[SL_PATH_MAX];
 	} dataplane;
 	/* how the backend resolves a target: what rules match */
 	struct sl_norm_cfg request;

@@ -65,8 +65,7 @@ sl_table_arena_bytes(uint32_t capacity)
 }
 
 int
-sl_table_init_in(struct sl_table *t, uint32_t capacity,
-		 struct sl_mem_arena *a)
+sl_table_init_in(struct sl_table *t, uint32_t capacity, struct sl_mem_arena *a)
 {
 	struct sl_table was = *t;
 

@@ -52,8 +52,7 @@ heavy_hitter_kept(void **state)
 	for (round = 0; round < 200; round++) {
 		for (k2 = 1; k2 <= 5; k2++)
 			sl_usage_note(&u, 7, k2,
-				      1000 + (uint64_t)round * 5 + k2, 1,
-				      none);
+				      1000 + (uint64_t)round * 5 + k2, 1, none);
 		sl_usage_note(&u, 7, 3, 42, 5, none);
 	}
 	assert_int_equal(u.n, 1);
@@ -103,8 +102,7 @@ json_report(void **state)
 				 "00000000000000cd\":1}}");
 	/* an ask says the identity's global limit; a demand report after it
 	 * (none said) leaves it standing */
-	sl_usage_note(&u, 1, 0x34, 0xcd, 2,
-		      (struct sl_usage_lim){1200, 60000});
+	sl_usage_note(&u, 1, 0x34, 0xcd, 2, (struct sl_usage_lim){1200, 60000});
 	sl_usage_note(&u, 1, 0x34, 0xcd, 1, none);
 	n = sl_usage_json(&u.r[0], 5, 1000, buf, sizeof(buf));
 	assert_int_equal(n, (int)strlen(buf));

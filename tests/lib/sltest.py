@@ -374,19 +374,8 @@ class Topology:
                          "net_af_packet1,iface=%s-s1%s" % (self.prefix, q)]
                 lcores = "--lcores 0@0," + ",".join(
                     "%d@%d" % (i, 1 if i % 2 else 0) for i in range(1, self.workers + 1))
-            for attempt in range(3):
-                self.sluice = Sluice(self.binary, self.config, vdevs, lcores=lcores,
-                                     huge_dir=self.huge_dir)
-                try:
-                    self.sluice.wait_ready()
-                    break
-                except RuntimeError as e:
-                    # DPDK's af_packet names its fanout group (pid ^
-                    # ifindex) & 0xffff: two appliances started back to
-                    # back can draw one id for two interfaces, which the
-                    # kernel refuses (EINVAL). Another pid draws another.
-                    if "PACKET_FANOUT" not in str(e) or attempt == 2:
-                        raise
+            self._vdevs, self._lcores = vdevs, lcores
+            self._start()
             # the links' first packet: a veth pair just brought up drops
             # what it is given until Linux's link watch (up to a second)
             # has turned its carrier on, so the first exchange through it
@@ -397,6 +386,32 @@ class Topology:
             self.__exit__()
             raise
         return self
+
+    def _start(self):
+        for attempt in range(3):
+            self.sluice = Sluice(self.binary, self.config, self._vdevs, lcores=self._lcores,
+                                 huge_dir=self.huge_dir)
+            try:
+                self.sluice.wait_ready()
+                break
+            except RuntimeError as e:
+                # DPDK's af_packet names its fanout group (pid ^
+                # ifindex) & 0xffff: two appliances started back to
+                # back can draw one id for two interfaces, which the
+                # kernel refuses (EINVAL). Another pid draws another.
+                if "PACKET_FANOUT" not in str(e) or attempt == 2:
+                    raise
+
+    def restart(self, kill=False):
+        """sluice stopped (SIGINT, or SIGKILL as a crash would) and started
+        again on the same ports. Returns the stopped one's exit code."""
+        if kill:
+            self.sluice.proc.kill()
+            rc = self.sluice.proc.wait()
+        else:
+            rc = self.sluice.stop()
+        self._start()
+        return rc
 
     def __exit__(self, *exc):
         if self.sluice is not None and self.sluice.proc.poll() is None:

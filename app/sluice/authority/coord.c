@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -75,7 +76,58 @@ sl_coord_free(struct sl_coord *c)
 		rte_ring_free(c->lanes.ans[i]);
 	}
 	sl_bucket_table_free(c->state);
+	sl_state_unmap(&c->file, 0);
 	rte_free(c);
+}
+
+#define STATE_FILE "node.state"
+
+/* The file's layout: the table's kind and size (another starts afresh). */
+static uint64_t
+state_layout(uint32_t capacity)
+{
+	uint64_t v[] = {1, capacity, sl_bucket_table_arena_bytes(capacity, 1),
+			sizeof(struct sl_state_hdr)};
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		h = (h ^ v[i]) * 1099511628211ULL;
+	return h;
+}
+
+int
+sl_coord_state_resumed(const char *dir, uint32_t capacity, uint64_t wall,
+		       uint64_t *now)
+{
+	return sl_state_resumed(dir, STATE_FILE, state_layout(capacity), wall,
+				now);
+}
+
+int
+sl_coord_keep_state(struct sl_coord *c, const char *dir, uint32_t capacity,
+		    uint64_t now)
+{
+	struct sl_bucket_table *t;
+	int rc = sl_state_map(&c->file, dir, STATE_FILE,
+			      sl_bucket_table_arena_bytes(capacity, 1),
+			      state_layout(capacity), now);
+
+	if (rc != 0)
+		return rc;
+	t = sl_bucket_table_create_in(capacity, 1, &c->file.arena);
+	if (t == NULL) { /* the header vouched for a table that is not one */
+		sl_state_reset(&c->file);
+		t = sl_bucket_table_create_in(capacity, 1, &c->file.arena);
+	}
+	if (t == NULL) {
+		sl_state_unmap(&c->file, now);
+		return -ENOMEM;
+	}
+	sl_bucket_table_free(c->state);
+	c->state = t;
+	sl_bucket_table_prefault(c->state);
+	return 0;
 }
 
 static void
@@ -571,6 +623,7 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 	struct sl_coord_msg in[COORD_BURST], out[COORD_BURST];
 	uint32_t w, total = 0;
 
+	sl_state_tick(&c->file, now);
 	for (w = 0; w < c->n; w++) {
 		unsigned int n, i, k = 0;
 
@@ -583,9 +636,8 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 				sl_usage_note(
 					&c->usage, in[i].ask.rid, in[i].k1,
 					in[i].k2, in[i].ask.seen,
-					(struct sl_usage_lim){
-						in[i].ask.gcount,
-						in[i].period_ms});
+					(struct sl_usage_lim){in[i].ask.gcount,
+							      in[i].period_ms});
 			if (in[i].type == SL_CO_ASK && c->store == NULL)
 				answer(c, &in[i], &out[k++], now);
 			else if (in[i].type == SL_CO_ASK &&

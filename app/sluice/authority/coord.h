@@ -17,6 +17,7 @@
 #include "sl_lease.h"
 #include "sl_limit.h"
 #include "sl_probe.h"
+#include "sl_state.h"
 #include "sl_view.h"
 #include "usage.h"
 
@@ -54,11 +55,26 @@ struct sl_coord {
 	const struct sl_worker_view *views;
 	unsigned int n_views;
 	struct sl_probe probe; /* /sluice/why's look at one key */
+	/* dataplane.state_dir: state lives in this file (sl_state.h) */
+	struct sl_state_file file;
 };
 
 struct sl_app;
 
 struct sl_coord *sl_coord_create(uint32_t workers, uint32_t capacity);
+/*
+ * The node's buckets kept in dir/node.state (sl_state.h): found as the
+ * last process left them where the file holds a table of this capacity,
+ * else made afresh there. now: the clock, its epoch set already
+ * (sl_coord_state_resumed). 0 or -errno; on failure the buckets stay in
+ * memory.
+ */
+int sl_coord_keep_state(struct sl_coord *c, const char *dir, uint32_t capacity,
+			uint64_t now);
+/* Where the clock of dir/node.state's buckets would be at wall time wall
+ * had it run on: 0, or -1 when there are none of this capacity. */
+int sl_coord_state_resumed(const char *dir, uint32_t capacity, uint64_t wall,
+			   uint64_t *now);
 /* Frees it, its store and its rings (the workers stopped; /sluice/store
  * answers an error from then on). */
 void sl_coord_free(struct sl_coord *c);

@@ -82,8 +82,11 @@ struct sl_app {
 	 * key at its limit that come good at its rate, queued in the store */
 	uint8_t reserves;
 	const char *config_path;
-	int64_t wall0_s; /* Unix time at TSC 0, for override expiry */
-	int rx_tsc_off;  /* mbuf dynfield with the arrival TSC; <0: none */
+	int64_t wall0_s; /* Unix time at clock 0, for override expiry */
+	/* added to every TSC-derived instant: a restart with the buckets
+	 * kept goes on from their clock (worker/state.c) */
+	int64_t epoch_ns;
+	int rx_tsc_off; /* mbuf dynfield with the arrival TSC; <0: none */
 	/* set (by a signal) when every loop is to end; NULL: never */
 	const volatile sig_atomic_t *quit;
 	uint8_t service[65536 / 8]; /* bitmap of inspected destination ports */
@@ -91,13 +94,16 @@ struct sl_app {
 
 /* Shared by sluice and sluice-bench (setup.c). */
 void sl_app_setup(struct sl_app *app, struct sl_config *cfg);
+/* The clock's offset (epoch_ns), and the wall time at its 0 with it. */
+void sl_app_set_epoch(struct sl_app *app, int64_t epoch_ns);
 
 /* TSC to nanoseconds, exact, once per burst. */
 static inline uint64_t
 sl_tsc_ns(const struct sl_app *app, uint64_t tsc)
 {
 	return tsc / app->tsc_hz * 1000000000ULL +
-	       tsc % app->tsc_hz * 1000000000ULL / app->tsc_hz;
+	       tsc % app->tsc_hz * 1000000000ULL / app->tsc_hz +
+	       (uint64_t)app->epoch_ns;
 }
 
 static inline int

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Restarts grant nothing: with dataplane.state_dir the node's buckets
+live in a file that outlives the process.
+
+On the two-namespace topology, a key limited to 2/min (burst 2):
+
+- drained (200 200 429), then sluice stopped cleanly and started again:
+  still refused;
+- killed (SIGKILL, as a crash or the watchdog would) and started again:
+  still refused;
+- a key at 60/min (a unit a second, burst 2) drained, sluice killed and
+  down about 2 s: started again, it has refilled by the time it was down
+  and no more (at most the burst);
+- the rule's burst raised to 5 in the file while sluice is down: started
+  on the new file, the drained key is granted nothing at once (the
+  rule-edit rules, as a reload);
+- the same restart without state_dir: the bucket starts full (what the
+  file prevents).
+
+usage: test_restart.py PATH/TO/sluice
+"""
+
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sltest  # noqa: E402
+
+S4 = "198.18.0.2"
+CONF = """version: 1
+dataplane: {idle_sleep_us: 100, service_ports: [80], flows_per_worker: 1024,
+            buckets_per_worker: 1024, head_buffers_per_worker: 64, mbufs: 4095%(state)s}
+identity: {api_key_header: X-API-Key}
+rules:
+  - {name: slow, scope: key, match: {path_prefix: /slow}, limit: 2/min, burst: %(burst)d}
+  - {name: second, scope: key, match: {path_prefix: /second}, limit: 60/min, burst: 2}
+"""
+
+
+def write(path, state_dir, burst=2):
+    with open(path, "w") as f:
+        f.write(CONF % {"state": (", state_dir: " + state_dir) if state_dir else "",
+                        "burst": burst})
+
+
+def codes(topo, key, path, n):
+    return [topo.curl("-H", "X-API-Key: " + key, "http://%s%s/%d" % (S4, path, i))[0]
+            for i in range(n)]
+
+
+def main():
+    binary = sys.argv[1]
+    res = sltest.Results("restart")
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = os.path.join(tmp, "sluice.yaml")
+        state = os.path.join(tmp, "state")
+        write(conf, state)
+        with sltest.Topology(binary, conf, tmp, prefix="rs%d" % (os.getpid() % 1000)) as t:
+            res.eq(codes(t, "k-a", "/slow", 3), [200, 200, 429], "2/min: drained")
+            res.check(os.path.exists(os.path.join(state, "node.state")),
+                      "the node's buckets in state_dir/node.state")
+            res.eq(t.restart(), 0, "a clean stop")
+            res.eq(codes(t, "k-a", "/slow", 2), [429, 429],
+                   "started again after a clean stop: still refused")
+            res.eq(codes(t, "k-b", "/second", 3), [200, 200, 429], "60/min, burst 2: drained")
+            t.restart(kill=True)
+            res.eq(codes(t, "k-a", "/slow", 1), [429],
+                   "started again after SIGKILL: the 2/min key still refused")
+            t.sluice.proc.kill()
+            t.sluice.proc.wait()
+            down = time.monotonic()
+            time.sleep(2)
+            t.restart()  # (already dead: started again)
+            got = codes(t, "k-b", "/second", 4)
+            secs = time.monotonic() - down
+            res.check(1 <= got.count(200) <= min(2, int(secs) + 1) and got[-1] == 429,
+                      "60/min after %.1f s down: refilled by the time it was down, no more "
+                      "than the burst (%s)" % (secs, got))
+            t.sluice.stop()
+            write(conf, state, burst=5)
+            t.restart()
+            res.eq(codes(t, "k-a", "/slow", 1), [429],
+                   "the burst raised to 5 while it was down: the drained key granted "
+                   "nothing at once")
+            write(conf, None, burst=5)
+            res.eq(t.restart(), 0, "a clean stop")
+            res.eq(codes(t, "k-a", "/slow", 1), [200],
+                   "without state_dir a restart starts the bucket full (what the file "
+                   "prevents)")
+            res.eq(t.sluice.stop(), 0, "clean shutdown")
+    return res.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
