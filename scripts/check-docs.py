@@ -210,7 +210,7 @@ def help_options(cmd):
 def man_options(bad, binary):
     """Every option a program's --help names is in its man page."""
     progs = [("sluice", [[binary]])]
-    for tool in ("sluicectl", "sluice-exporter", "sluice-aggregator"):
+    for tool in ("sluicectl", "sluice-exporter", "sluice-aggregator", "sluice-bypass"):
         path = os.path.join(ROOT, "tools", tool)
         cmds = [[path]] + ([[path, c] for c in SLUICECTL_CMDS] if tool == "sluicectl" else [])
         progs.append((tool, cmds))

@@ -56,11 +56,13 @@ lib=$pkg/usr/lib/sluice
 install -D -m 0755 tools/sluicectl "$lib/sluicectl"
 install -D -m 0755 tools/sluice-exporter "$lib/sluice-exporter"
 install -D -m 0755 tools/sluice-aggregator "$lib/sluice-aggregator"
+install -D -m 0755 tools/sluice-bypass "$lib/sluice-bypass"
 install -D -m 0644 tools/sltelemetry.py "$lib/sltelemetry.py"
 install -D -m 0755 scripts/hugepages.sh "$lib/hugepages.sh"
 ln -s ../lib/sluice/sluicectl "$pkg/usr/bin/sluicectl"
 ln -s ../lib/sluice/sluice-exporter "$pkg/usr/bin/sluice-exporter"
 ln -s ../lib/sluice/sluice-aggregator "$pkg/usr/bin/sluice-aggregator"
+ln -s ../lib/sluice/sluice-bypass "$pkg/usr/bin/sluice-bypass"
 for u in conf/systemd/*.service; do
 	install -D -m 0644 "$u" "$pkg/lib/systemd/system/$(basename "$u")"
 done
@@ -126,7 +128,7 @@ Version: $ver
 Architecture: $arch
 Maintainer: sluice developers <sluice@example.org>
 Installed-Size: $(du -sk --exclude=DEBIAN "$pkg" | cut -f1)
-Depends: $shlibs, python3, python3-yaml
+Depends: $shlibs, python3, python3-yaml, iproute2
 Recommends: python3-redis
 Suggests: redis-server, dpdk
 Section: net

@@ -14,6 +14,9 @@ On the two-namespace topology, a key limited to 2/min (burst 2):
 - the rule's burst raised to 5 in the file while sluice is down: started
   on the new file, the drained key is granted nothing at once (the
   rule-edit rules, as a reload);
+- fail-to-wire: sluice stopped and `sluice-bypass on` over its two
+  interfaces: every request passes, limited or not; `off` and sluice
+  started again: the key is limited again, each request decided once;
 - the same restart without state_dir: the bucket starts full (what the
   file prevents).
 
@@ -21,6 +24,7 @@ usage: test_restart.py PATH/TO/sluice
 """
 
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import sltest  # noqa: E402
 
 S4 = "198.18.0.2"
+BYPASS = os.path.join(sltest.ROOT, "tools", "sluice-bypass")
 CONF = """version: 1
 dataplane: {idle_sleep_us: 100, service_ports: [80], flows_per_worker: 1024,
             buckets_per_worker: 1024, head_buffers_per_worker: 64, mbufs: 4095%(state)s}
@@ -48,6 +53,35 @@ def write(path, state_dir, burst=2):
 def codes(topo, key, path, n):
     return [topo.curl("-H", "X-API-Key: " + key, "http://%s%s/%d" % (S4, path, i))[0]
             for i in range(n)]
+
+
+def bypass(t, cmd):
+    r = subprocess.run([BYPASS, cmd, t.prefix + "-c1", t.prefix + "-s1"], capture_output=True,
+                       text=True, timeout=30)
+    return r.returncode, r.stdout.strip() or r.stderr.strip()
+
+
+def decided(t):
+    st = t.sluice.stats()
+    return st["allowed"] + st["rejected"]
+
+
+def wire(res, t):
+    """sluice stopped, the kernel passes the frames; back, sluice alone."""
+    res.eq(t.sluice.stop(), 0, "a clean stop")
+    rc, said = bypass(t, "on")
+    got = codes(t, "k-a", "/slow", 3)
+    res.check(rc == 0 and said.startswith("on ") and got == [200, 200, 200],
+              "sluice stopped, sluice-bypass on: every request passes, the drained key's "
+              "too (%s; %s)" % (got, said))
+    rc, said = bypass(t, "off")
+    t.restart()  # (stopped already: started)
+    n0 = decided(t)
+    got = codes(t, "k-a", "/slow", 2)
+    res.check(rc == 0 and said.startswith("off ") and got == [429, 429] and
+              decided(t) - n0 == 2,
+              "sluice-bypass off, sluice started: the key limited again, each request decided "
+              "once (%s, %d decided; %s)" % (got, decided(t) - n0, said))
 
 
 def main():
@@ -84,6 +118,7 @@ def main():
             res.eq(codes(t, "k-a", "/slow", 1), [429],
                    "the burst raised to 5 while it was down: the drained key granted "
                    "nothing at once")
+            wire(res, t)
             write(conf, None, burst=5)
             res.eq(t.restart(), 0, "a clean stop")
             res.eq(codes(t, "k-a", "/slow", 1), [200],

@@ -164,7 +164,9 @@ def unit(binary, res):
     systemd-analyze verify accepts it, and its ExecStartPre line checks a
     config."""
     src = os.path.join(sltest.ROOT, "conf", "systemd", "sluice@.service")
-    text = open(src).read().replace("/usr/bin/sluice", os.path.abspath(binary))
+    text = open(src).read().replace(
+        "/usr/bin/sluice-bypass", os.path.join(sltest.ROOT, "tools", "sluice-bypass")).replace(
+        "/usr/bin/sluice", os.path.abspath(binary))
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "sluice@edge.service")
         with open(path, "w") as f:

@@ -61,6 +61,7 @@ def main():
         res.eq(run("dpkg-deb", "-x", deb, root).returncode, 0, "unpacked into a temporary root")
         want = ["usr/bin/sluice", "usr/bin/sluicectl", "usr/bin/sluice-exporter",
                 "usr/bin/sluice-aggregator", "usr/share/man/man1/sluice-aggregator.1.gz",
+                "usr/bin/sluice-bypass", "usr/share/man/man1/sluice-bypass.1.gz",
                 "usr/lib/sluice/sltelemetry.py", "lib/systemd/system/sluice@.service",
                 "etc/sluice/sluice.yaml", "usr/share/man/man1/sluice.1.gz",
                 "usr/share/man/man1/sluicectl.1.gz", "usr/share/man/man1/sluice-exporter.1.gz",
@@ -81,7 +82,7 @@ def main():
         res.check(c.returncode == 0 and c.stdout.startswith("OK rules="),
                   "the unpacked default config checks (%s)" % (c.stdout.strip() or
                                                               c.stderr.strip()[-200:]))
-        for tool in ("sluicectl", "sluice-exporter", "sluice-aggregator"):
+        for tool in ("sluicectl", "sluice-exporter", "sluice-aggregator", "sluice-bypass"):
             h = run("/usr/bin/python3", os.path.join(root, "usr", "bin", tool), "--help")
             res.check(h.returncode == 0 and "usage" in h.stdout.lower(),
                       "%s starts through its link (%s)" % (
@@ -89,7 +90,8 @@ def main():
                                  .splitlines() or [""])[0]))
 
         for page, sec in (("sluice", "1"), ("sluicectl", "1"), ("sluice-exporter", "1"),
-                          ("sluice-aggregator", "1"), ("sluice.yaml", "5")):
+                          ("sluice-aggregator", "1"), ("sluice-bypass", "1"),
+                          ("sluice.yaml", "5")):
             src = os.path.join(root, "usr", "share", "man", "man" + sec, page + "." + sec + ".gz")
             plain = os.path.join(tmp, page + "." + sec)
             with gzip.open(src) as f, open(plain, "wb") as g:
