@@ -14,6 +14,10 @@ On the two-namespace topology, a key limited to 2/min (burst 2):
 - the rule's burst raised to 5 in the file while sluice is down: started
   on the new file, the drained key is granted nothing at once (the
   rule-edit rules, as a reload);
+- with a Redis store that is down: a key admitted from the node's share
+  (fail_open), sluice killed and started again while Redis stays down:
+  what the node owes Redis is still owed, and charged once Redis is back
+  (the key's next requests refused where the charge used its limit up);
 - fail-to-wire: sluice stopped and `sluice-bypass on` over its two
   interfaces: every request passes, limited or not; `off` and sluice
   started again: the key is limited again, each request decided once;
@@ -41,13 +45,17 @@ identity: {api_key_header: X-API-Key}
 rules:
   - {name: slow, scope: key, match: {path_prefix: /slow}, limit: 2/min, burst: %(burst)d}
   - {name: second, scope: key, match: {path_prefix: /second}, limit: 60/min, burst: 2}
-"""
+  - {name: owed, scope: key, match: {path_prefix: /owed}, limit: 4/min, burst: 4}
+%(store)s"""
 
 
-def write(path, state_dir, burst=2):
+def write(path, state_dir, burst=2, redis=None):
+    store = ("store: {redis: {endpoints: [\"127.0.0.1:%d\"], timeout_ms: 20, "
+             "probe_interval_ms: 200}, "
+             "expected_appliances: 1}\n" % redis) if redis else ""
     with open(path, "w") as f:
         f.write(CONF % {"state": (", state_dir: " + state_dir) if state_dir else "",
-                        "burst": burst})
+                        "burst": burst, "store": store})
 
 
 def codes(topo, key, path, n):
@@ -84,6 +92,51 @@ def wire(res, t):
               "once (%s, %d decided; %s)" % (got, decided(t) - n0, said))
 
 
+def store(t):
+    return sltest.telemetry(t.sluice.prefix, "/sluice/store")
+
+
+def owed(res, t, conf, state, tmp):
+    """What the node owes a Redis that is down survives a restart."""
+    port = sltest.free_port()
+    d = os.path.join(tmp, "redis")
+    os.makedirs(d)
+    write(conf, state, burst=5, redis=port)  # (no Redis there yet)
+    t.restart()
+    got = codes(t, "k-o", "/owed", 2)
+    before = store(t)
+    t.restart(kill=True)
+    wait(lambda: store(t).get("owed_keys", 0) >= 1, 3)  # (counted by its polls)
+    after = store(t)
+    r = sltest.start_redis(port, d)
+    try:
+        # another key's requests probe the circuit; once it closes, what
+        # is owed goes, and its replies count it charged
+        ok, _ = wait(lambda: codes(t, "k-probe", "/owed", 1) and
+                     store(t).get("owed_charged", 0) >= 2, 10)
+        back = codes(t, "k-o", "/owed", 3)
+    finally:
+        r.kill()
+        r.wait()
+    res.check(got == [200, 200] and before.get("owed_units", 0) >= 2 and
+              after.get("owed_keys", 0) >= 1,
+              "Redis down: 2 admitted from the node's share and owed; after SIGKILL and a "
+              "start, still owed (%s; owed units %s before, keys %s after)"
+              % (got, before.get("owed_units"), after.get("owed_keys")))
+    res.check(ok and back.count(200) == 2 and back[-1] == 429,
+              "Redis back: the 2 charged to it, the key's 4/min leaves 2 (%s, charged %s)"
+              % (back, store(t).get("owed_charged")))
+
+
+def wait(cond, secs):
+    end = time.time() + secs
+    while time.time() < end:
+        if cond():
+            return True, None
+        time.sleep(0.1)
+    return False, None
+
+
 def main():
     binary = sys.argv[1]
     res = sltest.Results("restart")
@@ -118,6 +171,8 @@ def main():
             res.eq(codes(t, "k-a", "/slow", 1), [429],
                    "the burst raised to 5 while it was down: the drained key granted "
                    "nothing at once")
+            owed(res, t, conf, state, tmp)
+            write(conf, state, burst=5)
             wire(res, t)
             write(conf, None, burst=5)
             res.eq(t.restart(), 0, "a clean stop")

@@ -12,6 +12,7 @@
 #include "sl_lease.h"
 #include "sl_app.h"
 #include "sl_telemetry.h"
+#include "owed.h"
 #include "store.h"
 
 _Static_assert(RTE_MAX_LCORE <= 256, "a worker's index fits a message's byte");
@@ -86,8 +87,12 @@ sl_coord_free(struct sl_coord *c)
 static uint64_t
 state_layout(uint32_t capacity)
 {
-	uint64_t v[] = {1, capacity, sl_bucket_table_arena_bytes(capacity, 1),
-			sizeof(struct sl_state_hdr)};
+	uint64_t v[] = {2,
+			capacity,
+			sl_bucket_table_arena_bytes(capacity, 1),
+			sizeof(struct sl_state_hdr),
+			sizeof(struct sl_owed),
+			SL_OWED_CAP};
 	uint64_t h = 1469598103934665603ULL;
 	size_t i;
 
@@ -109,24 +114,33 @@ sl_coord_keep_state(struct sl_coord *c, const char *dir, uint32_t capacity,
 		    uint64_t now)
 {
 	struct sl_bucket_table *t;
+	struct sl_owed *o = NULL;
 	int rc = sl_state_map(&c->file, dir, STATE_FILE,
-			      sl_bucket_table_arena_bytes(capacity, 1),
+			      sl_bucket_table_arena_bytes(capacity, 1) + 64 +
+				      sizeof(struct sl_owed),
 			      state_layout(capacity), now);
 
 	if (rc != 0)
 		return rc;
 	t = sl_bucket_table_create_in(capacity, 1, &c->file.arena);
-	if (t == NULL) { /* the header vouched for a table that is not one */
+	if (t != NULL)
+		o = sl_mem_carve(&c->file.arena, sizeof(*o));
+	if (t == NULL || o == NULL || o->n > SL_OWED_CAP ||
+	    o->cursor >= SL_OWED_CAP) {
+		/* the header vouched for tables that are not ours */
 		sl_state_reset(&c->file);
 		t = sl_bucket_table_create_in(capacity, 1, &c->file.arena);
+		o = sl_mem_carve(&c->file.arena, sizeof(*o));
 	}
-	if (t == NULL) {
+	if (t == NULL || o == NULL) {
 		sl_state_unmap(&c->file, now);
 		return -ENOMEM;
 	}
 	sl_bucket_table_free(c->state);
 	c->state = t;
 	sl_bucket_table_prefault(c->state);
+	c->owed_kept = o;
+	sl_store_keep_owed(c->store, o);
 	return 0;
 }
 
@@ -529,6 +543,7 @@ sl_coord_attach_store(struct sl_coord *c, const struct sl_store_conf *conf)
 
 	c->store = sl_store_create(conf, &sink);
 	c->lanes.store = c->store != NULL;
+	sl_store_keep_owed(c->store, c->owed_kept);
 	return c->store != NULL ? 0 : -1;
 }
 

@@ -55,8 +55,10 @@ struct sl_coord {
 	const struct sl_worker_view *views;
 	unsigned int n_views;
 	struct sl_probe probe; /* /sluice/why's look at one key */
-	/* dataplane.state_dir: state lives in this file (sl_state.h) */
+	/* dataplane.state_dir: state lives in this file (sl_state.h): the
+	 * buckets, and what the node owes the store (handed to it) */
 	struct sl_state_file file;
+	struct sl_owed *owed_kept;
 };
 
 struct sl_app;

@@ -22,7 +22,7 @@ sl_store_owe_covered(struct sl_store *s, struct inflight *f)
 	if (f->waiting || f->covered == 0)
 		return;
 	sl_msg_taken(&b, &f->q, f->covered);
-	if (sl_owed_add(&s->owed, &b, b.back.units, s->now) == 0)
+	if (sl_owed_add(s->owed, &b, b.back.units, s->now) == 0)
 		s->st.owed_units += b.back.units;
 }
 

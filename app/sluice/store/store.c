@@ -28,6 +28,21 @@ sl_store_free(struct sl_store *s)
 	free(s);
 }
 
+void
+sl_store_keep_owed(struct sl_store *s, struct sl_owed *o)
+{
+	uint32_t i;
+
+	if (s == NULL || o == NULL || o == s->owed)
+		return;
+	for (i = 0; i < SL_OWED_CAP; i++)
+		if (s->owed->e[i].back.units > 0)
+			sl_owed_add(o, &s->owed->e[i], s->owed->e[i].back.units,
+				    s->owed->e[i].back.since_ns);
+	o->dropped_units += s->owed->dropped_units;
+	s->owed = o;
+}
+
 struct sl_store *
 sl_store_create(const struct sl_store_conf *conf,
 		const struct sl_store_sink *sink)
@@ -41,6 +56,7 @@ sl_store_create(const struct sl_store_conf *conf,
 		return NULL;
 	}
 	s->sink = *sink;
+	s->owed = &s->owed_own;
 	s->cluster = (uint8_t)conf->cluster;
 	/* appliances start on different sub-buckets */
 	s->next_sub = (uint32_t)getpid() ^ (uint32_t)time(NULL);
@@ -341,7 +357,7 @@ sl_store_charge(struct sl_store *s, const struct sl_coord_msg *q, uint64_t now)
 	if (send_charge(s, q, now) == 0)
 		return 0;
 	/* the store out or full: owed, charged once it answers again */
-	if (sl_owed_add(&s->owed, q, q->back.units, now) != 0)
+	if (sl_owed_add(s->owed, q, q->back.units, now) != 0)
 		return -1;
 	s->st.owed_units += q->back.units;
 	return 0;
@@ -383,10 +399,26 @@ sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q,
 	if (send_refund(s, q) == 0)
 		return 0;
 	/* the store out: it counts them as spent until told */
-	if (sl_owed_add(&s->owed, q, q->back.units, now) != 0)
+	if (sl_owed_add(s->owed, q, q->back.units, now) != 0)
 		return -1;
 	s->st.refunds_owed += q->back.units;
 	return 0;
+}
+
+/*
+ * A charge whose connection failed before its reply (one still being
+ * made when the charge went, or one dropped): owed again, on the safe
+ * side of a double count: lost, its units would have been admitted twice
+ * (seen when a restart found units owed and charged them into a
+ * connection still connecting).
+ */
+static void
+owe_again(struct sl_store *s, const struct inflight *f)
+{
+	struct sl_coord_msg b;
+
+	sl_msg_taken(&b, &f->q, f->q.ask.need);
+	sl_owed_add(s->owed, &b, b.back.units, s->now); /* full: counted */
 }
 
 /* Charges what is owed and refunds what was given back meanwhile, a few
@@ -400,22 +432,20 @@ settle(struct sl_store *s, uint64_t now)
 		const struct sl_coord_msg *e;
 		int refund;
 
-		i = sl_owed_next(&s->owed);
+		i = sl_owed_next(s->owed);
 		if (i < 0)
 			return;
-		e = &s->owed.e[i];
+		e = &s->owed->e[i];
 		refund = e->type == SL_CO_GIVE_BACK;
 		/* its node out: the others' are sent meanwhile */
 		if ((refund ? send_refund(s, e) : send_charge(s, e, now)) !=
 		    0) {
-			sl_owed_skip(&s->owed);
+			sl_owed_skip(s->owed);
 			continue;
 		}
-		if (refund)
+		if (refund) /* (a charge counts once its reply comes) */
 			s->st.refunds_settled += e->back.units;
-		else
-			s->st.owed_charged += e->back.units;
-		sl_owed_remove(&s->owed, (uint32_t)i);
+		sl_owed_remove(s->owed, (uint32_t)i);
 	}
 }
 
@@ -637,6 +667,8 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 		if (!f->charge)
 			s->sink.failed(s->sink.ctx, &f->q, failure_of(rep),
 				       s->now, &f->covered);
+		else if (rep == NULL)
+			owe_again(s, f);
 		return;
 	}
 	s->st.replies++;
@@ -646,6 +678,7 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 		sl_breaker_close(nd);
 	if (f->charge) {
 		s->st.charged_units += (uint64_t)rep->element[0]->integer;
+		s->st.owed_charged += f->q.ask.need;
 		return;
 	}
 	answer_of(&a, &f->q, rep);
@@ -725,8 +758,8 @@ sl_store_poll(struct sl_store *s, uint64_t now)
 	sl_store_state(s);
 	if (s->st.connected)
 		settle(s, now);
-	s->st.owed_keys = s->owed.n;
-	s->st.owed_dropped = s->owed.dropped_units;
+	s->st.owed_keys = s->owed->n;
+	s->st.owed_dropped = s->owed->dropped_units;
 }
 
 const struct sl_store_stats *

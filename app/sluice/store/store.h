@@ -120,6 +120,11 @@ void sl_store_poll(struct sl_store *s, uint64_t now_ns);
 /* Closes its connections (their pending asks answered as failed) and
  * frees it. */
 void sl_store_free(struct sl_store *s);
+/* What the node owes the store kept in o (a table in the node's state
+ * file, sl_state.h): as a restart found it, charged once the store
+ * answers; what was owed in memory so far moves into it. */
+struct sl_owed;
+void sl_store_keep_owed(struct sl_store *s, struct sl_owed *o);
 
 /* For /sluice/store. */
 struct sl_store_stats {

@@ -84,7 +84,10 @@ struct sl_store {
 	uint64_t now; /* of this poll, for the replies it reads */
 	struct sl_store_sink sink;
 	struct sl_store_stats st;
-	struct sl_owed owed; /* admitted, not counted by the store yet */
+	/* admitted, not counted by the store yet: owed_own, or a table in
+	 * the node's state file (sl_store_keep_owed) */
+	struct sl_owed *owed;
+	struct sl_owed owed_own;
 	/* cluster: where the slot map is read from when it changes */
 	struct sl_endpoint seeds[SL_MAX_ENDPOINTS];
 	uint32_t n_seeds, next_seed;
