@@ -149,8 +149,14 @@ def split_key(res, ports, c, d):
     secs = max([float(x) for o in outs for x in re.findall(r"requests in ([\d.]+)s", o)] or [8])
     offered = sum(int(x) for o in outs for x in re.findall(r"(\d+) requests in", o))
     time.sleep(0.3)  # requests still in flight when wrk ended
-    n = sum(1 for t in (c, d) for r in t.backend_log()
-            if r["path"].startswith("/v1/split")) - n0
+    got = sorted(r["t"] for t in (c, d) for r in t.backend_log()
+                 if r["path"].startswith("/v1/split"))[n0:]
+    n = len(got)
+    # the two wrks start one after the other (a namespace each): the
+    # limit runs over the span both together admitted in, which under
+    # load is longer than either's own (8.8 s against 8.1 was seen)
+    if len(got) > 1:
+        secs = max(secs, got[-1] - got[0])
     allowed = 300 + 100 * secs
     # a Redis answer later than timeout_ms (50 ms: a loaded CI machine
     # delays three masters and two appliances on two CPUs) is decided by

@@ -88,6 +88,7 @@ sl_node_load_functions(struct node *n)
 static void
 node_connect(struct node *n)
 {
+	n->answered = NULL; /* (a new connection may reuse the old's address) */
 	if (sl_redis_open(&n->conn, n->host, n->port, &n->s->auth, n->s) != 0)
 		return;
 	n->sha_reserve[0] = n->sha_refund[0] = '\0';

@@ -295,8 +295,11 @@ send_new(struct sl_store *s, const struct sl_coord_msg *q, int charge,
 		return -1;
 	sub = pick_sub(s, q);
 	nd = node_for(s, q, sub);
-	/* a charge waits for a node that answers; an ask may be a probe */
-	if (charge ? nd->br.state != SL_BR_CLOSED || nd->conn.ac == NULL
+	/* a charge waits for a node that answers, on this connection: one
+	 * still being made may never be (a charge sent into it was lost,
+	 * seen when a restart found units owed); an ask may be a probe */
+	if (charge ? nd->br.state != SL_BR_CLOSED || nd->conn.ac == NULL ||
+			     nd->answered != nd->conn.ac
 		   : !sl_node_usable(s, nd, now))
 		return -1;
 	i = free_slot(s);
@@ -405,22 +408,6 @@ sl_store_give_back(struct sl_store *s, const struct sl_coord_msg *q,
 	return 0;
 }
 
-/*
- * A charge whose connection failed before its reply (one still being
- * made when the charge went, or one dropped): owed again, on the safe
- * side of a double count: lost, its units would have been admitted twice
- * (seen when a restart found units owed and charged them into a
- * connection still connecting).
- */
-static void
-owe_again(struct sl_store *s, const struct inflight *f)
-{
-	struct sl_coord_msg b;
-
-	sl_msg_taken(&b, &f->q, f->q.ask.need);
-	sl_owed_add(s->owed, &b, b.back.units, s->now); /* full: counted */
-}
-
 /* Charges what is owed and refunds what was given back meanwhile, a few
  * per poll, while the store answers. */
 static void
@@ -443,8 +430,10 @@ settle(struct sl_store *s, uint64_t now)
 			sl_owed_skip(s->owed);
 			continue;
 		}
-		if (refund) /* (a charge counts once its reply comes) */
+		if (refund)
 			s->st.refunds_settled += e->back.units;
+		else
+			s->st.owed_charged += e->back.units;
 		sl_owed_remove(s->owed, (uint32_t)i);
 	}
 }
@@ -580,6 +569,7 @@ node_said(struct sl_store *s, const redisAsyncContext *ac,
 		;
 	if (k < s->n_nodes) {
 		nd = &s->nodes[k];
+		nd->answered = ac;
 		nd->replies++;
 		nd->backoff_ns = 0;
 		nd->errors += rep->type == REDIS_REPLY_ERROR;
@@ -667,8 +657,6 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 		if (!f->charge)
 			s->sink.failed(s->sink.ctx, &f->q, failure_of(rep),
 				       s->now, &f->covered);
-		else if (rep == NULL)
-			owe_again(s, f);
 		return;
 	}
 	s->st.replies++;
@@ -678,7 +666,6 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 		sl_breaker_close(nd);
 	if (f->charge) {
 		s->st.charged_units += (uint64_t)rep->element[0]->integer;
-		s->st.owed_charged += f->q.ask.need;
 		return;
 	}
 	answer_of(&a, &f->q, rep);

@@ -69,6 +69,8 @@ struct node {
 	uint64_t retry_ns, backoff_ns; /* down: connect again then */
 	uint64_t replies, errors, drops;
 	uint32_t slots; /* cluster: slots it serves in the map */
+	/* the connection its last reply came on (compared, never used) */
+	const void *answered;
 };
 
 struct sl_store {
