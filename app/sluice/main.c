@@ -253,6 +253,13 @@ print_final(void)
 	fflush(stdout);
 }
 
+/* The node's authority table: room for every worker's keys twice over. */
+static uint32_t
+node_capacity(const struct sl_config *cfg)
+{
+	return cfg->dataplane.buckets_per_worker * 2;
+}
+
 /*
  * dataplane.state_dir: the node's buckets found where the last process
  * left them (a restart grants nothing), the clock going on from theirs by
@@ -263,7 +270,7 @@ static void
 keep_state(struct sl_app *app)
 {
 	const char *dir = app->cfg->dataplane.state_dir;
-	uint32_t cap = app->cfg->dataplane.buckets_per_worker * 2;
+	uint32_t cap = node_capacity(app->cfg);
 	uint64_t now;
 	int rc;
 
@@ -593,9 +600,8 @@ main(int argc, char **argv)
 	signal(SIGHUP, on_signal);
 	/* the node's authority for every limit, shared by the workers */
 	app.holders = app.n_queues * app.expected;
-	sl_app_set_coord(
-		&app, sl_coord_create(app.n_queues,
-				      cfg->dataplane.buckets_per_worker * 2));
+	sl_app_set_coord(&app,
+			 sl_coord_create(app.n_queues, node_capacity(cfg)));
 	if (app.coord == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create the coordinator\n");
 	keep_state(&app);

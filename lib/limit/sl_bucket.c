@@ -40,6 +40,13 @@ value_bytes(int log_capable)
 	       (log_capable ? SL_LOG_MAX * sizeof(uint32_t) : 0);
 }
 
+/* A value's room in the states array: 8-byte aligned. */
+static size_t
+stride_of(size_t value_size)
+{
+	return (value_size + 7) & ~(size_t)7;
+}
+
 struct sl_bucket_table *
 sl_bucket_table_create(uint32_t capacity, int log_capable)
 {
@@ -69,7 +76,7 @@ sl_bucket_table_create_sized(uint32_t capacity, size_t value_size)
 		free(t);
 		return NULL;
 	}
-	t->stride = (value_size + 7) & ~(size_t)7;
+	t->stride = stride_of(value_size);
 	t->ents = sl_mem_table(ents_bytes(t));
 	t->states = sl_mem_table(states_bytes(t));
 	if (t->ents == NULL || t->states == NULL) {
@@ -82,8 +89,8 @@ sl_bucket_table_create_sized(uint32_t capacity, size_t value_size)
 size_t
 sl_bucket_table_arena_bytes(uint32_t capacity, int log_capable)
 {
-	struct sl_bucket_table t = {.stride = (value_bytes(log_capable) + 7) &
-					      ~(size_t)7};
+	struct sl_bucket_table t = {
+		.stride = stride_of(value_bytes(log_capable))};
 	size_t idx = sl_table_arena_bytes(capacity);
 
 	if (idx == 0)
@@ -98,7 +105,7 @@ sl_bucket_table_create_in(uint32_t capacity, int log_capable,
 			  struct sl_mem_arena *a)
 {
 	struct sl_bucket_table *t = sl_mem_carve(a, sizeof(*t));
-	size_t stride = (value_bytes(log_capable) + 7) & ~(size_t)7;
+	size_t stride = stride_of(value_bytes(log_capable));
 
 	if (t == NULL || (!a->fresh && (!t->in_arena || t->stride != stride ||
 					t->sweep >= capacity)))

@@ -58,7 +58,7 @@ sl_mem_prefault(void *p, size_t size)
 	/* a write: a read would map the shared zero page instead (the
 	 * value read back: a table found again keeps its bytes) */
 	for (o = 0; o < size; o += 4096)
-		b[o] = b[o]; /* a table found again keeps its bytes */
+		b[o] = b[o];
 }
 
 void *

@@ -87,18 +87,14 @@ sl_coord_free(struct sl_coord *c)
 static uint64_t
 state_layout(uint32_t capacity)
 {
-	uint64_t v[] = {2,
-			capacity,
-			sl_bucket_table_arena_bytes(capacity, 1),
-			sizeof(struct sl_state_hdr),
-			sizeof(struct sl_owed),
-			SL_OWED_CAP};
-	uint64_t h = 1469598103934665603ULL;
-	size_t i;
+	const uint64_t v[] = {2,
+			      capacity,
+			      sl_bucket_table_arena_bytes(capacity, 1),
+			      sizeof(struct sl_state_hdr),
+			      sizeof(struct sl_owed),
+			      SL_OWED_CAP};
 
-	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-		h = (h ^ v[i]) * 1099511628211ULL;
-	return h;
+	return sl_hash64(v, sizeof(v), 0);
 }
 
 int

@@ -84,7 +84,7 @@ struct sl_app {
 	const char *config_path;
 	int64_t wall0_s; /* Unix time at clock 0, for override expiry */
 	/* added to every TSC-derived instant: a restart with the buckets
-	 * kept goes on from their clock (worker/state.c) */
+	 * kept goes on from their clock (sl_state.h) */
 	int64_t epoch_ns;
 	int rx_tsc_off; /* mbuf dynfield with the arrival TSC; <0: none */
 	/* set (by a signal) when every loop is to end; NULL: never */
