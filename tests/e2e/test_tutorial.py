@@ -48,7 +48,7 @@ def main():
     res.check(re.search(r"^(200 ){10}429 $", out, re.M) is not None,
               "step 5: ten 200s, then a 429")
     res.check("HTTP/1.1 429 Too Many Requests" in out, "step 5: the 429 in full")
-    res.check('RateLimit-Policy: "per-key";q=10;w=10' in out and
+    res.check('RateLimit-Policy: "per-key";q=10;w=50' in out and
               "X-RateLimit-Rule: per-key" in out and "Retry-After: " in out,
               "step 5: its Retry-After, RateLimit-Policy and rule, as the tutorial says")
     res.check(re.search(r"^200$", out, re.M) is not None, "step 5: another key served")
