@@ -318,6 +318,11 @@ void sl_flow_server_segment_mark(struct sl_flow_table *t,
 				 const struct sl_flow_key *k,
 				 const struct sl_seg *s, uint64_t now,
 				 struct sl_resp_mark *mk);
+/* The same for the flow f the caller looked up (sl_flow_lookup; NULL:
+ * none), so that it can read the entry too without a second lookup. */
+void sl_flow_server_segment_of(struct sl_flow_table *t, struct sl_flow *f,
+			       const struct sl_seg *s, uint64_t now,
+			       struct sl_resp_mark *mk);
 
 /*
  * Prefetching for a burst: the hash of a key, the two bucket lines its

@@ -91,7 +91,14 @@ sl_flow_server_segment_mark(struct sl_flow_table *t,
 			    const struct sl_flow_key *k, const struct sl_seg *s,
 			    uint64_t now, struct sl_resp_mark *mk)
 {
-	struct sl_flow *f = sl_flow_lookup(t, k);
+	sl_flow_server_segment_of(t, sl_flow_lookup(t, k), s, now, mk);
+}
+
+void
+sl_flow_server_segment_of(struct sl_flow_table *t, struct sl_flow *f,
+			  const struct sl_seg *s, uint64_t now,
+			  struct sl_resp_mark *mk)
+{
 	uint32_t end;
 
 	if (mk != NULL) {

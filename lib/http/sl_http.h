@@ -193,6 +193,7 @@ struct sl_resp_mark {
 	struct {
 		uint32_t off;
 		uint16_t ord;
+		uint16_t status;
 	} end[SL_RESP_ENDS];
 };
 

@@ -508,6 +508,7 @@ mark(struct sl_resp *r, uint32_t i, struct sl_resp_mark *mk)
 		return;
 	if (mk->all && mk->n_ends < SL_RESP_ENDS) {
 		mk->end[mk->n_ends].off = i;
+		mk->end[mk->n_ends].status = r->status;
 		mk->end[mk->n_ends++].ord = (uint16_t)(r->served + 1);
 	}
 	if (mk->off != UINT32_MAX ||

@@ -163,6 +163,7 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "cost_unsettled", c->cost_unsettled);
 	U64(d, "cost_presumed", c->cost_presumed);
 	U64(d, "cost_unanswered", c->cost_unanswered);
+	U64(d, "health_unattributed", c->health_unattributed);
 	U64(d, "reply_alloc_failed", c->reply_alloc_failed);
 	U64(d, "coord_asks", c->coord_asks);
 	U64(d, "parked", c->parked);
@@ -332,6 +333,99 @@ sl_tel_key(char *dst, const char *name, size_t size)
 	dst[i] = '\0';
 }
 
+/* What the backend answered to the rule in slot, summed over workers. */
+static void
+health_of(const struct tel_state *t, uint16_t slot, struct sl_rule_health *h)
+{
+	unsigned int i;
+
+	memset(h, 0, sizeof(*h));
+	for (i = 0; i < t->n_srcs; i++)
+		if (t->srcs[i].health != NULL)
+			sl_health_sum(h, &t->srcs[i].health[slot]);
+}
+
+/* The rule's line in /sluice/rules: the few numbers that say whether its
+ * backend is well (the rest in /sluice/backend, which has room). */
+static void
+health_brief(const struct tel_state *t, struct rte_tel_data *d, uint16_t slot)
+{
+	struct sl_rule_health h;
+
+	health_of(t, slot, &h);
+	U64(d, "backend_p50_us", sl_health_quantile(&h, 0.5));
+	U64(d, "backend_p99_us", sl_health_quantile(&h, 0.99));
+	U64(d, "backend_2xx", h.cls[2]);
+	U64(d, "backend_4xx", h.cls[4]);
+	U64(d, "backend_5xx", h.cls[5]);
+	U64(d, "backend_unanswered", h.cls[0]);
+}
+
+/*
+ * All of it: quantiles of the time to the status line, every status
+ * class, the bytes, and the histogram's buckets (cumulative, as an
+ * exporter hands them on; "timed" is the last, unbounded one).
+ */
+static void
+health_full(const struct tel_state *t, struct rte_tel_data *d, uint16_t slot)
+{
+	static const char *const cls[6] = {"unanswered", "1xx", "2xx",
+					   "3xx",        "4xx", "5xx"};
+	struct sl_rule_health h;
+	uint64_t cum = 0;
+	unsigned int i;
+	char key[32];
+
+	health_of(t, slot, &h);
+	U64(d, "p50_us", sl_health_quantile(&h, 0.5));
+	U64(d, "p90_us", sl_health_quantile(&h, 0.9));
+	U64(d, "p99_us", sl_health_quantile(&h, 0.99));
+	for (i = 0; i < 6; i++)
+		U64(d, cls[i], h.cls[i]);
+	U64(d, "bytes", h.bytes);
+	U64(d, "timed", h.timed);
+	U64(d, "sum_us", h.sum_us);
+	for (i = 0; i < SL_HEALTH_BUCKETS - 1; i++) {
+		cum += h.le[i];
+		snprintf(key, sizeof(key), "le_us_%u", sl_health_le_us[i]);
+		U64(d, key, cum);
+	}
+}
+
+/*
+ * /sluice/backend[,RULE]: the backend's answers per rule, or one rule's
+ * (a reader with many rules asks one at a time: a reply holds 16 KiB).
+ */
+static int
+cmd_backend(void *ctx, const char *params, struct rte_tel_data *d)
+{
+	struct tel_state *t = ctx;
+	uint32_t r, n;
+
+	rte_tel_data_start_dict(d);
+	pthread_mutex_lock(&t->rules_lock);
+	n = t->rules == NULL ? 0 : sl_ruleset_count(t->rules);
+	for (r = 0; r < n; r++) {
+		const struct sl_rule *rule = sl_ruleset_rule(t->rules, r);
+		struct rte_tel_data *one;
+		char key[RTE_TEL_MAX_STRING_LEN];
+
+		if (params != NULL && params[0] != '\0' &&
+		    strcmp(params, rule->name) != 0)
+			continue;
+		one = rte_tel_data_alloc();
+		if (one == NULL)
+			break;
+		rte_tel_data_start_dict(one);
+		rte_tel_data_add_dict_string(one, "name", rule->name);
+		health_full(t, one, t->rule_slots[r]);
+		sl_tel_key(key, rule->name, sizeof(key));
+		rte_tel_data_add_dict_container(d, key, one, 0);
+	}
+	pthread_mutex_unlock(&t->rules_lock);
+	return 0;
+}
+
 static int
 cmd_rules(void *ctx, const char *params, struct rte_tel_data *d)
 {
@@ -372,6 +466,7 @@ cmd_rules(void *ctx, const char *params, struct rte_tel_data *d)
 		U64(one, "rejected", j);
 		U64(one, "shadow_rejected", s);
 		U64(one, "degraded", g);
+		health_brief(t, one, t->rule_slots[r]);
 		U64(one, "limit", rule->limit.count);
 		U64(one, "period_s", rule->limit.period_ms / 1000);
 		U64(one, "period_ms", rule->limit.period_ms);
@@ -581,6 +676,8 @@ sl_telemetry_register(const struct sl_telemetry_src *src, unsigned int n)
 		 "Most throttled identities. Parameter: how many (20)"},
 		{"/sluice/tiers", cmd_tiers,
 		 "Counters per tier, and for requests without a key"},
+		{"/sluice/backend", cmd_backend,
+		 "The backend's answers per rule. Parameter: a rule's name"},
 	};
 	unsigned int i;
 	int rc = 0;

@@ -83,6 +83,9 @@ struct sl_counters {
 	 * FIN seen and framed, with their responses not begun (the declared
 	 * cost stands; the client kept nothing from being read) */
 	uint64_t cost_unanswered;
+	/* allowed requests whose response is not counted for their rules:
+	 * behind others of other rules on the connection, or the framer lost */
+	uint64_t health_unattributed;
 	uint64_t reply_alloc_failed; /* no mbuf for the RST to the backend */
 	uint64_t coord_asks;   /* lease requests sent to the coordinator */
 	uint64_t parked;       /* requests that waited for an answer */
@@ -121,6 +124,8 @@ struct sl_telemetry_src {
 	const struct sl_bucket_table *buckets;
 	const struct sl_bucket_table *leases;
 	const struct sl_rule_ctr *rules; /* SL_MAX_RULES entries */
+	/* the backend's answers per rule slot: SL_MAX_RULES entries */
+	const struct sl_rule_health *health;
 	const struct sl_top *top;        /* most throttled identities */
 	const struct sl_hist *latency;   /* decision path, sampled */
 	const struct sl_tier_ctr *tiers; /* SL_MAX_TIERS + 1: [0] no API key */

@@ -139,3 +139,68 @@ sl_hist_quantile(const struct sl_hist *h, double q)
 	}
 	return hist_upper(SL_HIST_BUCKETS - 1);
 }
+
+/* A backend's answer, from half a millisecond to ten seconds: the
+ * buckets a latency SLO is usually written against. */
+const uint32_t sl_health_le_us[SL_HEALTH_BUCKETS - 1] = {
+	500,    1000,   2000,   5000,    10000,   20000,   50000,
+	100000, 200000, 500000, 1000000, 2000000, 5000000, 10000000};
+
+void
+sl_health_time(struct sl_rule_health *h, uint64_t us)
+{
+	uint32_t i = 0;
+
+	while (i < SL_HEALTH_BUCKETS - 1 && us > sl_health_le_us[i])
+		i++;
+	h->le[i]++;
+	h->sum_us += us;
+	h->timed++;
+}
+
+void
+sl_health_status(struct sl_rule_health *h, uint32_t status)
+{
+	uint32_t k = status / 100;
+
+	h->cls[k >= 1 && k <= 5 ? k : 0]++;
+}
+
+void
+sl_health_sum(struct sl_rule_health *sum, const struct sl_rule_health *a)
+{
+	uint32_t i;
+
+	for (i = 0; i < SL_HEALTH_BUCKETS; i++)
+		sum->le[i] += a->le[i];
+	for (i = 0; i < 6; i++)
+		sum->cls[i] += a->cls[i];
+	sum->sum_us += a->sum_us;
+	sum->timed += a->timed;
+	sum->bytes += a->bytes;
+}
+
+uint64_t
+sl_health_quantile(const struct sl_rule_health *h, double q)
+{
+	uint64_t total = 0, seen = 0;
+	double rank, lo, hi;
+	uint32_t i;
+
+	for (i = 0; i < SL_HEALTH_BUCKETS; i++)
+		total += h->le[i];
+	if (total == 0)
+		return 0;
+	rank = q * (double)total;
+	for (i = 0; i < SL_HEALTH_BUCKETS - 1; i++) {
+		if ((double)(seen + h->le[i]) >= rank && h->le[i] > 0)
+			break;
+		seen += h->le[i];
+	}
+	if (i == SL_HEALTH_BUCKETS - 1)
+		return sl_health_le_us[i - 1];
+	lo = i == 0 ? 0 : sl_health_le_us[i - 1];
+	hi = sl_health_le_us[i];
+	return (uint64_t)(lo +
+			  (hi - lo) * (rank - (double)seen) / (double)h->le[i]);
+}

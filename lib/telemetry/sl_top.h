@@ -53,4 +53,35 @@ void sl_hist_add(struct sl_hist *h, uint64_t ns);
  * 0..1): at most 12.5 % above the value itself. */
 uint64_t sl_hist_quantile(const struct sl_hist *h, double q);
 
+/*
+ * What the backend answered to requests a rule matched, per worker: the
+ * time from the request forwarded to its response's status line, in the
+ * buckets an exporter shows as a histogram (upper bounds sl_health_le_us,
+ * the last one unbounded), the status classes (1xx: the class a framer
+ * that lost count reports as "other", index 0), and the bytes the
+ * backend sent while one was due.
+ */
+#define SL_HEALTH_BUCKETS 15
+extern const uint32_t sl_health_le_us[SL_HEALTH_BUCKETS - 1];
+
+struct sl_rule_health {
+	uint64_t le[SL_HEALTH_BUCKETS]; /* not cumulative */
+	uint64_t sum_us;
+	uint64_t timed;  /* = the sum of le[] */
+	uint64_t cls[6]; /* [k]: status k00-k99 for k 1..5; [0]: other */
+	uint64_t bytes;
+};
+
+void sl_health_time(struct sl_rule_health *h, uint64_t us);
+void sl_health_status(struct sl_rule_health *h, uint32_t status);
+/* Adds a into sum (a reader's total over workers). */
+void sl_health_sum(struct sl_rule_health *sum, const struct sl_rule_health *a);
+/*
+ * The q-th quantile (0..1) in microseconds, interpolated inside its
+ * bucket as Prometheus' histogram_quantile does, so that /sluice/rules
+ * and a dashboard agree; the last bucket reports its lower bound. 0 when
+ * nothing was timed.
+ */
+uint64_t sl_health_quantile(const struct sl_rule_health *h, double q);
+
 #endif /* SL_TOP_H */

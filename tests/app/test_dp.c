@@ -692,6 +692,72 @@ server_closes(void **state)
 	done(w);
 }
 
+static const char R503[] = "HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n";
+static const char R200_404[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+			       "HTTP/1.1 404 No\r\nContent-Length: 0\r\n\r\n";
+
+/* Rule slot s's health: status classes 0 (unanswered), 2, 4, 5, timed. */
+static void
+assert_health(const struct sl_worker *w, uint16_t s, uint64_t none, uint64_t c2,
+	      uint64_t c4, uint64_t c5, uint64_t timed)
+{
+	assert_int_equal(w->hl[s].cls[0], none);
+	assert_int_equal(w->hl[s].cls[2], c2);
+	assert_int_equal(w->hl[s].cls[4], c4);
+	assert_int_equal(w->hl[s].cls[5], c5);
+	assert_int_equal(w->hl[s].timed, timed);
+}
+
+/*
+ * What the backend answered, counted for every rule that let the request
+ * go: a 503 and its time, two pipelined answers in one segment (the
+ * second not timed: it waited behind the first), and a request whose
+ * connection reset before its answer. Another rule's requests count for
+ * that rule alone.
+ */
+static void
+backend_health(void **state)
+{
+	struct sl_worker *w = worker(0);
+	uint16_t duo = app.policy->slot[1], ip = app.policy->slot[2],
+		 fast = app.policy->slot[6];
+	struct conn c = open_conn(w);
+	char heads[512];
+	int n;
+
+	(void)state;
+	request(w, &c, "/duo/1", "k-h1");
+	drain();
+	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, R503);
+	assert_health(w, duo, 0, 0, 0, 1, 1);
+	assert_health(w, ip, 0, 0, 0, 1, 1);
+	assert_int_equal(w->hl[duo].bytes, strlen(R503));
+	n = snprintf(
+		heads, sizeof(heads),
+		"GET /duo/2 HTTP/1.1\r\nHost: api\r\nX-API-Key: k-h2\r\n\r\n"
+		"GET /duo/3 HTTP/1.1\r\nHost: api\r\nX-API-Key: k-h2\r\n\r\n");
+	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
+	      DOWN);
+	c.cseq += (uint32_t)n;
+	drain();
+	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, R200_404);
+	assert_health(w, duo, 0, 1, 1, 1, 2);
+	assert_int_equal(w->hl[ip].bytes, strlen(R503) + strlen(R200_404));
+	request(w, &c, "/duo/4", "k-h3");
+	drain();
+	burst(w, frame(1, &c, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG, NULL), DOWN);
+	drain();
+	assert_health(w, ip, 1, 1, 1, 1, 2);
+	c = open_conn(w);
+	request(w, &c, "/fast/1", "k-h4");
+	drain();
+	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, R503);
+	assert_health(w, fast, 0, 0, 0, 1, 1);
+	assert_health(w, duo, 1, 1, 1, 1, 2);
+	assert_int_equal(w->ctr.health_unattributed, 0);
+	done(w);
+}
+
 /* A request sent after the server's FIN came: it can neither be answered
  * nor acted on. Never decided, nothing forwarded: both sides reset. */
 static void
@@ -738,6 +804,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(overload_tx_full),
 		cmocka_unit_test(server_closes),
 		cmocka_unit_test(request_after_fin),
+		cmocka_unit_test(backend_health),
 	};
 	int rc;
 

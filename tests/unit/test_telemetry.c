@@ -86,12 +86,61 @@ histogram_quantiles(void **state)
 	}
 }
 
+/*
+ * The backend's times per rule: each value in the first bucket whose
+ * bound it does not pass, quantiles interpolated inside a bucket as
+ * Prometheus' histogram_quantile does (so /sluice/rules and a dashboard
+ * agree), the open last bucket read as its lower bound.
+ */
+static void
+health_quantiles(void **state)
+{
+	struct sl_rule_health h, sum;
+	int i;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	assert_int_equal(sl_health_quantile(&h, 0.99), 0);
+	sl_health_time(&h, 500); /* on a bound: that bucket */
+	assert_int_equal(h.le[0], 1);
+	sl_health_time(&h, 501);
+	assert_int_equal(h.le[1], 1);
+	memset(&h, 0, sizeof(h));
+	for (i = 0; i < 100; i++)
+		sl_health_time(&h, 15000); /* (10 ms, 20 ms] */
+	assert_int_equal(h.le[5], 100);
+	assert_int_equal(sl_health_quantile(&h, 0.5), 15000);
+	assert_int_equal(sl_health_quantile(&h, 0.9), 19000);
+	for (i = 0; i < 100; i++)
+		sl_health_time(&h, 60000000); /* past 10 s */
+	assert_int_equal(sl_health_quantile(&h, 0.25), 15000);
+	assert_int_equal(sl_health_quantile(&h, 0.99), 10000000);
+	assert_int_equal(h.timed, 200);
+	assert_int_equal(h.sum_us, 100ULL * 15000 + 100ULL * 60000000);
+	sl_health_status(&h, 503);
+	sl_health_status(&h, 200);
+	sl_health_status(&h, 0);
+	sl_health_status(&h, 999);
+	assert_int_equal(h.cls[5], 1);
+	assert_int_equal(h.cls[2], 1);
+	assert_int_equal(h.cls[0], 2);
+	memset(&sum, 0, sizeof(sum));
+	sl_health_sum(&sum, &h);
+	sl_health_sum(&sum, &h);
+	assert_int_equal(sum.timed, 400);
+	assert_int_equal(sum.le[5], 200);
+	assert_int_equal(sum.cls[0], 4);
+	assert_int_equal(sl_health_quantile(&sum, 0.25),
+			 sl_health_quantile(&h, 0.25));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(heavy_hitters_survive_a_flood),
 		cmocka_unit_test(histogram_quantiles),
+		cmocka_unit_test(health_quantiles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

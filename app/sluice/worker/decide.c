@@ -101,13 +101,14 @@ commit_all(struct sl_worker *w, struct check *cs, uint32_t n)
 
 		if (cs[i].denied) { /* a shadow rule that would have said no */
 			w->rules[pol->slot[cs[i].rule]].shadow_rejected++;
+			sl_health_keep(w, pol->slot[cs[i].rule]);
 			continue;
 		}
 		sl_limit_commit(&cs[i].params, cs[i].st, r->cost, w->now_ns);
 		/* full again once what it holds has drained */
 		sl_limit_check(&cs[i].params, cs[i].st, 0, w->now_ns, &after);
 		sl_bucket_touch(t, cs[i].st, w->now_ns + after.reset_ns);
-		w->rules[pol->slot[cs[i].rule]].allowed++;
+		sl_rule_allowed(w, pol->slot[cs[i].rule]);
 	}
 }
 
@@ -408,6 +409,7 @@ sl_decide(struct sl_worker *w, struct sl_req *q)
 	uint32_t n, i;
 	int key_tier = -1, err;
 
+	w->hl_n = 0;
 	q->flags = 0;
 	q->tier = -1;
 	q->id = &id;

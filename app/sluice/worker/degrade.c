@@ -147,7 +147,7 @@ sl_degrade(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 	for (i = 0; i < n; i++) {
 		sl_ledger_charge(&ls[i]->share, &ls[i]->slice, ns[i].cost,
 				 w->now_ns);
-		w->rules[ns[i].slot].allowed++;
+		sl_rule_allowed(w, ns[i].slot);
 		sl_lease_taken(w, &ns[i].key, ls[i], ns[i].cost);
 		sl_lease_touch(w, ls[i]);
 	}

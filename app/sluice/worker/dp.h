@@ -102,6 +102,34 @@ int sl_cost_due(struct sl_worker *w, const struct sl_flow *f);
 /* A server segment's payload pl, mk where its status lines ended. */
 void sl_cost_response(struct sl_worker *w, struct sl_flow *f, const uint8_t *pl,
 		      uint32_t len, const struct sl_resp_mark *mk);
+/* health.c: the backend's answers per rule */
+int sl_health_init(struct sl_worker *w);
+void sl_health_free(struct sl_worker *w);
+/* The request being decided is allowed by (or, shadow, passes) the rule
+ * in counter slot: counted, and kept for its response (the first
+ * SL_HEALTH_RULES of a request's rules). */
+static inline void
+sl_health_keep(struct sl_worker *w, uint16_t slot)
+{
+	if (w->hl_n < SL_HEALTH_RULES)
+		w->hl_next[w->hl_n++] = slot;
+}
+static inline void
+sl_rule_allowed(struct sl_worker *w, uint16_t slot)
+{
+	w->rules[slot].allowed++;
+	sl_health_keep(w, slot);
+}
+/* The request just allowed on f: its rules wait for its response. */
+void sl_health_note(struct sl_worker *w, struct sl_flow *f, int parked);
+/* Whether a response of f is due to rules: the framer lists them all. */
+int sl_health_due(const struct sl_flow *f);
+/* A server segment of f with len payload bytes, mk its status lines. */
+void sl_health_response(struct sl_worker *w, struct sl_flow *f, uint32_t len,
+			const struct sl_resp_mark *mk);
+/* f ends: its responses due were never read. */
+void sl_health_gone(struct sl_worker *w, struct sl_flow *f);
+
 /* leased.c: d more units of need n spent (or -d not after all). */
 void sl_leased_settle(struct sl_worker *w, const struct sl_need *n, int64_t d);
 

@@ -355,7 +355,7 @@ spend(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 		/* the worker's slice is charged with every unit it admits */
 		ls[i]->spent_pending += ns[i].cost;
 		sl_lease_touch(w, ls[i]);
-		w->rules[ns[i].slot].allowed++;
+		sl_rule_allowed(w, ns[i].slot);
 		want = want_of(w, &ns[i], ls[i]);
 		/* ask ahead, so that most requests never wait (not a key
 		 * above its limit: what trickles back would come a unit a call)
@@ -439,6 +439,7 @@ sl_leased_resolve(struct sl_worker *w, struct sl_parked *e,
 	int late = w->now_ns >= e->deadline_ns;
 
 	w->cost_next_set = 0;
+	w->hl_n = 0;
 	if (st == ST_OK) {
 		*v = spend(w, &r, e->need, e->n_need, ls);
 	} else if (st == ST_REFUSED && unknown && !late) {

@@ -12,6 +12,16 @@
 
 #include "dp.h"
 
+/* A connection with records waiting for its responses ends. */
+static void
+flow_gone(void *arg, struct sl_flow *f)
+{
+	struct sl_worker *w = arg;
+
+	sl_health_gone(w, f);
+	sl_cost_abandoned(w, f);
+}
+
 /* The flow table's parameters, for a worker's first table and any reset. */
 static struct sl_flow_params
 flow_params(struct sl_worker *w, int track_only)
@@ -31,7 +41,7 @@ flow_params(struct sl_worker *w, int track_only)
 		.http = &w->app->http,
 		.track_only = (uint8_t)track_only,
 		.hash_seed = w->flow_seed,
-		.gone = sl_cost_abandoned,
+		.gone = flow_gone,
 		.gone_arg = w,
 	};
 }
@@ -58,7 +68,8 @@ sl_worker_init(struct sl_worker *w, const struct sl_app *app,
 					0, rte_lcore_to_socket_id(lcore));
 	if (w->flows == NULL || w->buckets == NULL || w->logs == NULL ||
 	    w->norm_buf == NULL || sl_leased_init(w) != 0 ||
-	    sl_xlate_init(w) != 0 || sl_cost_init(w) != 0)
+	    sl_xlate_init(w) != 0 || sl_cost_init(w) != 0 ||
+	    sl_health_init(w) != 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -92,6 +103,7 @@ sl_worker_free(struct sl_worker *w)
 	sl_leased_free(w);
 	sl_xlate_free(w);
 	sl_cost_free(w);
+	sl_health_free(w);
 }
 
 void

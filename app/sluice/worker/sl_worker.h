@@ -70,6 +70,20 @@ struct sl_cost_rec {
 };
 #define SL_XF_COST 0x01 /* a cost record waits for its response */
 
+/* The requests in flight on one connection that the same rules matched,
+ * for the backend's health per rule (health.c): due bit i is response
+ * ord + i of the connection. 20 bytes per flow entry. */
+#define SL_HEALTH_RULES 4
+struct sl_health_rec {
+	uint32_t due;
+	uint32_t t_us; /* when response ord's request went (wraps) */
+	uint16_t ord;
+	uint16_t slot[SL_HEALTH_RULES]; /* the rules' counter slots */
+	uint8_t n;
+	uint8_t timed; /* response ord's request went with none before it */
+};
+#define SL_XF_HEALTH 0x02 /* a health record waits for its response */
+
 /* Everything one worker writes; nothing here is shared. */
 struct sl_worker {
 	struct sl_counters ctr;
@@ -86,6 +100,11 @@ struct sl_worker {
 	/* the decision's, for its flow's entry once it is allowed */
 	struct sl_cost_rec cost_next;
 	uint8_t cost_next_set;
+	struct sl_health_rec *health; /* per flow entry */
+	struct sl_rule_health *hl;    /* per rule slot: SL_MAX_RULES */
+	/* the slots of the rules that let the request being decided go */
+	uint16_t hl_next[SL_HEALTH_RULES];
+	uint8_t hl_n;
 	struct sl_bucket_table *buckets;
 	struct sl_bucket_table *logs; /* sliding_log state */
 	uint64_t now_ns;

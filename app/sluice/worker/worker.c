@@ -109,6 +109,8 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 		sl_budget_note(w, f, in->p, &in->v, 0);
 	if (in->v.action == SL_REQ_CONTINUE && w->cost_next_set)
 		sl_cost_note(w, f, 0);
+	if (in->v.action == SL_REQ_CONTINUE)
+		sl_health_note(w, f, 0);
 	if (in->v.action == SL_REQ_PARK && w->pol->tpl429_keep != NULL)
 		in->place.keep = (uint8_t)keepable(in, f, ev);
 	if (in->v.action == SL_REQ_STOP) {
@@ -379,24 +381,24 @@ server_side(struct sl_worker *w, struct rte_mbuf *m, uint8_t *frame,
 	 * which an RST removes) */
 	mk.ord = 0;
 	mk.all = 0;
-	if (unlikely(w->xl != NULL || w->costs != NULL)) {
-		any = sl_flow_lookup(w->flows, &k);
-		if (any != NULL && (any->nflags & SL_NF_XLATE)) {
+	any = sl_flow_lookup(w->flows, &k);
+	if (any != NULL) {
+		if (unlikely(any->nflags & SL_NF_XLATE)) {
 			f = any;
 			s.ack = sl_xlate_server_in(w, f, p);
 			seq = sl_xlate_server_seq(w, f, p->seq);
+			mk.ord = sl_budget_due(w, f);
 		}
 		/* the framer marks the response a budget is for, and lists
-		 * every one where costs are due */
-		if (any != NULL)
-			mk.all = (uint8_t)sl_cost_due(w, any);
-		if (f != NULL)
-			mk.ord = sl_budget_due(w, f);
+		 * every one where costs or rules' answers are due */
+		mk.all = (uint8_t)(sl_health_due(any) || sl_cost_due(w, any));
 	}
-	sl_flow_server_segment_mark(w->flows, &k, &s, w->now, &mk);
+	sl_flow_server_segment_of(w->flows, any, &s, w->now, &mk);
 	/* (an RST removed the flow: its entry is no longer the same, but
 	 * the RST still goes on in the client's numbers) */
 	if (any != NULL && !(p->tcp_flags & SL_TCP_RST)) {
+		if (sl_health_due(any))
+			sl_health_response(w, any, p->payload_len, &mk);
 		sl_cost_response(w, any, frame + p->payload_off, p->payload_len,
 				 &mk);
 		if (f != NULL && w->pol->budget &&
@@ -503,6 +505,8 @@ complete(struct sl_worker *w, uint16_t i, const struct sl_verdict *v)
 			sl_budget_note(w, f, &e->p, v, 1);
 		if (f != NULL && w->cost_next_set)
 			sl_cost_note(w, f, 1);
+		if (f != NULL)
+			sl_health_note(w, f, 1);
 		if (f != NULL && (f->nflags & SL_NF_XLATE))
 			forward_translated(w, f, e);
 		sl_tx_send(w, UP, e->m);
