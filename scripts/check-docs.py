@@ -144,6 +144,9 @@ def exporter_families():
         "/sluice/decisions": {"written": 0, "file_errors": 0, "stream_errors": 0,
                               "stream_unreachable_dropped": 0},
         "/sluice/config": {"path": "p", "watch": 1, "reloads": 0, "reload_failures": 0},
+        "/sluice/backend,r": {"r": dict({k: 0 for k in ("1xx", "2xx", "3xx", "4xx", "5xx",
+                                                       "unanswered", "bytes", "timed",
+                                                       "sum_us", "le_us_500")}, name="r")},
     }
     text = mod.render(lambda cmd: shapes[cmd])
     return re.findall(r"^# TYPE (\S+) ", text, re.M)
