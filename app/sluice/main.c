@@ -534,6 +534,36 @@ eal_free(int argc, char **argv)
 	return -1;
 }
 
+/*
+ * The ports forward once every worker has faulted its tables in and
+ * completed a loop (a million-flow table takes a while): said then to
+ * systemd and the log, with the time from exec, which is what a restart
+ * costs the traffic. A worker that never loops is the watchdog's: READY
+ * goes after a minute regardless.
+ */
+static void
+announce_ready(const struct sl_worker_view *v, unsigned int n)
+{
+	uint64_t end = rte_get_timer_cycles() + 60 * rte_get_timer_hz();
+	unsigned int i = 0;
+	char msg[96];
+	int64_t ms;
+
+	while (i < n && !quit_requested && rte_get_timer_cycles() < end) {
+		if (__atomic_load_n(v[i].beat, __ATOMIC_RELAXED) != 0)
+			i++;
+		else
+			rte_delay_us_sleep(1000);
+	}
+	ms = sl_since_exec_ms();
+
+	SL_LOG(NOTICE, "forwarding %lld ms after exec", (long long)ms);
+	snprintf(msg, sizeof(msg),
+		 "READY=1\nSTATUS=forwarding (%lld ms after exec)",
+		 (long long)ms);
+	sl_notify(msg);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -659,8 +689,7 @@ main(int argc, char **argv)
 		"/sluice/stall", cmd_stall, &stall,
 		"Debug builds: stops worker I for MS ms. Params: I,MS");
 #endif
-	/* the ports forward and every worker is launched */
-	sl_notify("READY=1\nSTATUS=forwarding");
+	announce_ready(views, n_workers);
 	main_loop(&app, &reload_requested, views, n_workers);
 	rte_eal_mp_wait_lcore();
 	sl_decisions_stop(app.decisions);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "notify.h"
@@ -44,4 +46,32 @@ sl_notify_watchdog_us(void)
 	if (us == NULL || (pid != NULL && atol(pid) != (long)getpid()))
 		return 0;
 	return strtoull(us, NULL, 10);
+}
+
+int64_t
+sl_since_exec_ms(void)
+{
+	char buf[1024], *p;
+	unsigned long long start = 0;
+	struct timespec now;
+	long hz = sysconf(_SC_CLK_TCK);
+	FILE *f = fopen("/proc/self/stat", "r");
+	size_t n;
+	int i;
+
+	if (f == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* field 22, counted after the command's closing ')': it may hold
+	 * spaces and parentheses of its own */
+	p = strrchr(buf, ')');
+	for (i = 2; p != NULL && i < 22; i++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p + 1, "%llu", &start) != 1 || hz <= 0 ||
+	    clock_gettime(CLOCK_BOOTTIME, &now) != 0)
+		return -1;
+	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 -
+	       (int64_t)(start * 1000 / (unsigned long long)hz);
 }

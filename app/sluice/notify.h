@@ -18,4 +18,9 @@ int sl_notify(const char *msg);
  * $WATCHDOG_PID naming it when set), in microseconds; 0: none. */
 uint64_t sl_notify_watchdog_us(void);
 
+/* Milliseconds since this process was exec'd (the kernel's start time,
+ * in clock ticks: 10 ms here), for the time from exec to forwarding;
+ * -1 where /proc cannot say. */
+int64_t sl_since_exec_ms(void);
+
 #endif /* SLUICE_NOTIFY_H */

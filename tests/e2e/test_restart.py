@@ -28,6 +28,7 @@ usage: test_restart.py PATH/TO/sluice
 """
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -166,6 +167,10 @@ def main():
                       "60/min after %.1f s down: refilled by the time it was down, no more "
                       "than the burst (%s)" % (secs, got))
             t.sluice.stop()
+            m = re.search(r"forwarding (\d+) ms after exec", t.sluice.out)
+            res.check(m is not None, "it said how long from exec to forwarding (%s ms: "
+                      "every worker had faulted its tables in and looped once)" % (
+                          m and m.group(1)))
             write(conf, state, burst=5)
             t.restart()
             res.eq(codes(t, "k-a", "/slow", 1), [429],
