@@ -288,6 +288,7 @@ main(int argc, char **argv)
 	struct flood_result fr;
 	uint64_t *t[M__N];
 	double v[M__N];
+	uint32_t diff;
 	int m, ret;
 
 	if (one_module(argc, argv, &ret))
@@ -326,9 +327,10 @@ main(int argc, char **argv)
 		rte_eal_cleanup();
 		return 0;
 	}
+	diff = sl_bench_differential(&e);
 	sl_bench_flood(&o, e.app, &fr);
-	sl_bench_report(&o, &e.c, e.app, v, &e.w[M_PARSE]->latency, &fr,
-			e.w[M_LEASED]);
+	sl_bench_report(&o, &e.c, e.app, v, &e.w[M_KEEPALIVE]->latency, &fr,
+			e.w[M_LEASED], diff);
 	if (o.coord) {
 		sl_bench_coord_run(&o, e.app, 1, "hot key, 10000/s");
 		sl_bench_coord_run(&o, e.app, 100000,

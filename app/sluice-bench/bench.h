@@ -69,7 +69,7 @@ enum {
 	M_FWD,
 	M_PASS,
 	M_FLOW,
-	M_PARSE,
+	M_KEEPALIVE,
 	M_ALLOW,
 	M_REJECT,
 	M_REJECT_KEEP,
@@ -78,6 +78,7 @@ enum {
 	M_RESPOND,
 	M_RESPOND_BUDGET,
 	M_RESPOND_COST,
+	M_PARSE_ALONE,
 	M_SCAN,
 	M__N
 };
@@ -101,7 +102,8 @@ struct bench_env {
 	struct rte_mbuf **resp; /* a round's server responses */
 	struct corpus c;
 	struct sl_worker *w[M__N];
-	uint64_t found; /* the scan's blank lines */
+	uint64_t found;  /* the scan's blank lines */
+	uint64_t parsed; /* heads the parser alone completed */
 };
 
 /*
@@ -154,6 +156,10 @@ void sl_bench_answer_once(const struct sl_app *app, struct sl_worker *w);
 void sl_bench_setup_ports(struct sl_app *app);
 void sl_bench_with_coordinator(struct sl_app *a, uint32_t capacity);
 
+/* diff.c: the burst path's decisions against one frame at a time;
+ * returns how many were compared (exits where any differs) */
+uint32_t sl_bench_differential(struct bench_env *e);
+
 /* passes.c */
 uint64_t sl_bench_pass_worker(struct sl_worker *w, struct corpus *c);
 uint64_t sl_bench_pass_leased(struct sl_worker *w, struct corpus *c);
@@ -176,6 +182,6 @@ void sl_bench_flood(const struct bopts *o, struct sl_app *base,
 void sl_bench_report(const struct bopts *o, const struct corpus *c,
 		     const struct sl_app *app, double *v,
 		     const struct sl_hist *lat, const struct flood_result *fr,
-		     const struct sl_worker *leased);
+		     const struct sl_worker *leased, uint32_t diff);
 
 #endif /* SLUICE_BENCH_H */

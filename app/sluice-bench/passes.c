@@ -419,6 +419,45 @@ check_cost(const struct bench_env *e, int m, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * The head parser alone over the same heads, each from its frame's
+ * payload: no frame, flow or bucket. What a decision is weighed against
+ * (the issue of its cost is everything around the parse).
+ */
+static uint64_t
+round_parse(struct bench_env *e, int m, uint32_t r)
+{
+	const struct sl_http_cfg *cfg = &e->app->http;
+	struct sl_http_req req;
+	uint64_t t0;
+	uint32_t i;
+
+	(void)m;
+	sl_bench_set_round(&e->c, r);
+	t0 = rte_rdtsc_precise();
+	for (i = 0; i < e->c.n; i++) {
+		const struct rte_mbuf *b = e->c.m[i];
+
+		e->parsed +=
+			sl_http_parse_request(
+				rte_pktmbuf_mtod_offset(b, const char *, 54),
+				b->data_len - 54, cfg, &req) > 0;
+	}
+	return rte_rdtsc_precise() - t0;
+}
+
+static const char *
+check_parsed(const struct bench_env *e, int m, char *buf, size_t len)
+{
+	uint64_t want = (uint64_t)e->c.n * (e->o->rounds + 1);
+
+	(void)m;
+	if (e->parsed == want)
+		return NULL;
+	snprintf(buf, len, "parse: %lu heads complete of %lu", e->parsed, want);
+	return buf;
+}
+
 const struct bench_pass sl_bench_passes[M__N] = {
 	[M_FWD] = {"forward", "forward (tx_burst, untouched)", NULL,
 		   round_forward, NULL},
@@ -426,8 +465,8 @@ const struct bench_pass sl_bench_passes[M__N] = {
 		    setup_pass, round_plain, NULL},
 	[M_FLOW] = {"flow", "classify + checksum + flow", setup_flow,
 		    round_keepalive, NULL},
-	[M_PARSE] = {"keepalive", "decide, keep-alive flow, allowed",
-		     setup_local, round_keepalive, check_all_allowed},
+	[M_KEEPALIVE] = {"keepalive", "decide, keep-alive flow, allowed",
+			 setup_local, round_keepalive, check_all_allowed},
 	[M_ALLOW] = {"allow", "decide, new flow, allowed", setup_local,
 		     round_fresh, NULL},
 	[M_REJECT] = {"reject", "decide, new flow, rejected (429+RST)",
@@ -446,5 +485,7 @@ const struct bench_pass sl_bench_passes[M__N] = {
 			      round_respond, check_budget},
 	[M_RESPOND_COST] = {"respond-cost", "server response settling its cost",
 			    setup_cost, round_respond, check_cost},
+	[M_PARSE_ALONE] = {"parse", "head parser alone (no flow, no bucket)",
+			   NULL, round_parse, check_parsed},
 	[M_SCAN] = {"scan", "scan floor (blank line)", NULL, round_scan, NULL},
 };

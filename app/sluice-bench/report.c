@@ -7,7 +7,8 @@
 void
 sl_bench_report(const struct bopts *o, const struct corpus *c,
 		const struct sl_app *app, double *v, const struct sl_hist *lat,
-		const struct flood_result *fr, const struct sl_worker *leased)
+		const struct flood_result *fr, const struct sl_worker *leased,
+		uint32_t diff)
 {
 	/* how often the leased pass went to its authority */
 	double asks = 1000.0 * (double)leased->ctr.coord_asks /
@@ -33,7 +34,12 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 			       app->tsc_hz / v[i] / 1e6, v[i] / v[M_FWD]);
 		printf("decision / scan floor: %.2f leased, %.2f local "
 		       "(keep-alive)\n",
-		       v[M_LEASED] / v[M_SCAN], v[M_PARSE] / v[M_SCAN]);
+		       v[M_LEASED] / v[M_SCAN], v[M_KEEPALIVE] / v[M_SCAN]);
+		printf("keep-alive decision / the parser alone: %.2f\n",
+		       v[M_KEEPALIVE] / v[M_PARSE_ALONE]);
+		printf("differential: %u decisions the same in bursts and "
+		       "one frame at a time\n",
+		       diff);
 		printf("reject / allow: %.2f (closing), %.2f (kept)\n",
 		       v[M_REJECT] / v[M_ALLOW], v[M_REJECT_KEEP] / v[M_ALLOW]);
 		printf("response / forwarded response: %.2f given its budget, "
@@ -62,7 +68,7 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       "\"cycles_per_request_forward\": %.1f, "
 	       "\"cycles_per_request_passthrough\": %.1f, "
 	       "\"cycles_per_request_flow\": %.1f, "
-	       "\"cycles_per_request_parse\": %.1f, "
+	       "\"cycles_per_request_keepalive\": %.1f, "
 	       "\"cycles_per_request_allow\": %.1f, "
 	       "\"cycles_per_request_reject\": %.1f, "
 	       "\"cycles_per_request_reject_kept\": %.1f, "
@@ -70,19 +76,25 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       "\"cycles_per_request_leased\": %.1f, "
 	       "\"leased_asks_per_1000_requests\": %.1f, "
 	       "\"scan_floor_cycles\": %.1f, "
+	       "\"parse_isolated_cycles\": %.1f, "
 	       "\"decision_over_scan_floor\": %.2f, "
+	       "\"keepalive_over_parse\": %.2f, "
+	       "\"reject_over_allow\": %.2f, "
+	       "\"reject_kept_over_allow\": %.2f, "
 	       "\"decisions_per_sec_per_core\": %.0f, "
 	       "\"decisions_per_sec_per_core_local\": %.0f, "
 	       "\"latency_ns_p50\": %lu, \"latency_ns_p99\": %lu, "
 	       "\"latency_ns_p999\": %lu, \"bytes_per_flow\": %.0f, "
 	       "\"bytes_per_bucket\": %.0f, \"flood_addresses\": %u, "
-	       "\"rss_kb_before_flood\": %lu, \"rss_kb_after_flood\": %lu}\n",
+	       "\"rss_kb_before_flood\": %lu, \"rss_kb_after_flood\": %lu, "
+	       "\"differential_decisions\": %u}\n",
 	       c->n, o->flows, o->keys, o->zipf, (double)c->head_bytes / c->n,
 	       o->rounds, app->tsc_hz, v[M_FWD], v[M_PASS], v[M_FLOW],
-	       v[M_PARSE], v[M_ALLOW], v[M_REJECT], v[M_REJECT_KEEP],
-	       v[M_SAMPLE], v[M_LEASED], asks, v[M_SCAN],
-	       v[M_LEASED] / v[M_SCAN], app->tsc_hz / v[M_LEASED],
-	       app->tsc_hz / v[M_PARSE], p50, p99, p999, fr->bytes_per_flow,
-	       fr->bytes_per_bucket, o->flood, fr->rss_kb_before,
-	       fr->rss_kb_after);
+	       v[M_KEEPALIVE], v[M_ALLOW], v[M_REJECT], v[M_REJECT_KEEP],
+	       v[M_SAMPLE], v[M_LEASED], asks, v[M_SCAN], v[M_PARSE_ALONE],
+	       v[M_LEASED] / v[M_SCAN], v[M_KEEPALIVE] / v[M_PARSE_ALONE],
+	       v[M_REJECT] / v[M_ALLOW], v[M_REJECT_KEEP] / v[M_ALLOW],
+	       app->tsc_hz / v[M_LEASED], app->tsc_hz / v[M_KEEPALIVE], p50,
+	       p99, p999, fr->bytes_per_flow, fr->bytes_per_bucket, o->flood,
+	       fr->rss_kb_before, fr->rss_kb_after, diff);
 }
