@@ -145,7 +145,7 @@ def exporter_families():
                               "stream_unreachable_dropped": 0},
         "/sluice/config": {"path": "p", "watch": 1, "reloads": 0, "reload_failures": 0},
         "/sluice/backend,r": {"r": dict({k: 0 for k in ("1xx", "2xx", "3xx", "4xx", "5xx",
-                                                       "unanswered", "bytes", "timed",
+                                                       "unanswered", "unframed", "bytes", "timed",
                                                        "sum_us", "le_us_500")}, name="r")},
     }
     text = mod.render(lambda cmd: shapes[cmd])

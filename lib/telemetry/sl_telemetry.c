@@ -382,6 +382,7 @@ health_full(const struct tel_state *t, struct rte_tel_data *d, uint16_t slot)
 	U64(d, "p99_us", sl_health_quantile(&h, 0.99));
 	for (i = 0; i < 6; i++)
 		U64(d, cls[i], h.cls[i]);
+	U64(d, "unframed", h.unframed);
 	U64(d, "bytes", h.bytes);
 	U64(d, "timed", h.timed);
 	U64(d, "sum_us", h.sum_us);

@@ -177,6 +177,7 @@ sl_health_sum(struct sl_rule_health *sum, const struct sl_rule_health *a)
 		sum->cls[i] += a->cls[i];
 	sum->sum_us += a->sum_us;
 	sum->timed += a->timed;
+	sum->unframed += a->unframed;
 	sum->bytes += a->bytes;
 }
 

@@ -57,9 +57,9 @@ uint64_t sl_hist_quantile(const struct sl_hist *h, double q);
  * What the backend answered to requests a rule matched, per worker: the
  * time from the request forwarded to its response's status line, in the
  * buckets an exporter shows as a histogram (upper bounds sl_health_le_us,
- * the last one unbounded), the status classes (1xx: the class a framer
- * that lost count reports as "other", index 0), and the bytes the
- * backend sent while one was due.
+ * the last one unbounded), the status classes (index 0: requests whose
+ * connection ended before their answer), the answers the framer could
+ * not read, and the bytes the backend sent while one was due.
  */
 #define SL_HEALTH_BUCKETS 15
 extern const uint32_t sl_health_le_us[SL_HEALTH_BUCKETS - 1];
@@ -68,7 +68,10 @@ struct sl_rule_health {
 	uint64_t le[SL_HEALTH_BUCKETS]; /* not cumulative */
 	uint64_t sum_us;
 	uint64_t timed;  /* = the sum of le[] */
-	uint64_t cls[6]; /* [k]: status k00-k99 for k 1..5; [0]: other */
+	uint64_t cls[6]; /* [k]: status k00-k99 for k 1..5; [0]: none came */
+	/* answers not read: the framer lost count (a gap, a framing it
+	 * cannot follow), which says nothing of the backend */
+	uint64_t unframed;
 	uint64_t bytes;
 };
 

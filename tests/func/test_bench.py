@@ -2,8 +2,9 @@
 """sluice-bench on a small corpus: it runs with --no-huge, every pass
 decides what it was built to decide (the benchmark exits non-zero
 otherwise: all allowed, all rejected, every decision sampled, the leased
-pass never degraded), and its last line carries every figure the README
-and BENCHMARKS.md name. No figure is compared with a threshold: these
+pass never degraded), the burst path decides every request as one frame
+at a time would (the differential check), and its last line carries
+every figure the README and BENCHMARKS.md name. No figure is compared with a threshold: these
 machines are too noisy for that, and the ratios live in BENCHMARKS.md.
 
 usage: test_bench.py PATH/TO/sluice-bench
@@ -36,7 +37,7 @@ KEYS = ["decisions_per_sec_per_core", "decisions_per_sec_per_core_local",
         "decision_over_scan_floor", "keys", "flows",
         "head_bytes_avg", "latency_ns_p50", "latency_ns_p99", "latency_ns_p999",
         "bytes_per_flow", "bytes_per_bucket", "rss_kb_before_flood",
-        "rss_kb_after_flood"]
+        "rss_kb_after_flood", "differential_decisions"]
 
 
 def main():
@@ -59,6 +60,8 @@ def main():
         res.check(all(d[k] > 0 for k in KEYS if k in d and k.startswith("cycles")),
                   "every pass took some cycles")
         res.eq((d.get("keys"), d.get("flows")), (1000, 512), "the corpus asked for")
+        res.eq(d.get("differential_decisions"), 512,
+               "every request decided the same in bursts and one frame at a time")
         # 20 000 new addresses would add over 5 MB if the tables grew;
         # a sanitizer's own bookkeeping adds a few kB, which is not that
         grow = d.get("rss_kb_after_flood", 0) - d.get("rss_kb_before_flood", 0)

@@ -115,13 +115,28 @@ add_bytes(struct sl_worker *w, const struct sl_health_rec *r, uint32_t len)
 		w->hl[r->slot[i]].bytes += len;
 }
 
-/* The responses still due that will never be read for them. */
+/* The responses still due will never come (the connection ended). */
 static void
-unread(struct sl_worker *w, struct sl_health_rec *r, uint32_t gone)
+unanswered(struct sl_worker *w, struct sl_health_rec *r)
 {
-	for (; gone != 0; gone &= gone - 1)
+	uint32_t due;
+
+	for (due = r->due; due != 0; due &= due - 1)
 		answered(w, r, 0, -1);
-	r->due &= ~gone;
+	r->due = 0;
+}
+
+/* The framer lost count: whatever comes is not read for them. Not the
+ * backend's doing (a gap, a framing it cannot follow): kept apart from
+ * what it answered, so that no alert takes it for a failure. */
+static void
+unread(struct sl_worker *w, struct sl_health_rec *r)
+{
+	uint32_t i, k = (uint32_t)__builtin_popcount(r->due);
+
+	for (i = 0; i < r->n; i++)
+		w->hl[r->slot[i]].unframed += k;
+	r->due = 0;
 }
 
 void
@@ -144,8 +159,10 @@ sl_health_response(struct sl_worker *w, struct sl_flow *f, uint32_t len,
 		answered(w, r, mk->end[i].status, us);
 		r->due &= ~b;
 	}
-	if (sl_resp_due(&f->resp) < 0 || mk->closed)
-		unread(w, r, r->due); /* the framer lost count, or none comes */
+	if (sl_resp_due(&f->resp) < 0)
+		unread(w, r);
+	else if (mk->closed)
+		unanswered(w, r); /* framed to the server's FIN: none comes */
 	while (r->due != 0 && !(r->due & 1)) {
 		r->due >>= 1;
 		r->ord++;
@@ -163,6 +180,9 @@ sl_health_gone(struct sl_worker *w, struct sl_flow *f)
 	if (!sl_health_due(f) || w->health == NULL)
 		return;
 	r = &w->health[sl_flow_index(w->flows, f)];
-	unread(w, r, r->due);
+	if (sl_resp_due(&f->resp) < 0)
+		unread(w, r);
+	else
+		unanswered(w, r);
 	f->xflags &= (uint8_t)~SL_XF_HEALTH;
 }
