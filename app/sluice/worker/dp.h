@@ -111,7 +111,7 @@ void sl_health_free(struct sl_worker *w);
 static inline void
 sl_health_keep(struct sl_worker *w, uint16_t slot)
 {
-	if (w->hl_n < SL_HEALTH_RULES)
+	if (w->hl_n < SL_HEALTH_RULES && slot < SL_MAX_RULES)
 		w->hl_next[w->hl_n++] = slot;
 }
 static inline void
