@@ -50,6 +50,14 @@ build build --prefix=/usr --buildtype=release
 # every YAML block through --check-config, the telemetry reference against
 # the commands, and no work-log label anywhere
 /usr/bin/python3 scripts/check-docs.py build/app/sluice/sluice || { rc=1; fmt=$((fmt + 1)); }
+# the sanitizer tree builds at the lowest priority while the accuracy test
+# runs: it takes the CPU the test's clients leave, and none of theirs
+build_asan() {
+	build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined \
+		-Db_lundef=false
+}
+nice -n 19 bash -c "$(declare -f build build_asan); build_asan" >build-asan.log 2>&1 &
+asan_pid=$!
 # every suite runs once, below, under ASan and UBSan, but the one whose
 # figures are its speed's: accuracy, on the optimised build
 meson test -C build --print-errorlogs --no-rebuild --suite accuracy \
@@ -92,8 +100,8 @@ side() {
 }
 side >build-side.log 2>&1 &
 side_pid=$!
-build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined \
-	-Db_lundef=false
+wait "$asan_pid" || { cat build-asan.log; exit 1; }
+build_asan
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # Beside the suites below, at the lowest priority: the tests that start no
 # appliance on the network (the package, the tools, the benchmark's own

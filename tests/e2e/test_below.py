@@ -22,7 +22,7 @@ of a second of its rate: not one refused; and against a rule at 0.8 x (which a c
 may exceed in some seconds and not on average): admitted at most 1.05 x
 (burst + rate x t), and at least 0.9 x that when it offered more. From 1
 and 4 connections over 2 workers, with the node and with Redis as the
-authority, SL_BELOW_SECS (3) each. SL_BELOW_FULL=1 runs the whole
+authority, SL_BELOW_SECS (2) each. SL_BELOW_FULL=1 runs the whole
 matrix BENCHMARKS.md reports: 1, 2 and 4 connections, 1 and 2 workers.
 
 usage: test_below.py PATH/TO/sluice
@@ -39,7 +39,7 @@ import sltest  # noqa: E402
 
 PORT = 8083
 SECS = 3
-PACED_SECS = int(os.environ.get("SL_BELOW_SECS", "3"))
+PACED_SECS = int(os.environ.get("SL_BELOW_SECS", "2"))
 FULL = os.environ.get("SL_BELOW_FULL") == "1"
 OFFER = 1000  # paced wrk's most requests a second, all connections
 # the paced rules: limit as a multiple of OFFER, burst a fifth of a second
