@@ -50,13 +50,18 @@ for n in "${names[@]}"; do
 	bound=(-max_total_time="$secs")
 	[ -n "${FUZZ_RUNS:-}" ] && bound=(-runs="$FUZZ_RUNS")
 	echo "== fuzz_$n for ${FUZZ_RUNS:-${secs}s}${FUZZ_RUNS:+ inputs}"
+	# the whole log is kept: a finding's own words (the harness's, a
+	# sanitizer's) and the seed, without which a harness that keeps state
+	# between inputs (fuzz_decided's flow table) cannot be replayed
 	"$out/fuzz_$n" "${bound[@]}" -max_len=4096 \
 		-artifact_prefix="$out/" \
-		-print_final_stats=1 "$out/corpus_$n" $seeds 2>&1 |
-		grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|Done' || true
+		-print_final_stats=1 "$out/corpus_$n" $seeds >"$out/fuzz_$n.log" 2>&1 || true
+	grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|Done' "$out/fuzz_$n.log" || true
 	if compgen -G "$out/crash-*" >/dev/null || compgen -G "$out/leak-*" >/dev/null ||
 		compgen -G "$out/timeout-*" >/dev/null || compgen -G "$out/oom-*" >/dev/null; then
-		echo "fuzz: findings in $out" >&2
+		grep -E 'INFO: Seed|undecided|runtime error|head [0-9]|server got|==ERROR' \
+			"$out/fuzz_$n.log" | head -40 >&2 || true
+		echo "fuzz: findings in $out (the log: $out/fuzz_$n.log)" >&2
 		exit 1
 	fi
 done
