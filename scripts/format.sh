@@ -6,13 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.c' '*.h' | grep -v '^tests/unit/frames.h$')
 if [ "${1:-}" = "--check" ]; then
-	bad=0
-	for f in "${files[@]}"; do
-		if ! clang-format --style=file "$f" | cmp -s - "$f"; then
-			echo "format: $f differs from clang-format (run scripts/format.sh)"
-			bad=1
-		fi
-	done
-	exit $bad
+	# one clang-format over every file (one process a file took 18 s of
+	# the test run); it names each place that would change
+	if ! out=$(clang-format --style=file --dry-run --Werror "${files[@]}" 2>&1); then
+		grep -oE '^[^:]+:[0-9]+:[0-9]+: (error|warning)' <<<"$out" | cut -d: -f1 | sort -u |
+			sed 's/.*/format: & differs from clang-format (run scripts\/format.sh)/'
+		[ -n "$out" ] || echo "format: clang-format failed"
+		exit 1
+	fi
+	exit 0
 fi
 clang-format --style=file -i "${files[@]}"
