@@ -50,13 +50,20 @@ build build --prefix=/usr --buildtype=release
 # every YAML block through --check-config, the telemetry reference against
 # the commands, and no work-log label anywhere
 /usr/bin/python3 scripts/check-docs.py build/app/sluice/sluice || { rc=1; fmt=$((fmt + 1)); }
-# the sanitizer tree builds at the lowest priority while the accuracy test
-# runs: it takes the CPU the test's clients leave, and none of theirs
+# the sanitizer tree builds, and its unit tests (cmocka, no appliance)
+# run, at the lowest priority while the accuracy test runs: they take the
+# CPU the test's clients leave, and none of theirs
 build_asan() {
 	build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined \
 		-Db_lundef=false
 }
-nice -n 19 bash -c "$(declare -f build build_asan); build_asan" >build-asan.log 2>&1 &
+early_asan() {
+	build_asan &&
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+			meson test -C build-asan --no-rebuild --suite unit --print-errorlogs
+}
+nice -n 19 bash -c "$(declare -f build build_asan early_asan); early_asan" \
+	>build-asan.log 2>&1 &
 asan_pid=$!
 # every suite runs once, below, under ASan and UBSan, but the one whose
 # figures are its speed's: accuracy, on the optimised build
@@ -100,8 +107,11 @@ side() {
 }
 side >build-side.log 2>&1 &
 side_pid=$!
-wait "$asan_pid" || { cat build-asan.log; exit 1; }
-build_asan
+early_rc=0
+wait "$asan_pid" || early_rc=1
+cat build-asan.log
+build_asan # (built already; a tree that failed to build stops here)
+[ "$early_rc" -eq 0 ] || rc=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # Beside the suites below, at the lowest priority: the tests that start no
 # appliance on the network (the package, the tools, the benchmark's own
@@ -109,8 +119,6 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 ASAN_OPTIONS=detect_leaks=1 nice -n 19 meson test -C build-asan --no-rebuild \
 	--suite side --print-errorlogs --logbase testlog-side >build-side-suite.log 2>&1 &
 side_suite_pid=$!
-ASAN_OPTIONS=detect_leaks=1 \
-	meson test -C build-asan --suite unit --print-errorlogs || rc=1
 # leaks checked in the appliance and the tools too: EAL's memory is its
 # own (hugepage or --no-huge mmap, which LeakSanitizer does not track), and
 # whatever sluice allocates it frees on the way out (a leak fails the test
