@@ -142,6 +142,22 @@ request(struct sl_worker *w, struct conn *c, const char *path, const char *key)
 	c->cseq += (uint32_t)strlen(head);
 }
 
+/* Two requests pipelined in one segment, with key. */
+static void
+two_heads(struct sl_worker *w, struct conn *c, const char *p1, const char *p2,
+	  const char *key)
+{
+	char heads[512];
+	int n = snprintf(
+		heads, sizeof(heads),
+		"GET %s HTTP/1.1\r\nHost: api\r\nX-API-Key: %s\r\n\r\n"
+		"GET %s HTTP/1.1\r\nHost: api\r\nX-API-Key: %s\r\n\r\n",
+		p1, key, p2, key);
+
+	burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads), DOWN);
+	c->cseq += (uint32_t)n;
+}
+
 /* A server segment through the worker; its ack is the client's next. */
 static void
 server(struct sl_worker *w, struct conn *c, uint8_t flags, const char *data)
@@ -433,17 +449,10 @@ pipelined(void **state)
 {
 	struct sl_worker *w = worker(1);
 	struct conn c = open_conn(w);
-	char heads[512];
-	int n, i;
+	int i;
 
 	(void)state;
-	n = snprintf(
-		heads, sizeof(heads),
-		"GET /two HTTP/1.1\r\nHost: api\r\nX-API-Key: k-pipe\r\n\r\n"
-		"GET /two HTTP/1.1\r\nHost: api\r\nX-API-Key: k-pipe\r\n\r\n");
-	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
-	      DOWN);
-	c.cseq += (uint32_t)n;
+	two_heads(w, &c, "/two", "/two", "k-pipe");
 	coord_turn(w);
 	/* the first decided alone (the second's bytes follow it), the
 	 * last waited for the coordinator, which had been told of the
@@ -722,8 +731,6 @@ backend_health(void **state)
 	uint16_t duo = app.policy->slot[1], ip = app.policy->slot[2],
 		 fast = app.policy->slot[6];
 	struct conn c = open_conn(w);
-	char heads[512];
-	int n;
 
 	(void)state;
 	request(w, &c, "/duo/1", "k-h1");
@@ -732,13 +739,7 @@ backend_health(void **state)
 	assert_health(w, duo, 0, 0, 0, 1, 1);
 	assert_health(w, ip, 0, 0, 0, 1, 1);
 	assert_int_equal(w->hl[duo].bytes, strlen(R503));
-	n = snprintf(
-		heads, sizeof(heads),
-		"GET /duo/2 HTTP/1.1\r\nHost: api\r\nX-API-Key: k-h2\r\n\r\n"
-		"GET /duo/3 HTTP/1.1\r\nHost: api\r\nX-API-Key: k-h2\r\n\r\n");
-	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
-	      DOWN);
-	c.cseq += (uint32_t)n;
+	two_heads(w, &c, "/duo/2", "/duo/3", "k-h2");
 	drain();
 	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, R200_404);
 	assert_health(w, duo, 0, 1, 1, 1, 2);
