@@ -110,21 +110,12 @@ presume(struct sl_worker *w, const struct sl_cost_rec *r)
 	settle(w, r, (int64_t)cap_of(&r->need) - (int64_t)r->need.cost);
 }
 
-/* Response ord's bit in r->due (0: outside its window). */
-static uint32_t
-due_bit(const struct sl_cost_rec *r, uint16_t ord)
-{
-	uint16_t k = (uint16_t)(ord - r->ord);
-
-	return k < 32 ? 1u << k : 0;
-}
-
 /* Whether a request's cost may wait in the flow's record: the same
  * limit, bucket and declared cost, its response within the window. */
 static int
 joins(const struct sl_cost_rec *r, const struct sl_cost_rec *n, int ord)
 {
-	return due_bit(r, (uint16_t)ord) != 0 && n->rule == r->rule &&
+	return sl_due_bit(r->ord, (uint16_t)ord) != 0 && n->rule == r->rule &&
 	       n->leased == r->leased && n->need.slot == r->need.slot &&
 	       n->need.cost == r->need.cost &&
 	       n->need.key.k1 == r->need.key.k1 &&
@@ -156,7 +147,7 @@ sl_cost_note(struct sl_worker *w, struct sl_flow *f, int parked)
 		r->cutting = 0;
 		f->xflags |= SL_XF_COST;
 	} else if (joins(r, &w->cost_next, ord)) {
-		r->due |= due_bit(r, (uint16_t)ord);
+		r->due |= sl_due_bit(r->ord, (uint16_t)ord);
 	} else {
 		presume(w, &w->cost_next);
 	}
@@ -187,7 +178,7 @@ read_head(struct sl_worker *w, struct sl_cost_rec *r, uint16_t ord,
 	r->cut_ord = ord;
 	if (got == 2)
 		return; /* read on in the next segment */
-	r->due &= ~due_bit(r, ord);
+	r->due &= ~sl_due_bit(r->ord, ord);
 	if (got < 0) {
 		w->ctr.cost_unsettled++;
 		return;
@@ -228,7 +219,7 @@ sl_cost_response(struct sl_worker *w, struct sl_flow *f, const uint8_t *pl,
 	if (r->cutting && mk->from != UINT32_MAX)
 		read_head(w, r, r->cut_ord, pl + mk->from, len - mk->from);
 	for (i = 0; i < mk->n_ends; i++) {
-		if (!(r->due & due_bit(r, mk->end[i].ord)))
+		if (!(r->due & sl_due_bit(r->ord, mk->end[i].ord)))
 			continue;
 		sl_resp_field_init(&r->cut);
 		read_head(w, r, mk->end[i].ord, pl + mk->end[i].off,
@@ -249,12 +240,9 @@ sl_cost_response(struct sl_worker *w, struct sl_flow *f, const uint8_t *pl,
 		w->ctr.cost_unanswered += (uint64_t)__builtin_popcount(r->due);
 		r->due = 0;
 	}
-	if (!(r->due & due_bit(r, r->cut_ord)))
+	if (!(r->due & sl_due_bit(r->ord, r->cut_ord)))
 		r->cutting = 0;
-	while (r->due != 0 && !(r->due & 1)) {
-		r->due >>= 1;
-		r->ord++;
-	}
+	sl_due_advance(&r->due, &r->ord);
 	if (r->due == 0)
 		f->xflags &= (uint8_t)~SL_XF_COST;
 }

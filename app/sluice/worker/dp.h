@@ -55,6 +55,33 @@ struct sl_verdict {
 	int16_t budget;
 };
 
+/*
+ * A record of requests in flight on one connection (cost.c, health.c):
+ * due bit i is response first + i of the connection. Response ord's bit
+ * (0: outside the 32 the record covers).
+ */
+static inline uint32_t
+sl_due_bit(uint16_t first, uint16_t ord)
+{
+	uint16_t k = (uint16_t)(ord - first);
+
+	return k < 32 ? 1u << k : 0;
+}
+/* The responses settled at the front let go: the record starts at the
+ * first still due. Returns how many it moved on. */
+static inline uint32_t
+sl_due_advance(uint32_t *due, uint16_t *first)
+{
+	uint32_t k = 0;
+
+	while (*due != 0 && !(*due & 1)) {
+		*due >>= 1;
+		(*first)++;
+		k++;
+	}
+	return k;
+}
+
 /* cost.c: cost settled from the response (a rule's cost_from_response) */
 int sl_cost_init(struct sl_worker *w);
 void sl_cost_free(struct sl_worker *w);

@@ -41,14 +41,6 @@ sl_health_free(struct sl_worker *w)
 	w->hl = NULL;
 }
 
-static uint32_t
-due_bit(const struct sl_health_rec *r, uint16_t ord)
-{
-	uint16_t k = (uint16_t)(ord - r->ord);
-
-	return k < 32 ? 1u << k : 0;
-}
-
 static int
 same_rules(const struct sl_health_rec *r, const struct sl_worker *w)
 {
@@ -76,8 +68,8 @@ sl_health_note(struct sl_worker *w, struct sl_flow *f, int parked)
 		r->timed = sl_resp_due(&f->resp) <= (parked ? 1 : 0);
 		r->t_us = (uint32_t)(w->now_ns / 1000);
 		f->xflags |= SL_XF_HEALTH;
-	} else if (due_bit(r, (uint16_t)ord) != 0 && same_rules(r, w)) {
-		r->due |= due_bit(r, (uint16_t)ord);
+	} else if (sl_due_bit(r->ord, (uint16_t)ord) != 0 && same_rules(r, w)) {
+		r->due |= sl_due_bit(r->ord, (uint16_t)ord);
 	} else {
 		w->ctr.health_unattributed++;
 	}
@@ -90,7 +82,7 @@ sl_health_due(const struct sl_flow *f)
 	return (f->xflags & SL_XF_HEALTH) != 0;
 }
 
-/* Each rule of r: fn's share of what the backend did. */
+/* An answer (status, and its time when us >= 0) for each rule of r. */
 static void
 answered(struct sl_worker *w, const struct sl_health_rec *r, uint32_t status,
 	 int64_t us)
@@ -148,7 +140,7 @@ sl_health_response(struct sl_worker *w, struct sl_flow *f, uint32_t len,
 
 	add_bytes(w, r, len);
 	for (i = 0; i < mk->n_ends; i++) {
-		uint32_t b = due_bit(r, mk->end[i].ord);
+		uint32_t b = sl_due_bit(r->ord, mk->end[i].ord);
 		int64_t us = -1;
 
 		if (!(r->due & b))
@@ -163,11 +155,8 @@ sl_health_response(struct sl_worker *w, struct sl_flow *f, uint32_t len,
 		unread(w, r);
 	else if (mk->closed)
 		unanswered(w, r); /* framed to the server's FIN: none comes */
-	while (r->due != 0 && !(r->due & 1)) {
-		r->due >>= 1;
-		r->ord++;
-		r->timed = 0;
-	}
+	if (sl_due_advance(&r->due, &r->ord) != 0)
+		r->timed = 0; /* the first due now waited behind another */
 	if (r->due == 0)
 		f->xflags &= (uint8_t)~SL_XF_HEALTH;
 }
