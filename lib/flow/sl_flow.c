@@ -373,10 +373,36 @@ process(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 	return SL_SEG_FORWARD;
 }
 
+void
+sl_flow_begin(struct sl_flow_table *t, struct sl_flow *f, uint32_t isn,
+	      int has_ts, uint32_t tsval, uint16_t mss)
+{
+	/* whatever the entry held was another connection's */
+	sl_flow_gone(t, f);
+	sl_flow_release_head(t, f);
+	memset(&f->body_remaining, 0,
+	       offsetof(struct sl_flow, bucket) -
+		       offsetof(struct sl_flow, body_remaining));
+	f->slot = -1;
+	f->rec_n = 0;
+	f->c_fin = f->s_fin = f->s_seen = 0;
+	f->parked = 0;
+	f->park_idx = UINT16_MAX; /* a head parked on it is no longer ours */
+	sl_resp_init(&f->resp);
+	t->estab[f - t->flows] = 0;
+	f->state = t->p.track_only ? SL_FLOW_PASS : SL_FLOW_HEAD;
+	f->c_next = isn + 1;
+	f->nflags = SL_NF_SYN | (has_ts ? SL_NF_CTS : 0);
+	f->xflags = 0;
+	f->mss_k = (uint8_t)(mss >> 8);
+	f->ts_recent = tsval;
+}
+
 /*
  * A SYN. A new connection (no entry, or one both sides closed) starts
  * here; on an open one it changes nothing: the backend answers such a
- * SYN with a challenge ACK and keeps its state (RFC 5961 4), so must we.
+ * SYN with a challenge ACK and keeps its state (RFC 5961 4), so must we
+ * (unless the backend answers it with a SYN-ACK: sl_flow_server.c).
  * Its payload is never stream data: without server-side Fast Open the
  * backend acknowledges ISN + 1 only.
  */
@@ -391,27 +417,9 @@ on_syn(struct sl_flow_table *t, struct sl_flow *f, const struct sl_flow_key *k,
 		t->st.syn_ignored++;
 		return f;
 	}
-	if (f == NULL) {
+	if (f == NULL)
 		f = sl_flow_insert(t, k, h, now);
-	} else {
-		/* a new connection on a reused 4-tuple, or the SYN again */
-		sl_flow_gone(t, f);
-		sl_flow_release_head(t, f);
-		memset(&f->body_remaining, 0,
-		       offsetof(struct sl_flow, bucket) -
-			       offsetof(struct sl_flow, body_remaining));
-		f->slot = -1;
-		f->rec_n = 0;
-		f->c_fin = f->s_fin = f->s_seen = 0;
-		sl_resp_init(&f->resp);
-		t->estab[f - t->flows] = 0;
-	}
-	f->state = t->p.track_only ? SL_FLOW_PASS : SL_FLOW_HEAD;
-	f->c_next = s->seq + 1;
-	f->nflags = SL_NF_SYN | (s->has_ts ? SL_NF_CTS : 0);
-	f->xflags = 0;
-	f->mss_k = (uint8_t)(s->mss >> 8);
-	f->ts_recent = s->tsval;
+	sl_flow_begin(t, f, s->seq, s->has_ts, s->tsval, s->mss);
 	return f;
 }
 

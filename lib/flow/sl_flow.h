@@ -214,6 +214,7 @@ struct sl_seg {
 	uint32_t seq;
 	uint32_t ack;
 	uint32_t tsval; /* valid when has_ts */
+	uint32_t tsecr; /* a SYN-ACK's, valid when has_ts */
 	uint8_t flags;  /* TCP flags, URG included */
 	uint8_t has_ts;
 	uint16_t mss; /* a SYN's MSS option; 0: none */
@@ -234,6 +235,7 @@ struct sl_flow_stats {
 	uint64_t reassembled;    /* heads that spanned segments */
 	uint64_t rst_ignored;    /* RST not at the next sequence: state kept */
 	uint64_t syn_ignored;    /* SYN on an open connection: state kept */
+	uint64_t reopened;       /* begun anew by the backend's SYN-ACK */
 	uint64_t syn_data;       /* SYN payload, never taken as stream data */
 	uint64_t probes;         /* mid-stream pickups asked the server */
 	uint64_t head_timeouts;  /* incomplete heads past head_timeout */
@@ -318,6 +320,13 @@ void sl_flow_server_segment_mark(struct sl_flow_table *t,
 				 const struct sl_flow_key *k,
 				 const struct sl_seg *s, uint64_t now,
 				 struct sl_resp_mark *mk);
+/*
+ * Whether a server segment is a SYN-ACK beginning a new connection on a
+ * flow past its handshake (the backend no longer holds the old one):
+ * sl_flow_server_segment_of then starts the flow anew, in the backend's
+ * numbers, so a caller that translates them leaves this one as it is.
+ */
+int sl_flow_server_reopens(const struct sl_flow *f, const struct sl_seg *s);
 /* The same for the flow f the caller looked up (sl_flow_lookup; NULL:
  * none), so that it can read the entry too without a second lookup. */
 void sl_flow_server_segment_of(struct sl_flow_table *t, struct sl_flow *f,

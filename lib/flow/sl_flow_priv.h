@@ -53,13 +53,15 @@ struct sl_flow *sl_flow_insert(struct sl_flow_table *t,
 			       uint64_t now);
 void sl_flow_remove(struct sl_flow_table *t, struct sl_flow *f);
 void sl_flow_release_head(struct sl_flow_table *t, struct sl_flow *f);
+/* The entry as a new connection's, its SYN's ISN and options seen. */
+void sl_flow_begin(struct sl_flow_table *t, struct sl_flow *f, uint32_t isn,
+		   int has_ts, uint32_t tsval, uint16_t mss);
 /* A head buffer for f at time now: -1 none (counted), else the slot. */
 int32_t sl_flow_take_head(struct sl_flow_table *t, struct sl_flow *f,
 			  uint64_t now);
 void sl_flow_set_estab(struct sl_flow_table *t, const struct sl_flow *f);
 
 /* sl_flow_norm.c */
-void sl_flow_digest_init(struct sl_flow_table *t);
 void sl_flow_digest_init(struct sl_flow_table *t);
 uint64_t sl_flow_digest(const struct sl_flow_table *t, const uint8_t *p,
 			uint32_t n);

@@ -33,6 +33,17 @@ upgrade_answer(struct sl_flow_table *t, struct sl_flow *f)
 	}
 }
 
+int
+sl_flow_server_reopens(const struct sl_flow *f, const struct sl_seg *s)
+{
+	if ((s->flags & (SL_FL_SYN | SL_FL_ACK)) != (SL_FL_SYN | SL_FL_ACK) ||
+	    f == NULL || !f->s_seen)
+		return 0;
+	/* its first SYN-ACK again (our ACK to it lost on the way) */
+	return !((f->nflags & SL_NF_SYNACK) && s->seq + 1 == f->s_isn &&
+		 s->ack == f->s_ack);
+}
+
 static void
 server_synack(struct sl_flow *f, const struct sl_seg *s)
 {
@@ -115,6 +126,20 @@ sl_flow_server_segment_of(struct sl_flow_table *t, struct sl_flow *f,
 		return;
 	}
 	sl_flow_touch(t, f, now);
+	if (sl_flow_server_reopens(f, s)) {
+		/*
+		 * The backend answered a SYN we let by as changing nothing
+		 * (on_syn) with a new connection's handshake: it no longer
+		 * holds the one we do. An RST we could not take ended it (at
+		 * its next sequence, behind ours on bytes it dropped), or it
+		 * timed it out. What follows is read as a new connection's
+		 * from where the backend stands, or bytes it takes as that
+		 * connection's first would pass as the old one's: resent,
+		 * or a tunnel's.
+		 */
+		sl_flow_begin(t, f, s->ack - 1, s->has_ts, s->tsecr, 0);
+		t->st.reopened++;
+	}
 	if ((s->flags & (SL_FL_SYN | SL_FL_ACK)) == (SL_FL_SYN | SL_FL_ACK))
 		server_synack(f, s);
 	responses(t, f, s, mk);

@@ -386,7 +386,7 @@ sl_tcp_opts_parse(const uint8_t *frame, const struct sl_pkt *p,
 	uint32_t n = p->tcp_hlen - 20u, i = 0;
 
 	o->has_ts = o->has_sig = 0;
-	o->tsval = 0;
+	o->tsval = o->tsecr = 0;
 	o->mss = 0;
 	while (i < n) {
 		uint8_t kind = b[i], l;
@@ -405,6 +405,7 @@ sl_tcp_opts_parse(const uint8_t *frame, const struct sl_pkt *p,
 		if (kind == 8 && l == 10) {
 			o->has_ts = 1;
 			o->tsval = rd32(b + i + 2);
+			o->tsecr = rd32(b + i + 6);
 		} else if (kind == 19 || kind == 29) {
 			o->has_sig = 1;
 		} else if (kind == 2 && l == 4) {

@@ -73,6 +73,7 @@ enum sl_pkt_class sl_pkt_parse(const uint8_t *frame, uint32_t len,
 /* What the normaliser reads of a segment's TCP options. */
 struct sl_tcp_opts {
 	uint32_t tsval;
+	uint32_t tsecr;
 	uint8_t has_ts;
 	uint8_t has_sig; /* MD5 (RFC 2385, kind 19) or TCP-AO (RFC 5925, 29) */
 	uint16_t mss;    /* a SYN's maximum segment size; 0: none */

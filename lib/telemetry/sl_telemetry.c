@@ -191,6 +191,7 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "head_evictions", f->head_evictions);
 	U64(d, "rst_ignored", f->rst_ignored);
 	U64(d, "syn_ignored", f->syn_ignored);
+	U64(d, "reopened", f->reopened);
 	U64(d, "syn_data", f->syn_data);
 	U64(d, "midstream_probes", f->probes);
 	U64(d, "upgrades", f->upgrades);

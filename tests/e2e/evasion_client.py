@@ -51,11 +51,12 @@ class Wire:
 class Conn:
     """One hand-made connection to nginx."""
 
-    def __init__(self, w, sport=None, v6=False, ts=False, src=None):
+    def __init__(self, w, sport=None, v6=False, ts=False, src=None, dport=PORT):
         self.w, self.v6, self.ts = w, v6, (random.randint(1 << 20, 1 << 30) if ts else None)
         self.src = src or (A6 if v6 else A4)
         self.dst = S6 if v6 else S4
         self.sport = sport or random.randint(20000, 60000)
+        self.dport = dport
         self.isn = random.randint(0, 1 << 31)
         self.snd = self.isn + 1
         self.rcv = 0
@@ -73,7 +74,7 @@ class Conn:
             opts = [("Timestamp", (self.ts, 0))] if self.ts else []
         if self.ts:
             self.ts += 1
-        t = TCP(sport=self.sport, dport=PORT, flags=flags, seq=self.snd if seq is None else seq,
+        t = TCP(sport=self.sport, dport=self.dport, flags=flags, seq=self.snd if seq is None else seq,
                 ack=self.rcv if ack is None else ack, window=65535, options=opts, **kw)
         base = l2 if l2 is not None else Ether(src=self.w.smac, dst=dmac or self.w.dmac)
         p = base / (l3 if l3 is not None else self.l3()) / t
@@ -81,7 +82,7 @@ class Conn:
 
     def _mine(self, f):
         p = Ether(f)
-        if TCP not in p or p[TCP].dport != self.sport or p[TCP].sport != PORT:
+        if TCP not in p or p[TCP].dport != self.sport or p[TCP].sport != self.dport:
             return None
         return p
 
@@ -201,6 +202,56 @@ def first_copy_dropped(w, key, how):
         c.send(bad, seq=seq)
         c.snd = seq + len(bad)
         c.pump(0.5, until=answered)
+
+
+def _reconnect(c, isn):
+    """The same 4-tuple's handshake again, from isn."""
+    c.isn, c.snd, c.rcv, c.got, c.closed = isn & 0xffffffff, (isn + 1) & 0xffffffff, 0, b"", False
+    return c.connect()
+
+
+def reopened(w, key):
+    """The backend made to end a connection sluice still holds: a head it
+    drops (a wrong MAC) moves sluice on, an RST where the backend stands
+    ends the backend's side only. The same 4-tuple opens again, its ISN
+    far behind where sluice is, and sends a head: not a resent one, a
+    new connection's first."""
+    for i, c in opened(w, 5):
+        bad = head("/v1/search", key if i % 2 else "k-bad")
+        seq = c.snd
+        c.w.send(c.frame(same_len(bad, b"GET /o HTTP/1.1\r\nHost: api\r\n\r\n"), seq=seq,
+                         dmac="02:00:00:00:00:99"))
+        c.snd += len(bad)
+        c.pump(0.1)
+        c.w.send(c.frame(flags="R", seq=seq, ack=0))
+        time.sleep(0.05)
+        if not _reconnect(c, seq - 200000):
+            continue
+        c.send(bad)
+        c.pump(0.5, until=answered)
+
+
+def reopened_tunnel(w, key):
+    """As reopened, the first connection a tunnel: after a 101, sluice
+    reads nothing, so a connection the backend begins anew on its tuple
+    must not be taken for the tunnel."""
+    for _, c in opened(w, 3, dport=8082):
+        c.send(b"GET /ws HTTP/1.1\r\nHost: api\r\nConnection: Upgrade\r\n"
+               b"Upgrade: websocket\r\n\r\n")
+        c.pump(0.5, until=answered)
+        seq = c.snd
+        c.w.send(c.frame(b"x" * 40, seq=seq, dmac="02:00:00:00:00:99"))
+        c.snd += 40
+        c.pump(0.1)
+        c.w.send(c.frame(flags="R", seq=seq, ack=0))
+        time.sleep(0.05)
+        if not _reconnect(c, seq - 200000):
+            continue
+        c.send(b"GET /ws HTTP/1.1\r\nHost: api\r\nX-API-Key: k-bad\r\n"
+               b"Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+        c.pump(0.5, until=answered)
+        w.tunnel = getattr(w, "tunnel", []) + [int(x) for x in re.findall(
+            rb"HTTP/1\.1 (\d{3}) ", c.got)]
 
 
 def urgent(w, key):
@@ -385,7 +436,8 @@ def legit_rst_close():
 
 
 CASES = {"rst": forged_rst, "syn": forged_syn, "urg": urgent, "vlan3": vlan3,
-         "frag6": frag6, "syndata": syn_data, "upgrade": upgrade}
+         "frag6": frag6, "syndata": syn_data, "upgrade": upgrade, "reopen": reopened,
+         "reopen-tunnel": reopened_tunnel}
 for _how in ("noack", "mac", "md5", "ackbeyond", "paws", "lsrr"):
     CASES["drop-" + _how] = (lambda h: lambda w, k: first_copy_dropped(w, k, h))(_how)
 
@@ -409,6 +461,7 @@ def main():
     else:  # attacks, one after another: "rst,syn,..."
         for c in case.split(","):
             CASES[c](w, "k-" + c)
+        out["tunnel"] = getattr(w, "tunnel", [])
     print(json.dumps(out), flush=True)
 
 

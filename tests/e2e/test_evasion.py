@@ -7,7 +7,9 @@ tries every way to make sluice decide on bytes the backend's stack reads
 differently: forged RST and SYN, a first copy the backend drops (six
 ways) resent as another head, the urgent pointer, a third VLAN tag, an
 IPv6 fragment header before options, SYN data, pipelining behind an
-upgrade nginx refuses. Each case has its own key under a 1/min rule and
+upgrade nginx refuses, and a connection the backend ends and begins anew
+on its 4-tuple while sluice holds it (an RST behind sluice's sequence,
+then a SYN far behind it), plain and after a real 101. Each case has its own key under a 1/min rule and
 also sends a blocklisted key: nginx may serve a case's key on /v1/search
 at most once, and the blocklisted key never.
 
@@ -62,7 +64,8 @@ while True:
 """
 
 ATTACKS = ["rst", "syn", "drop-noack", "drop-mac", "drop-md5", "drop-ackbeyond",
-           "drop-paws", "drop-lsrr", "urg", "vlan3", "frag6", "syndata", "upgrade"]
+           "drop-paws", "drop-lsrr", "urg", "vlan3", "frag6", "syndata", "upgrade",
+           "reopen", "reopen-tunnel"]
 
 
 def mac(ns):
@@ -89,7 +92,7 @@ def run_client(t, case, cmac, smac, timeout=120):
 
 
 def attacks(res, t, ng, cmac, smac):
-    run_client(t, ",".join(ATTACKS), cmac, smac)
+    r = run_client(t, ",".join(ATTACKS), cmac, smac)
     time.sleep(0.5)
     log = ng.log()
     for case in ATTACKS:
@@ -99,6 +102,8 @@ def attacks(res, t, ng, cmac, smac):
                   (case, served))
     bad = [x for x in log if x[0] == "k-bad"]
     res.eq(bad, [], "the blocklisted key never reached nginx, whatever the trick")
+    res.eq(r.get("tunnel"), [403] * 3, "a connection the backend began anew on a tunnel's "
+           "4-tuple is read: its blocklisted upgrade refused, not tunnelled")
 
 
 def twins(res, t, cmac, smac, s):
@@ -159,6 +164,8 @@ def main():
                 res.check(st["normalizer_drops"].get(k, 0) > 0, "normalizer_drops.%s counted" % k)
             res.check(st["rst_ignored"] > 0 and st["syn_ignored"] > 0 and st["syn_data"] > 0,
                       "rst_ignored, syn_ignored, syn_data counted")
+            res.check(st["reopened"] >= 8, "connections begun anew by the backend counted "
+                      "(reopened %d of 8)" % st["reopened"])
         finally:
             up.kill()
             up.wait()

@@ -26,20 +26,19 @@ static const struct sl_http_cfg cfg = {.api_key_header = {"X-API-Key", 9}};
 #define MAXREC 256
 #define SRVMAX 65536
 #define ISN    1000u
-#define SISN   5000u
 
 /* Heads decided, in stream order: where each starts and its framing. */
 static struct rec {
 	uint32_t start, head_len;
 	uint64_t cl;
-	uint8_t chunked, upgrade, refused;
+	uint8_t chunked, upgrade, connect, refused;
 } recs[MAXREC];
 static uint32_t n_recs;
 static uint32_t cur_seq; /* the client segment being fed */
 
 /* The server: what reached it, what it has read, what it answered. */
 static uint8_t srv[SRVMAX];
-static uint32_t srv_len, srv_pos, srv_rec, answered, s_next;
+static uint32_t srv_len, srv_pos, srv_rec, answered, s_next, s_isn;
 static uint8_t tunnel_ok, in_body, chunked;
 static uint64_t body_left;
 static struct sl_chunked chunk;
@@ -66,6 +65,8 @@ on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 	r->cl = q->has_cl ? q->content_length : 0;
 	r->chunked = q->chunked;
 	r->upgrade = q->upgrade;
+	r->connect =
+		q->method.len == 7 && memcmp(q->method.p, "CONNECT", 7) == 0;
 	/* a refusal, as a limit or the blocklist would answer */
 	r->refused = q->target.len >= 2 && q->target.p[1] == 'x';
 	if (n_recs < MAXREC)
@@ -187,7 +188,8 @@ server_seg(struct sl_flow_table *t, const struct sl_flow_key *k, uint8_t fl,
 
 /* The server answers its oldest request it read: a 101 where that asked
  * to upgrade and how says so, else a response whose body's second
- * segment begins with a 101 status line (an echo). */
+ * segment begins with a 101 status line (an echo): a 403 to CONNECT,
+ * where a 2xx would open the tunnel. */
 static void
 server_answers(struct sl_flow_table *t, const struct sl_flow_key *k,
 	       uint8_t how)
@@ -195,6 +197,8 @@ server_answers(struct sl_flow_table *t, const struct sl_flow_key *k,
 	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Length: 36\r\n"
 				   "\r\n";
 	static const char s101[] = "HTTP/1.1 101 Switching Protocols\r\n\r\n";
+	static const char no[] = "HTTP/1.1 403 No\r\nContent-Length: 36\r\n"
+				 "\r\n";
 
 	if (answered >= srv_rec)
 		return;
@@ -204,7 +208,10 @@ server_answers(struct sl_flow_table *t, const struct sl_flow_key *k,
 		answered = srv_rec; /* no more requests: a tunnel */
 		return;
 	}
-	server_seg(t, k, 0x18, head, sizeof(head) - 1);
+	if (recs[answered].connect)
+		server_seg(t, k, 0x18, no, sizeof(no) - 1);
+	else
+		server_seg(t, k, 0x18, head, sizeof(head) - 1);
 	server_seg(t, k, 0x18, s101, 36);
 	answered++;
 }
@@ -247,7 +254,7 @@ reset(void)
 {
 	n_recs = srv_len = srv_pos = srv_rec = answered = 0;
 	tunnel_ok = in_body = 0;
-	s_next = SISN;
+	s_next = s_isn;
 }
 
 int
@@ -270,21 +277,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		t = sl_flow_table_create(&p);
 	}
 	/*
-	 * A new connection each input, on a 4-tuple never used before: an
-	 * input may leave its connection open (its last RST out of window,
-	 * ignored by sluice as by the backend), and a SYN on an open
-	 * connection changes nothing (RFC 5961 4). With the port alone the
-	 * tuples came round after 65 536 inputs, and an input met a tunnel
-	 * an earlier one had left open, which this model's server, new each
-	 * input, took for a new connection.
+	 * A new connection each input, all on one 4-tuple: an input may
+	 * leave its connection open (its last RST out of window, ignored by
+	 * sluice as by the backend, or none), and this model's server, new
+	 * each input, begins a new one with a new ISN, as a backend that no
+	 * longer holds a connection answers a SYN on its tuple. sluice must
+	 * take that SYN-ACK's word for it, or pass the new connection's
+	 * bytes as the old one's.
 	 */
 	conn++;
-	memcpy(k.caddr, &conn, sizeof(conn));
-	k.cport = (uint16_t)conn;
+	s_isn = 5000u + conn * 2654435761u;
 	reset();
 	client(t, &k, ISN - 1, 0x02, NULL, 0);
 	server_seg(t, &k, 0x12, NULL, 0);
-	s_next = SISN + 1;
+	s_next = s_isn + 1;
 	client(t, &k, ISN, 0x10, NULL, 0);
 	while (off + 2 <= size) {
 		uint32_t len = data[off] % 48;
@@ -327,6 +333,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break; /* answered, reset: the connection is over */
 		off += len;
 	}
-	client(t, &k, seq, 0x04, NULL, 0);
+	/* or the client goes away, and the backend times the connection
+	 * out while sluice holds it: the next input opens it again */
+	if (size == 0 || !(data[size - 1] & 0x80))
+		client(t, &k, seq, 0x04, NULL, 0);
 	return 0;
 }

@@ -256,6 +256,49 @@ rst_and_syn_on_open(void **state)
 	sl_flow_table_free(t);
 }
 
+/*
+ * A SYN-ACK from the backend on a connection we hold: it no longer holds
+ * that one (here an RST at its own next sequence, behind ours on a head
+ * it dropped, ended it). The flow starts anew where the backend stands,
+ * so the new connection's first head is read, not taken as bytes resent;
+ * its first SYN-ACK again (the handshake's ACK lost) changes nothing.
+ */
+static void
+reopened_by_the_backend(void **state)
+{
+	struct sl_flow_table *t = table(16, 4, 1024);
+	struct sl_flow_key k = key(1);
+	struct seen s = {0};
+	uint32_t l4 = (uint32_t)strlen(R4), isn = 1000u - 200000u;
+	struct sl_flow *f;
+
+	(void)state;
+	open_flow(t, &k, &s);
+	f = sl_flow_lookup(t, &k);
+	srv(t, &k, 5000, 1000, SYN | ACK, NULL, 0);
+	assert_int_equal(sl_flow_stats(t)->reopened, 0);
+	assert_int_equal(seg(t, &k, 1000, ACK, R4, l4, &s), SL_SEG_FORWARD);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(seg(t, &k, 1000, RST, NULL, 0, &s), SL_SEG_FORWARD);
+	assert_int_equal(seg(t, &k, isn, SYN, NULL, 0, &s), SL_SEG_FORWARD);
+	assert_int_equal(sl_flow_stats(t)->rst_ignored, 1);
+	assert_int_equal(sl_flow_stats(t)->syn_ignored, 1);
+	assert_int_equal(f->c_next, 1000 + l4);
+	srv(t, &k, 9000, isn + 1, SYN | ACK, NULL, 0);
+	assert_int_equal(sl_flow_stats(t)->reopened, 1);
+	assert_ptr_equal(sl_flow_lookup(t, &k), f);
+	assert_int_equal(f->c_next, isn + 1);
+	assert_int_equal(seg_at(t, &k, isn + 1, 9001, ACK, NULL, 0, 1, &s),
+			 SL_SEG_FORWARD);
+	assert_int_equal(seg_at(t, &k, isn + 1, 9001, ACK, R4, l4, 1, &s),
+			 SL_SEG_FORWARD);
+	assert_int_equal(s.n, 2);
+	/* and its SYN-ACK again is the same connection's */
+	srv(t, &k, 9000, isn + 1, SYN | ACK, NULL, 0);
+	assert_int_equal(sl_flow_stats(t)->reopened, 1);
+	sl_flow_table_free(t);
+}
+
 /* An upgrade ends inspection only when the server answers 101. */
 static void
 upgrade_waits_for_server(void **state)
@@ -587,6 +630,7 @@ main(void)
 		cmocka_unit_test(handshakes_not_evicted_for_each_other),
 		cmocka_unit_test(rst_and_syn_on_open),
 		cmocka_unit_test(upgrade_waits_for_server),
+		cmocka_unit_test(reopened_by_the_backend),
 		cmocka_unit_test(upgrade_only_by_its_own_answer),
 		cmocka_unit_test(refusal_keeps_answer_order),
 		cmocka_unit_test(head_buffer_budget),

@@ -372,6 +372,7 @@ server_side(struct sl_worker *w, struct rte_mbuf *m, uint8_t *frame,
 		sl_tcp_opts_parse(frame, p, &o);
 	s = (struct sl_seg){.seq = p->seq,
 			    .ack = p->ack,
+			    .tsecr = o.tsecr,
 			    .flags = p->tcp_flags,
 			    .has_ts = o.has_ts,
 			    .payload = frame + p->payload_off,
@@ -383,7 +384,9 @@ server_side(struct sl_worker *w, struct rte_mbuf *m, uint8_t *frame,
 	mk.all = 0;
 	any = sl_flow_lookup(w->flows, &k);
 	if (any != NULL) {
-		if (unlikely(any->nflags & SL_NF_XLATE)) {
+		if (unlikely(any->nflags & SL_NF_XLATE) &&
+		    !(unlikely(p->tcp_flags & SL_TCP_SYN) &&
+		      sl_flow_server_reopens(any, &s))) {
 			f = any;
 			s.ack = sl_xlate_server_in(w, f, p);
 			seq = sl_xlate_server_seq(w, f, p->seq);
