@@ -22,31 +22,6 @@ struct seg_ctx {
 	uint32_t first;   /* payload offset of the first new byte */
 };
 
-/*
- * Where a flow is picked up mid-stream (after a restart, or after its
- * entry was evicted) the bytes may be the middle of a body. Only bytes
- * that start a request line, at the place the server's ACK confirms,
- * are taken as a request boundary; were they a body after all, the
- * parser refuses them (400) rather than let them pass unread.
- */
-static int
-looks_like_request(const uint8_t *p, uint32_t n)
-{
-	static const char *const m[] = {"GET ",     "POST ",    "PUT ",
-					"DELETE ",  "HEAD ",    "PATCH ",
-					"OPTIONS ", "CONNECT ", "TRACE "};
-	size_t i;
-
-	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
-		size_t l = strlen(m[i]);
-
-		/* a head split inside its method ("G", "ET /...") too */
-		if (memcmp(p, m[i], n < l ? n : l) == 0)
-			return 1;
-	}
-	return 0;
-}
-
 static enum sl_req_action
 emit(struct seg_ctx *c, uint8_t kind, const struct sl_http_req *req,
      uint32_t head_len, uint32_t seg_end)
@@ -531,17 +506,21 @@ absorb(struct sl_flow *f, uint32_t seq, uint8_t flags, uint32_t len)
 }
 
 /*
- * Where a flow is picked up mid-stream (after a restart, or after its
- * entry was evicted) our offset in the stream is a guess. Nothing is
- * forwarded until the server's ACK says where its stream is and the
- * client's bytes there start a request; until the server has said
- * anything, the caller asks it (SL_SEG_PROBE).
+ * A flow past its handshake is placed by the client's ACK of the
+ * server's SYN. One picked up mid-stream (after a restart, an eviction,
+ * an idle timeout, or an RST the backend did not take) is never placed:
+ * the server's ACK says where the backend's stream is, not what the
+ * backend makes of the bytes there. Bytes that read as a head here may
+ * be inside a body or a head it is still reading, and what it reads as
+ * a request after them would reach it undecided. Once the server has
+ * said where it is (the caller asks it: SL_SEG_PROBE), both sides are
+ * reset, the backend's at that place; the client's next connection is
+ * read from its SYN.
  */
 static enum sl_seg_verdict
-place(struct seg_ctx *c, const struct sl_seg *s)
+place(struct seg_ctx *c)
 {
 	struct sl_flow *f = c->f;
-	uint32_t off;
 
 	if (f->nflags & SL_NF_SYNACK) {
 		/* the handshake completes with a valid ACK (checked) */
@@ -558,17 +537,11 @@ place(struct seg_ctx *c, const struct sl_seg *s)
 		c->t->st.probes++;
 		return SL_SEG_PROBE;
 	}
-	off = f->s_ack - s->seq;
-	if ((int32_t)off < 0 || off >= s->len ||
-	    !looks_like_request(s->payload + off, s->len - off)) {
-		c->t->st.norm[SL_NR_MIDSTREAM]++;
-		return SL_SEG_DROP;
-	}
+	c->t->st.midstream_reset++;
 	f->c_next = f->s_ack;
-	f->state = SL_FLOW_HEAD;
-	f->nflags |= SL_NF_PLACED;
-	sl_flow_set_estab(c->t, f);
-	return SL_SEG_FORWARD;
+	sl_flow_release_head(c->t, f);
+	f->state = SL_FLOW_ABSORB;
+	return SL_SEG_RESET;
 }
 
 static struct sl_flow *
@@ -645,7 +618,7 @@ stream(struct seg_ctx *c, const struct sl_seg *s)
 		return SL_SEG_DROP;
 	}
 	if (!(f->nflags & SL_NF_PLACED)) {
-		v = place(c, s);
+		v = place(c);
 		if (v != SL_SEG_FORWARD)
 			return v;
 	}
@@ -726,7 +699,7 @@ sl_flow_client_segment_of(struct sl_flow_table *t, struct sl_flow *f,
 		if ((c.f->nflags & (SL_NF_SYNACK | SL_NF_PLACED)) ==
 			    SL_NF_SYNACK &&
 		    sl_flow_seg_check(c.f, s) == SL_NR_NONE)
-			place(&c, s);
+			place(&c);
 		return SL_SEG_FORWARD;
 	}
 	if (t->p.track_only) {

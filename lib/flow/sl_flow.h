@@ -176,8 +176,9 @@ enum sl_seg_verdict {
 	/* a callback returned SL_REQ_KEEP: the segment was that head alone;
 	 * answer it, forward nothing, the connection goes on */
 	SL_SEG_KEPT,
-	/* request bytes after the server's FIN: it cannot answer them, nor
-	 * may it act on them; reset both sides, forward nothing */
+	/* request bytes after the server's FIN (it cannot answer them, nor
+	 * may it act on them), or bytes of a connection picked up
+	 * mid-stream: reset both sides, forward nothing */
 	SL_SEG_RESET,
 };
 
@@ -232,15 +233,16 @@ struct sl_flow_stats {
 	uint64_t ooo_dropped;
 	uint64_t retransmits;
 	uint64_t head_slot_exhausted;
-	uint64_t reassembled;    /* heads that spanned segments */
-	uint64_t rst_ignored;    /* RST not at the next sequence: state kept */
-	uint64_t syn_ignored;    /* SYN on an open connection: state kept */
-	uint64_t reopened;       /* begun anew by the backend's SYN-ACK */
-	uint64_t syn_data;       /* SYN payload, never taken as stream data */
-	uint64_t probes;         /* mid-stream pickups asked the server */
-	uint64_t head_timeouts;  /* incomplete heads past head_timeout */
-	uint64_t head_evictions; /* oldest incomplete head, pool full */
-	uint64_t upgrades;       /* upgrades the server accepted */
+	uint64_t reassembled;     /* heads that spanned segments */
+	uint64_t rst_ignored;     /* RST not at the next sequence: state kept */
+	uint64_t syn_ignored;     /* SYN on an open connection: state kept */
+	uint64_t reopened;        /* begun anew by the backend's SYN-ACK */
+	uint64_t syn_data;        /* SYN payload, never taken as stream data */
+	uint64_t probes;          /* mid-stream pickups asked the server */
+	uint64_t midstream_reset; /* and then reset, both sides */
+	uint64_t head_timeouts;   /* incomplete heads past head_timeout */
+	uint64_t head_evictions;  /* oldest incomplete head, pool full */
+	uint64_t upgrades;        /* upgrades the server accepted */
 	uint64_t upgrades_refused; /* answered otherwise: inspection goes on */
 	uint64_t responses;        /* server responses framed to their end */
 	/* connections whose responses could not be framed from some point

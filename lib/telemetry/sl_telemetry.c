@@ -194,6 +194,7 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "reopened", f->reopened);
 	U64(d, "syn_data", f->syn_data);
 	U64(d, "midstream_probes", f->probes);
+	U64(d, "midstream_reset", f->midstream_reset);
 	U64(d, "upgrades", f->upgrades);
 	U64(d, "upgrades_refused", f->upgrades_refused);
 	U64(d, "responses", f->responses);

@@ -216,13 +216,12 @@ def reopened(w, key):
     ends the backend's side only. The same 4-tuple opens again, its ISN
     far behind where sluice is, and sends a head: not a resent one, a
     new connection's first."""
-    for i, c in opened(w, 5):
+    for i, c in opened(w, 3):
         bad = head("/v1/search", key if i % 2 else "k-bad")
         seq = c.snd
         c.w.send(c.frame(same_len(bad, b"GET /o HTTP/1.1\r\nHost: api\r\n\r\n"), seq=seq,
                          dmac="02:00:00:00:00:99"))
         c.snd += len(bad)
-        c.pump(0.1)
         c.w.send(c.frame(flags="R", seq=seq, ack=0))
         time.sleep(0.05)
         if not _reconnect(c, seq - 200000):
@@ -235,14 +234,13 @@ def reopened_tunnel(w, key):
     """As reopened, the first connection a tunnel: after a 101, sluice
     reads nothing, so a connection the backend begins anew on its tuple
     must not be taken for the tunnel."""
-    for _, c in opened(w, 3, dport=8082):
+    for _, c in opened(w, 2, dport=8082):
         c.send(b"GET /ws HTTP/1.1\r\nHost: api\r\nConnection: Upgrade\r\n"
                b"Upgrade: websocket\r\n\r\n")
         c.pump(0.5, until=answered)
         seq = c.snd
         c.w.send(c.frame(b"x" * 40, seq=seq, dmac="02:00:00:00:00:99"))
         c.snd += 40
-        c.pump(0.1)
         c.w.send(c.frame(flags="R", seq=seq, ack=0))
         time.sleep(0.05)
         if not _reconnect(c, seq - 200000):
@@ -252,6 +250,33 @@ def reopened_tunnel(w, key):
         c.pump(0.5, until=answered)
         w.tunnel = getattr(w, "tunnel", []) + [int(x) for x in re.findall(
             rb"HTTP/1\.1 (\d{3}) ", c.got)]
+
+
+def picked_up_in_a_body(w, key):
+    """sluice made to forget a connection whose request body the backend
+    is still reading: a body segment the backend drops (a wrong MAC)
+    moves sluice on, and an RST at sluice's next sequence ends sluice's
+    flow while the backend, for which it is in its window but not at its
+    next sequence, keeps the connection. Then, where the backend stands
+    in the body: what looks like a head with a long body, and where the
+    backend's body ends, a head of its own."""
+    for i, c in opened(w, 2):
+        c.send(b"POST /o HTTP/1.1\r\nHost: api\r\nContent-Length: 1000\r\n\r\n")
+        c.send(b"b" * 200)
+        c.pump(0.2)
+        seq = c.snd
+        c.w.send(c.frame(b"b" * 100, seq=seq, dmac="02:00:00:00:00:99"))
+        c.w.send(c.frame(flags="R", seq=seq + 100, ack=0))
+        fake = b"GET /o HTTP/1.1\r\nHost: api\r\nContent-Length: 5000\r\n\r\n"
+        bad = head("/v1/search", key if i % 2 else "k-bad")
+        data = fake + b"f" * (800 - len(fake)) + bad
+        for _ in range(6):  # picked up: the first copies ask the server
+            c.send(data, seq=seq)
+            c.pump(0.3, until=lambda c: c.closed)
+            if c.closed:
+                break
+        c.snd = seq + len(data)
+        c.pump(0.5, until=answered)
 
 
 def urgent(w, key):
@@ -437,7 +462,7 @@ def legit_rst_close():
 
 CASES = {"rst": forged_rst, "syn": forged_syn, "urg": urgent, "vlan3": vlan3,
          "frag6": frag6, "syndata": syn_data, "upgrade": upgrade, "reopen": reopened,
-         "reopen-tunnel": reopened_tunnel}
+         "reopen-tunnel": reopened_tunnel, "pickup-body": picked_up_in_a_body}
 for _how in ("noack", "mac", "md5", "ackbeyond", "paws", "lsrr"):
     CASES["drop-" + _how] = (lambda h: lambda w, k: first_copy_dropped(w, k, h))(_how)
 
