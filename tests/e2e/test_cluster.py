@@ -142,11 +142,11 @@ def split_key(res, ports, c, d):
     late0 = late()
     n0 = sum(1 for t in (c, d) for r in t.backend_log() if r["path"].startswith("/v1/split"))
     procs = [subprocess.Popen(
-        ["ip", "netns", "exec", t.cns, "timeout", "40", "wrk", "-t1", "-c8", "-d8s",
+        ["ip", "netns", "exec", t.cns, "timeout", "40", "wrk", "-t1", "-c8", "-d6s",
          "-H", "X-API-Key: k-split", "http://%s/v1/split" % S4],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for t in (c, d)]
     outs = [p.communicate(timeout=60)[0] for p in procs]
-    secs = max([float(x) for o in outs for x in re.findall(r"requests in ([\d.]+)s", o)] or [8])
+    secs = max([float(x) for o in outs for x in re.findall(r"requests in ([\d.]+)s", o)] or [6])
     offered = sum(int(x) for o in outs for x in re.findall(r"(\d+) requests in", o))
     time.sleep(0.3)  # requests still in flight when wrk ended
     got = sorted(r["t"] for t in (c, d) for r in t.backend_log()
