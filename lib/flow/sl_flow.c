@@ -378,8 +378,9 @@ sl_flow_begin(struct sl_flow_table *t, struct sl_flow *f, uint32_t isn,
  * here; on an open one it changes nothing: the backend answers such a
  * SYN with a challenge ACK and keeps its state (RFC 5961 4), so must we
  * (unless the backend answers it with a SYN-ACK: sl_flow_server.c).
- * Its payload is never stream data: without server-side Fast Open the
- * backend acknowledges ISN + 1 only.
+ * Its payload is never stream data: the caller forwards the SYN without
+ * it (SL_SEG_PREFIX, nothing kept), so that the backend acknowledges
+ * ISN + 1 only, with Fast Open or without.
  */
 static struct sl_flow *
 on_syn(struct sl_flow_table *t, struct sl_flow *f, const struct sl_flow_key *k,
@@ -681,7 +682,11 @@ sl_flow_client_segment_of(struct sl_flow_table *t, struct sl_flow *f,
 	if (s->flags & SL_FL_SYN) {
 		c.f = on_syn(t, c.f, k, h, s, now);
 		sl_flow_touch(t, c.f, now);
-		return SL_SEG_FORWARD;
+		/* a backend with TCP Fast Open would act on its payload
+		 * before anything is decided: it goes without it, and the
+		 * client sends those bytes again after the handshake */
+		t->cut = 0;
+		return s->len > 0 ? SL_SEG_PREFIX : SL_SEG_FORWARD;
 	}
 	if (c.f == NULL) {
 		if (s->len == 0)

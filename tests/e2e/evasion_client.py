@@ -302,7 +302,9 @@ def frag6(w, key):
 
 
 def syn_data(w, key):
-    for i, c in opened(w, 5, syn_payload=head("/v1/ok", "k-ok", pad=1300)):
+    """A blocklisted head in the SYN: a backend with TCP Fast Open acts
+    on it as the stream's first bytes, before any other is sent."""
+    for i, c in opened(w, 5, syn_payload=head("/v1/search", "k-bad", pad=1300)):
         c.send(head("/v1/search", key if i % 2 else "k-bad"))
         c.pump(0.5, until=answered)
 

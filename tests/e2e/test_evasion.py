@@ -28,6 +28,7 @@ usage: test_evasion.py PATH/TO/sluice
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,24 @@ def rss_kb(s):
     return 0
 
 
+def fast_open(t):
+    """The most lenient backend takes a SYN's data as the stream's first
+    bytes (TCP Fast Open, no cookie asked): so does the server namespace's
+    kernel, for nginx's listeners (fastopen=64). Returns t."""
+    # TFO_SERVER_ENABLE | TFO_SERVER_COOKIE_NOT_REQD
+    subprocess.run(["ip", "netns", "exec", t.sns, "sysctl", "-qw",
+                    "net.ipv4.tcp_fastopen=514"], check=True)
+    return t
+
+
+def fast_open_taken(t):
+    """SYN payloads the server namespace's kernel took as stream data."""
+    out = subprocess.run(["ip", "netns", "exec", t.sns, "nstat", "-az",
+                          "TcpExtTCPFastOpenPassive"], capture_output=True, text=True).stdout
+    m = re.search(r"TcpExtTCPFastOpenPassive\s+(\d+)", out)
+    return int(m.group(1)) if m else -1
+
+
 def run_client(t, case, cmac, smac, timeout=120):
     r = t.client("/usr/bin/python3", CLIENT, case, cmac, smac, timeout=timeout)
     try:
@@ -105,6 +124,8 @@ def attacks(res, t, ng, cmac, smac):
                   (case, served))
     bad = [x for x in log if x[0] == "k-bad"]
     res.eq(bad, [], "the blocklisted key never reached nginx, whatever the trick")
+    res.eq(fast_open_taken(t), 0, "the backend's kernel, Fast Open on, never took a SYN's "
+           "payload into a stream (TcpExtTCPFastOpenPassive)")
     res.eq(r.get("tunnel"), [403] * 2, "a connection the backend began anew on a tunnel's "
            "4-tuple is read: its blocklisted upgrade refused, not tunnelled")
 
@@ -147,7 +168,8 @@ def main():
     res = sltest.Results("evasion")
     with tempfile.TemporaryDirectory() as tmp, \
             sltest.Topology(sys.argv[1], CONF, tmp) as t, \
-            sltest.Nginx(t, tmp, 8081, "$http_x_api_key $status $uri") as ng:
+            sltest.Nginx(fast_open(t), tmp, 8081, "$http_x_api_key $status $uri",
+                         listen=" fastopen=64") as ng:
         cmac, smac = mac(t.cns), mac(t.sns)
         # the attacker's addresses: the server reaches them, the client's
         # kernel does not hold them (so never resets what it did not open)

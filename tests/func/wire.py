@@ -207,7 +207,15 @@ class Wire:
 
     def handshake(self, conn, res, syn_payload=b""):
         syn = conn.c(syn_payload, flags="S", seq=conn.cisn, ack=0)
-        self.fwd(res, "c", syn, "%d: SYN" % conn.sport)
+        if syn_payload:
+            # it goes on without its payload: a backend with TCP Fast
+            # Open would act on it before anything is decided
+            oc, os_ = self.step("c", syn)
+            res.eq(([x.hex() for x in os_], oc),
+                   ([bytes(conn.c(flags="S", seq=conn.cisn, ack=0)).hex()], []),
+                   "%d: SYN, forwarded without its payload" % conn.sport)
+        else:
+            self.fwd(res, "c", syn, "%d: SYN" % conn.sport)
         self.fwd(res, "s", conn.s(flags="SA", seq=conn.sisn, ack=conn.cisn + 1),
                  "%d: SYN-ACK" % conn.sport)
         self.fwd(res, "c", conn.c(flags="A"), "%d: ACK" % conn.sport)

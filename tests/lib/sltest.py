@@ -477,8 +477,8 @@ http {
     uwsgi_temp_path %(tmp)s/uw;
     scgi_temp_path %(tmp)s/sc;
     server {
-        listen 198.18.0.2:%(port)d;
-        listen [2001:2::2]:%(port)d;
+        listen 198.18.0.2:%(port)d%(listen)s;
+        listen [2001:2::2]:%(port)d%(listen)s;
         location / { return 200 "ok\\n"; }
     }
 }
@@ -487,16 +487,18 @@ http {
 
 class Nginx:
     """nginx in the topology's server namespace on port, every request
-    logged in log_format to TMP/nginx-access.log (a test's oracle).
-    Stopped on exit, whatever happened."""
+    logged in log_format to TMP/nginx-access.log (a test's oracle), its
+    listen directives given listen (" fastopen=64"). Stopped on exit,
+    whatever happened."""
 
-    def __init__(self, t, tmp, port, log_format):
+    def __init__(self, t, tmp, port, log_format, listen=""):
         self.t, self.tmp, self.port = t, tmp, port
         self.conf = os.path.join(tmp, "nginx.conf")
         for d in ("cb", "px", "fc", "uw", "sc"):
             os.makedirs(os.path.join(tmp, d), exist_ok=True)
         with open(self.conf, "w") as f:
-            f.write(NGINX_CONF % {"tmp": tmp, "port": port, "log_format": log_format})
+            f.write(NGINX_CONF % {"tmp": tmp, "port": port, "log_format": log_format,
+                                  "listen": listen})
         self.proc = None
 
     def __enter__(self):

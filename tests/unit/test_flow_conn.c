@@ -239,7 +239,8 @@ rst_and_syn_on_open(void **state)
 	assert_non_null(sl_flow_lookup(t, &k));
 	assert_int_equal(
 		seg(t, &k, 123456, SYN, "GET /x HTTP/1.1\r\n\r\n", 19, &s),
-		SL_SEG_FORWARD);
+		SL_SEG_PREFIX);
+	assert_int_equal(sl_flow_cut(t), 0);
 	assert_int_equal(sl_flow_lookup(t, &k)->c_next, 1000 + l4);
 	assert_int_equal(sl_flow_stats(t)->rst_ignored, 2);
 	assert_int_equal(sl_flow_stats(t)->syn_ignored, 1);
