@@ -45,36 +45,34 @@ scripts/format.sh --check || { rc=1; fmt=1; }
 /usr/bin/python3 scripts/check-cycles.py || { rc=1; fmt=$((fmt + 1)); }
 # no include beyond the folder walls each meson.build declares
 /usr/bin/python3 scripts/check-deps.py || { rc=1; fmt=$((fmt + 1)); }
-build build --prefix=/usr --buildtype=release
-# the documents against the code: the config reference against the parser,
-# every YAML block through --check-config, the telemetry reference against
-# the commands, and no work-log label anywhere
-/usr/bin/python3 scripts/check-docs.py build/app/sluice/sluice || { rc=1; fmt=$((fmt + 1)); }
-# the sanitizer tree builds, and its unit tests (cmocka, no appliance)
-# run, at the lowest priority while the accuracy test runs: they take the
-# CPU the test's clients leave, and none of theirs
+# the optimised tree and the sanitizer tree, built side by side before
+# the accuracy test: built during it, at the lowest priority, the
+# sanitizer tree got the CPU the test's clients left, and the suites
+# waited a minute for it after the test
 build_asan() {
 	build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined \
 		-Db_lundef=false
 }
-early_asan() {
-	build_asan &&
-		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-			meson test -C build-asan --no-rebuild --suite unit --print-errorlogs
-}
-nice -n 19 bash -c "$(declare -f build build_asan early_asan); early_asan" \
+build build --prefix=/usr --buildtype=release &
+rel_pid=$!
+build_asan
+wait "$rel_pid"
+# the documents against the code: the config reference against the parser,
+# every YAML block through --check-config, the telemetry reference against
+# the commands, and no work-log label anywhere
+/usr/bin/python3 scripts/check-docs.py build/app/sluice/sluice || { rc=1; fmt=$((fmt + 1)); }
+# the sanitizer tree's unit tests (cmocka, no appliance) at the lowest
+# priority while the accuracy test runs: seconds of CPU, none of its
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+	nice -n 19 meson test -C build-asan --no-rebuild --suite unit --print-errorlogs \
 	>build-asan.log 2>&1 &
 asan_pid=$!
-# every suite runs once, below, under ASan and UBSan, but the one whose
-# figures are its speed's: accuracy, on the optimised build
-meson test -C build --print-errorlogs --no-rebuild --suite accuracy \
-	--logbase testlog-accuracy || rc=1
-# Meanwhile, beside the sanitizer suites: the ThreadSanitizer tree and the
-# race test, and the fuzzers. The builds at the lowest priority, the fuzzers
-# at idle priority (they run only on a CPU nothing else wants) and bounded
-# by inputs, not seconds, so that what they cover does not depend on what
-# the suites left them: on two CPUs the suites wait on clients and timers
-# a third of the time.
+# Beside the accuracy test and the sanitizer suites: the ThreadSanitizer
+# tree and the race test, and the fuzzers. The builds at the lowest
+# priority, the fuzzers at idle priority (they run only on a CPU nothing
+# else wants) and bounded by inputs, not seconds, so that what they cover
+# does not depend on what the suites left them: on two CPUs the suites
+# wait on clients and timers a third of the time.
 side() {
 	if [ ! -f build-tsan/build.ninja ]; then
 		meson setup build-tsan -Dbuildtype=debug -Db_sanitize=thread \
@@ -107,10 +105,13 @@ side() {
 }
 side >build-side.log 2>&1 &
 side_pid=$!
+# every suite runs once, below, under ASan and UBSan, but the one whose
+# figures are its speed's: accuracy, on the optimised build
+meson test -C build --print-errorlogs --no-rebuild --suite accuracy \
+	--logbase testlog-accuracy || rc=1
 early_rc=0
 wait "$asan_pid" || early_rc=1
 cat build-asan.log
-build_asan # (built already; a tree that failed to build stops here)
 [ "$early_rc" -eq 0 ] || rc=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # Beside the suites below, at the lowest priority: the tests that start no
