@@ -6,15 +6,16 @@ A hand-written TCP client in the client namespace (evasion_client.py)
 tries every way to make sluice decide on bytes the backend's stack reads
 differently: forged RST and SYN, a first copy the backend drops (six
 ways) resent as another head, the urgent pointer, a third VLAN tag, an
-IPv6 fragment header before options, SYN data, pipelining behind an
+IPv6 fragment header before options, SYN data (to a backend with TCP
+Fast Open, whose kernel must take none of it), pipelining behind an
 upgrade nginx refuses, a connection the backend ends and begins anew
 on its 4-tuple while sluice holds it (an RST behind sluice's sequence,
 then a SYN far behind it), plain and after a real 101, and one sluice
 forgets inside a request body the backend still reads (an RST at
 sluice's sequence, ahead of the backend's), then picks up mid-stream
-at a head of its own making. Each case has its own key under a 1/min rule and
-also sends a blocklisted key: nginx may serve a case's key on /v1/search
-at most once, and the blocklisted key never.
+at a head of its own making. Each case has its own key under a 1/min
+rule and also sends a blocklisted key: nginx may serve a case's key on
+/v1/search at most once, and the blocklisted key never.
 
 Then the legitimate twins with the kernel's own TCP: answers in order
 when an allowed and a blocked request share a segment, an honest slow
