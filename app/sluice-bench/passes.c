@@ -379,10 +379,20 @@ check_leased(const struct bench_env *e, int m, char *buf, size_t len)
 {
 	const struct sl_worker *w = e->w[m];
 
+	const struct sl_flow_stats *fs = sl_flow_stats(w->flows);
+
 	if (w->ctr.allowed == all_requests(e) && w->ctr.degraded == 0)
 		return NULL;
-	snprintf(buf, len, "leased pass: allowed %lu of %lu, %lu degraded",
-		 w->ctr.allowed, all_requests(e), w->ctr.degraded);
+	/* the rest says where the others went, should it fail again */
+	snprintf(buf, len,
+		 "leased pass: allowed %lu of %lu, %lu degraded (rejected %lu, "
+		 "invalid %lu, decided alone %lu, parked %lu, park dropped "
+		 "%lu, rx %lu, inspected %lu, ooo %lu, midstream %lu, "
+		 "evicted %lu)",
+		 w->ctr.allowed, all_requests(e), w->ctr.degraded,
+		 w->ctr.rejected, w->ctr.invalid, w->ctr.decided_alone,
+		 w->ctr.parked, w->ctr.park_dropped, w->ctr.rx,
+		 w->ctr.inspected, fs->ooo_dropped, fs->midstream, fs->evicted);
 	return buf;
 }
 
