@@ -378,7 +378,6 @@ static const char *
 check_leased(const struct bench_env *e, int m, char *buf, size_t len)
 {
 	const struct sl_worker *w = e->w[m];
-
 	const struct sl_flow_stats *fs = sl_flow_stats(w->flows);
 
 	if (w->ctr.allowed == all_requests(e) && w->ctr.degraded == 0)

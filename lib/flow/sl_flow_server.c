@@ -55,6 +55,27 @@ server_synack(struct sl_flow *f, const struct sl_seg *s)
 		f->nflags |= SL_NF_TS;
 }
 
+static void
+server_syn(struct sl_flow_table *t, struct sl_flow *f, const struct sl_seg *s)
+{
+	if (sl_flow_server_reopens(f, s)) {
+		/*
+		 * The backend answered a SYN we let by as changing nothing
+		 * (on_syn) with a new connection's handshake: it no longer
+		 * holds the one we do. An RST we could not take ended it (at
+		 * its next sequence, behind ours on bytes it dropped), or it
+		 * timed it out. What follows is read as a new connection's
+		 * from where the backend stands, or bytes it takes as that
+		 * connection's first would pass as the old one's: resent,
+		 * or a tunnel's.
+		 */
+		sl_flow_begin(t, f, s->ack - 1, s->has_ts, s->tsecr, 0);
+		t->st.reopened++;
+	}
+	if (s->flags & SL_FL_ACK)
+		server_synack(f, s);
+}
+
 /*
  * The server's new bytes, in order, framed into responses. Bytes before
  * its stream start was seen, or after a gap (a FIN's too: it would move
@@ -126,22 +147,8 @@ sl_flow_server_segment_of(struct sl_flow_table *t, struct sl_flow *f,
 		return;
 	}
 	sl_flow_touch(t, f, now);
-	if (sl_flow_server_reopens(f, s)) {
-		/*
-		 * The backend answered a SYN we let by as changing nothing
-		 * (on_syn) with a new connection's handshake: it no longer
-		 * holds the one we do. An RST we could not take ended it (at
-		 * its next sequence, behind ours on bytes it dropped), or it
-		 * timed it out. What follows is read as a new connection's
-		 * from where the backend stands, or bytes it takes as that
-		 * connection's first would pass as the old one's: resent,
-		 * or a tunnel's.
-		 */
-		sl_flow_begin(t, f, s->ack - 1, s->has_ts, s->tsecr, 0);
-		t->st.reopened++;
-	}
-	if ((s->flags & (SL_FL_SYN | SL_FL_ACK)) == (SL_FL_SYN | SL_FL_ACK))
-		server_synack(f, s);
+	if (s->flags & SL_FL_SYN)
+		server_syn(t, f, s);
 	responses(t, f, s, mk);
 	end = s->seq + s->len + ((s->flags & (SL_FL_SYN | SL_FL_FIN)) ? 1 : 0);
 	if (!f->s_seen || (int32_t)(end - f->s_next) > 0)

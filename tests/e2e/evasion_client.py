@@ -21,6 +21,7 @@ from scapy.all import IP, TCP, Ether, Dot1Q, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdr
 S4, S6 = "198.18.0.2", "2001:2::2"
 PORT = 8081
 A4, A6 = "198.18.0.50", "2001:2::50"  # not the kernel's: the test's own
+LOST_MAC = "02:00:00:00:00:99"  # no one's: the backend's stack drops the frame
 ETH_P_ALL = 0x0003
 
 
@@ -30,6 +31,7 @@ class Wire:
         self.s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         self.s.bind(("eth0", 0))
         self.s.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)  # SO_RCVBUFFORCE
+        self.tunnel = []  # statuses reopened_tunnel's connections got
 
     def send(self, frame):
         self.s.send(bytes(frame))
@@ -188,7 +190,7 @@ def first_copy_dropped(w, key, how):
         if how == "noack":
             kw = {"flags": "P"}
         elif how == "mac":
-            kw = {"dmac": "02:00:00:00:00:99"}
+            kw = {"dmac": LOST_MAC}
         elif how == "md5":
             kw = {"opts": [(19, b"\x11" * 16)]}
         elif how == "ackbeyond":
@@ -204,30 +206,30 @@ def first_copy_dropped(w, key, how):
         c.pump(0.5, until=answered)
 
 
-def _reconnect(c, isn):
-    """The same 4-tuple's handshake again, from isn."""
+def reopen_and_send(c, dropped, first):
+    """The backend made to end a connection sluice still holds: bytes it
+    drops (a wrong MAC) move sluice on, an RST where the backend stands
+    ends the backend's side only. The same 4-tuple opens again, its ISN
+    far behind where sluice is, and sends first: not resent bytes, a new
+    connection's first. False where the handshake got no answer."""
+    seq = c.snd
+    c.w.send(c.frame(dropped, seq=seq, dmac=LOST_MAC))
+    c.w.send(c.frame(flags="R", seq=seq, ack=0))
+    time.sleep(0.05)
+    isn = seq - 200000
     c.isn, c.snd, c.rcv, c.got, c.closed = isn & 0xffffffff, (isn + 1) & 0xffffffff, 0, b"", False
-    return c.connect()
+    if not c.connect():
+        return False
+    c.send(first)
+    c.pump(0.5, until=answered)
+    return True
 
 
 def reopened(w, key):
-    """The backend made to end a connection sluice still holds: a head it
-    drops (a wrong MAC) moves sluice on, an RST where the backend stands
-    ends the backend's side only. The same 4-tuple opens again, its ISN
-    far behind where sluice is, and sends a head: not a resent one, a
-    new connection's first."""
+    """A head the backend drops, then a head of a new connection on it."""
     for i, c in opened(w, 3):
         bad = head("/v1/search", key if i % 2 else "k-bad")
-        seq = c.snd
-        c.w.send(c.frame(same_len(bad, b"GET /o HTTP/1.1\r\nHost: api\r\n\r\n"), seq=seq,
-                         dmac="02:00:00:00:00:99"))
-        c.snd += len(bad)
-        c.w.send(c.frame(flags="R", seq=seq, ack=0))
-        time.sleep(0.05)
-        if not _reconnect(c, seq - 200000):
-            continue
-        c.send(bad)
-        c.pump(0.5, until=answered)
+        reopen_and_send(c, same_len(bad, b"GET /o HTTP/1.1\r\nHost: api\r\n\r\n"), bad)
 
 
 def reopened_tunnel(w, key):
@@ -238,18 +240,10 @@ def reopened_tunnel(w, key):
         c.send(b"GET /ws HTTP/1.1\r\nHost: api\r\nConnection: Upgrade\r\n"
                b"Upgrade: websocket\r\n\r\n")
         c.pump(0.5, until=answered)
-        seq = c.snd
-        c.w.send(c.frame(b"x" * 40, seq=seq, dmac="02:00:00:00:00:99"))
-        c.snd += 40
-        c.w.send(c.frame(flags="R", seq=seq, ack=0))
-        time.sleep(0.05)
-        if not _reconnect(c, seq - 200000):
-            continue
-        c.send(b"GET /ws HTTP/1.1\r\nHost: api\r\nX-API-Key: k-bad\r\n"
-               b"Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
-        c.pump(0.5, until=answered)
-        w.tunnel = getattr(w, "tunnel", []) + [int(x) for x in re.findall(
-            rb"HTTP/1\.1 (\d{3}) ", c.got)]
+        if reopen_and_send(c, b"x" * 40, b"GET /ws HTTP/1.1\r\nHost: api\r\n"
+                           b"X-API-Key: k-bad\r\nConnection: Upgrade\r\n"
+                           b"Upgrade: websocket\r\n\r\n"):
+            w.tunnel += [int(x) for x in re.findall(rb"HTTP/1\.1 (\d{3}) ", c.got)]
 
 
 def picked_up_in_a_body(w, key):
@@ -265,7 +259,7 @@ def picked_up_in_a_body(w, key):
         c.send(b"b" * 200)
         c.pump(0.2)
         seq = c.snd
-        c.w.send(c.frame(b"b" * 100, seq=seq, dmac="02:00:00:00:00:99"))
+        c.w.send(c.frame(b"b" * 100, seq=seq, dmac=LOST_MAC))
         c.w.send(c.frame(flags="R", seq=seq + 100, ack=0))
         fake = b"GET /o HTTP/1.1\r\nHost: api\r\nContent-Length: 5000\r\n\r\n"
         bad = head("/v1/search", key if i % 2 else "k-bad")
@@ -488,7 +482,7 @@ def main():
     else:  # attacks, one after another: "rst,syn,..."
         for c in case.split(","):
             CASES[c](w, "k-" + c)
-        out["tunnel"] = getattr(w, "tunnel", [])
+        out["tunnel"] = w.tunnel
     print(json.dumps(out), flush=True)
 
 
