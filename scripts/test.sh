@@ -67,18 +67,13 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 	nice -n 19 meson test -C build-asan --no-rebuild --suite unit --print-errorlogs \
 	>build-asan.log 2>&1 &
 asan_pid=$!
-# every suite runs once, below, under ASan and UBSan, but the one whose
-# figures are its speed's: accuracy, on the optimised build
-meson test -C build --print-errorlogs --no-rebuild --suite accuracy \
-	--logbase testlog-accuracy || rc=1
-# Then, beside the sanitizer suites: the ThreadSanitizer tree and the
-# race test, and the fuzzers (started with the accuracy test, their
-# builds took from it the CPU its timing needs: a Redis outage's owed
-# units once went uncounted). The builds at the lowest priority, the
-# fuzzers at idle priority (they run only on a CPU nothing else wants)
-# and bounded by inputs, not seconds, so that what they cover does not
-# depend on what the suites left them: on two CPUs the suites wait on
-# clients and timers a third of the time.
+# Beside the accuracy test and the sanitizer suites: the ThreadSanitizer
+# tree and the race test, and the fuzzers. The builds at the lowest
+# priority, the fuzzers at idle priority (they run only on a CPU nothing
+# else wants) and bounded by inputs, not seconds, so that what they cover
+# does not depend on what the suites left them: on two CPUs the suites
+# wait on clients and timers a third of the time. Started after the
+# accuracy test instead, they slowed the serial suites by 40 s.
 side() {
 	if [ ! -f build-tsan/build.ninja ]; then
 		meson setup build-tsan -Dbuildtype=debug -Db_sanitize=thread \
@@ -111,6 +106,10 @@ side() {
 }
 side >build-side.log 2>&1 &
 side_pid=$!
+# every suite runs once, below, under ASan and UBSan, but the one whose
+# figures are its speed's: accuracy, on the optimised build
+meson test -C build --print-errorlogs --no-rebuild --suite accuracy \
+	--logbase testlog-accuracy || rc=1
 early_rc=0
 wait "$asan_pid" || early_rc=1
 cat build-asan.log
