@@ -17,6 +17,7 @@ PKGS=(
 	prometheus # promtool checks and unit-tests the alert rules (the server is not run)
 	python3-matplotlib # scripts/charts.py: BENCHMARKS.md's charts
 	python3-urllib3 # e2e/client: a standard retrying client obeys Retry-After
+	python3-h2 # e2e/evasion: a backend that takes the upgrade to h2c
 )
 
 missing=()

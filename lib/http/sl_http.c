@@ -365,6 +365,59 @@ conn_elem(struct pstate *s, struct sl_str c)
 	return 0;
 }
 
+/* "/version" after websocket: a token. */
+static int
+websocket_version(const char *p, uint32_t n)
+{
+	uint32_t i;
+
+	if (n < 2 || p[0] != '/')
+		return 0;
+	for (i = 1; i < n; i++)
+		if (!tchar[(uint8_t)p[i]])
+			return 0;
+	return 1;
+}
+
+/*
+ * Upgrade (RFC 9110 7.8) may name only websocket, with or without a
+ * version: a tunnel of messages, decided as a whole by its request.
+ * After a 101 to h2c the backend reads HTTP/2 requests sluice cannot
+ * decide, one upgrade opening unlimited streams (curl --http2 does it
+ * on its own); to TLS/1.x, requests sluice cannot see. Refused whether
+ * Connection names upgrade or not, and on the whole value, not the
+ * comma list with parameters cut that other fields are read as: a
+ * backend that finds "h2c" anywhere in it must find nothing to take.
+ */
+static int
+on_upgrade(struct pstate *s, struct sl_str v)
+{
+	uint32_t i = 0;
+
+	s->upgrade_hdr = 1;
+	while (i < v.len) {
+		uint32_t b;
+
+		while (i < v.len &&
+		       (v.p[i] == ' ' || v.p[i] == '\t' || v.p[i] == ','))
+			i++;
+		if (i == v.len)
+			break;
+		b = i;
+		while (i < v.len && v.p[i] != ',' && v.p[i] != ' ' &&
+		       v.p[i] != '\t')
+			i++;
+		if (i - b < 9 || !ieq(v.p + b, "websocket", 9) ||
+		    (i - b > 9 && !websocket_version(v.p + b + 9, i - b - 9)))
+			return fail(s, SL_HTTP_E_UPGRADE);
+		while (i < v.len && (v.p[i] == ' ' || v.p[i] == '\t'))
+			i++;
+		if (i < v.len && v.p[i] != ',')
+			return fail(s, SL_HTTP_E_UPGRADE);
+	}
+	return 0;
+}
+
 static int
 on_authorization(struct pstate *s, struct sl_str v)
 {
@@ -428,7 +481,7 @@ on_header(struct pstate *s, struct sl_str n, struct sl_str v)
 		break;
 	case 7:
 		if (ieq(n.p, "upgrade", 7))
-			s->upgrade_hdr = 1;
+			return on_upgrade(s, v);
 		break;
 	case 10:
 		if (ieq(n.p, "connection", 10))
@@ -618,6 +671,7 @@ sl_http_err_name(enum sl_http_err e)
 		[SL_HTTP_E_HTTP09] = "http09",
 		[SL_HTTP_E_FORWARDED] = "forwarded_unreadable",
 		[SL_HTTP_E_CLIENT_ADDR] = "client_address",
+		[SL_HTTP_E_UPGRADE] = "upgrade_protocol",
 	};
 	return (unsigned)e < SL_HTTP_E__COUNT ? names[e] : "unknown";
 }

@@ -60,6 +60,9 @@ enum sl_http_err {
 	 * never keyed on the proxy in its place */
 	SL_HTTP_E_FORWARDED,
 	SL_HTTP_E_CLIENT_ADDR, /* the client address is unspecified (::) */
+	/* Upgrade names a protocol other than websocket: after a 101 the
+	 * backend would read requests (h2c) or a layer (TLS) sluice cannot */
+	SL_HTTP_E_UPGRADE,
 	SL_HTTP_E__COUNT
 };
 

@@ -15,7 +15,10 @@ forgets inside a request body the backend still reads (an RST at
 sluice's sequence, ahead of the backend's), then picks up mid-stream
 at a head of its own making. Each case has its own key under a 1/min
 rule and also sends a blocklisted key: nginx may serve a case's key on
-/v1/search at most once, and the blocklisted key never.
+/v1/search at most once, and the blocklisted key never. And curl --http2
+against a backend that takes the upgrade to h2c (h2c_server.py): after
+its 101 every request would be an HTTP/2 stream sluice cannot read, so
+the upgrade is refused and the backend serves none.
 
 Then the legitimate twins with the kernel's own TCP: answers in order
 when an allowed and a blocked request share a segment, an honest slow
@@ -41,6 +44,8 @@ import sltest  # noqa: E402
 
 CONF = os.path.join(HERE, "evasion.yaml")
 CLIENT = os.path.join(HERE, "evasion_client.py")
+H2C = os.path.join(HERE, "h2c_server.py")
+H2C_PORT = 8083
 # A server that switches protocols: 101, then echoes what comes.
 UPGRADER = r"""
 import socket, threading
@@ -131,6 +136,27 @@ def attacks(res, t, ng, cmac, smac):
            "4-tuple is read: its blocklisted upgrade refused, not tunnelled")
 
 
+def h2c(res, t, log):
+    """curl --http2 on http:// asks for h2c on its first request and
+    sends every later URL as a stream of the upgraded connection."""
+    url = "http://198.18.0.2:%d/v1/search" % H2C_PORT
+    out = t.client("curl", "-s", "--max-time", "10", "--http2", "-H", "X-API-Key: k-h2c",
+                   "-w", "%{http_code}\n", *sum((["-o", "/dev/null", url] for _ in range(4)), []))
+    codes = out.stdout.split()
+    code, _, body = t.curl("--http2", "-H", "X-API-Key: k-h2c", url)
+    plain = [t.curl("-H", "X-API-Key: k-h1", url)[0] for _ in range(2)]
+    time.sleep(0.3)
+    with open(log) as f:
+        served = [ln.split() for ln in f]
+    res.eq((codes, code, json.loads(body or "{}").get("reason")),
+           (["400"] * 4, 400, "upgrade_protocol"),
+           "curl --http2 to a backend that takes h2c: each upgrade refused (400 "
+           "upgrade_protocol), not tunnelled")
+    res.eq([k for k, _, _ in served if k == "k-h2c"], [],
+           "the h2c backend served none of the upgrading client's requests (%s)" % served)
+    res.eq(plain, [200, 429], "the same backend over HTTP/1.1: served, then limited")
+
+
 def twins(res, t, cmac, smac, s):
     r = run_client(t, "legit-pipelined", cmac, smac)
     res.eq(r.get("statuses"), [200, 403],
@@ -179,9 +205,15 @@ def main():
                             "dev", "eth0", "nud", "permanent"], check=True)
         up = subprocess.Popen(["ip", "netns", "exec", t.sns, "/usr/bin/python3", "-c", UPGRADER],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        h2log = os.path.join(tmp, "h2c.log")
+        h2s = subprocess.Popen(["ip", "netns", "exec", t.sns, "/usr/bin/python3", H2C,
+                                "198.18.0.2", str(H2C_PORT), h2log],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             up.stdout.readline()
+            h2s.stdout.readline()
             attacks(res, t, ng, cmac, smac)
+            h2c(res, t, h2log)
             twins(res, t, cmac, smac, t.sluice)
             st = t.sluice.stats()
             print("  normalizer_drops: %s" % st["normalizer_drops"])
@@ -195,8 +227,9 @@ def main():
             res.check(st["midstream_reset"] >= 2, "connections picked up mid-body reset, not "
                       "read (midstream_reset %d of 2)" % st["midstream_reset"])
         finally:
-            up.kill()
-            up.wait()
+            for p in (up, h2s):
+                p.kill()
+                p.wait()
     return res.finish()
 
 

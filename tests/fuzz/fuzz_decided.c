@@ -10,10 +10,13 @@
  * ("\n\n" or "\n\r\n"). The property: every request that server acts on
  * was decided first (an event for a head that starts where the server's
  * request starts), and the stream leaves HTTP only after the server
- * answered the upgrade request itself with a 101. The model server
+ * answered the upgrade request itself with a 101, never to h2c: the
+ * model server reads an Upgrade field naming h2c anywhere in its value
+ * as a request for HTTP/2, whose streams sluice could not decide. It
  * answers requests in order, some of them with a body whose second
  * segment begins with a 101 status line.
  */
+#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +120,45 @@ acts_at(const uint8_t *p, uint32_t n)
 	return -1;
 }
 
+static int
+ieq_at(const uint8_t *p, uint32_t n, const char *lit)
+{
+	uint32_t i, k = (uint32_t)strlen(lit);
+
+	if (n < k)
+		return 0;
+	for (i = 0; i < k; i++)
+		if (tolower(p[i]) != lit[i])
+			return 0;
+	return 1;
+}
+
+/* Whether a head asks, as the most lenient server reads it, for h2c: a
+ * line "upgrade", blanks, ':', and "h2c" anywhere after. */
+static int
+asks_h2c(const uint8_t *p, uint32_t n)
+{
+	uint32_t i = 0, j;
+
+	while (i < n) {
+		uint32_t end = i;
+
+		while (end < n && p[end] != '\n')
+			end++;
+		if (ieq_at(p + i, end - i, "upgrade")) {
+			for (j = i + 7;
+			     j < end && (p[j] == ' ' || p[j] == '\t');)
+				j++;
+			if (j < end && p[j] == ':')
+				for (; j < end; j++)
+					if (ieq_at(p + j, end - j, "h2c"))
+						return 1;
+		}
+		i = end + 1;
+	}
+	return 0;
+}
+
 /* The server reads what it got: bodies skipped as decided, heads acted
  * on only where decided. */
 static void
@@ -158,6 +200,8 @@ server_reads(void)
 				return;
 			if (r->refused)
 				broken("a refused head");
+			if (asks_h2c(srv + srv_pos, r->head_len))
+				broken("an upgrade to h2c");
 			srv_rec++;
 			srv_pos += r->head_len;
 			in_body = r->cl > 0 || r->chunked;

@@ -199,6 +199,69 @@ strictness(void **state)
 }
 
 /* The classic request smuggling shapes (Linhart et al., Kettle). */
+/*
+ * Upgrade names websocket or nothing: after a 101 to h2c the backend
+ * reads HTTP/2 requests, after one to TLS requests sluice cannot see.
+ */
+static void
+upgrade_protocols(void **state)
+{
+	static const struct bad_case cases[] = {
+		/* curl --http2 on an http:// URL */
+		{"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, "
+		 "HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: "
+		 "AAMAAABkAAQAAP__\r\n\r\n",
+		 SL_HTTP_E_UPGRADE},
+		/* without the Connection option a lenient backend may still
+		 * take it */
+		{"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: H2C\r\n\r\n",
+		 SL_HTTP_E_UPGRADE},
+		{"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: TLS/1.2\r\n\r\n",
+		 SL_HTTP_E_UPGRADE},
+		/* one protocol of several, in a second field */
+		{"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n"
+		 "Upgrade: h2c\r\n\r\n",
+		 SL_HTTP_E_UPGRADE},
+		{"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket, "
+		 "h2c\r\n\r\n",
+		 SL_HTTP_E_UPGRADE},
+		/* spellings a field list would cut back to websocket */
+		{"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket;h2c\r\n\r\n",
+		 SL_HTTP_E_UPGRADE},
+		{"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket h2c\r\n\r\n",
+		 SL_HTTP_E_UPGRADE},
+		{"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocketh2c\r\n\r\n",
+		 SL_HTTP_E_UPGRADE},
+		{"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket/\r\n\r\n",
+		 SL_HTTP_E_UPGRADE},
+		{"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket/1/h2c"
+		 "\r\n\r\n",
+		 SL_HTTP_E_UPGRADE},
+		{"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: web\r\n\r\n",
+		 SL_HTTP_E_UPGRADE},
+	};
+	static const char *const good[] = {
+		"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+		"Upgrade: WebSocket\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+		"Upgrade: websocket/13 , websocket\r\n\r\n",
+		/* an empty field asks for nothing */
+		"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: \r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nUpgrade-Insecure-Requests: 1"
+		"\r\n\r\n",
+	};
+	struct sl_http_req r;
+	size_t i;
+
+	(void)state;
+	expect_errors(cases, sizeof(cases) / sizeof(cases[0]));
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_int_equal(parse_str(good[i], &r), (int)strlen(good[i]));
+	assert_true(r.upgrade == 0);
+	assert_int_equal(parse_str(good[0], &r), (int)strlen(good[0]));
+	assert_true(r.upgrade);
+}
+
 static void
 smuggling_shapes(void **state)
 {
@@ -731,6 +794,7 @@ main(void)
 		cmocka_unit_test(injected_bytes_are_errors),
 		cmocka_unit_test(strictness),
 		cmocka_unit_test(smuggling_shapes),
+		cmocka_unit_test(upgrade_protocols),
 		cmocka_unit_test(accepted_forms),
 		cmocka_unit_test(value_bytes_at_every_position),
 		cmocka_unit_test(pipelined),

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""A backend that takes HTTP/1.1's upgrade to h2c (RFC 7540 3.2), on the
+h2 library: after its 101 it reads HTTP/2 streams on the same
+connection, each a request. Prints "up" once listening, and writes one
+line to LOG per request it served: "KEY PATH h1|h2".
+
+usage: h2c_server.py ADDRESS PORT LOG
+"""
+
+import socket
+import sys
+import threading
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.exceptions
+
+LOCK = threading.Lock()
+LOG = open(sys.argv[3], "a", buffering=1)
+
+
+def said(key, path, proto):
+    with LOCK:
+        LOG.write("%s %s %s\n" % (key, path, proto))
+
+
+def fields(head):
+    lines = head.split(b"\r\n")
+    out = {}
+    for ln in lines[1:]:
+        if b":" in ln:
+            n, v = ln.split(b":", 1)
+            out[n.strip().lower()] = v.strip()
+    return lines[0].split(b" ")[1].decode(), out
+
+
+def h2_reply(conn, sid):
+    body = b"h2c ok\n"
+    conn.send_headers(sid, [(":status", "200"), ("content-length", str(len(body)))])
+    conn.send_data(sid, body, end_stream=True)
+
+
+def serve_h2(c, path, hdrs, rest):
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+    conn.initiate_upgrade_connection(hdrs.get(b"http2-settings", b""))
+    # stream 1 is the upgraded request itself
+    said(hdrs.get(b"x-api-key", b"-").decode(), path, "h1")
+    h2_reply(conn, 1)
+    c.sendall(conn.data_to_send())
+    data = rest
+    while True:
+        if data:
+            for ev in conn.receive_data(data):
+                if isinstance(ev, h2.events.RequestReceived):
+                    h = {k.decode() if isinstance(k, bytes) else k:
+                         v.decode() if isinstance(v, bytes) else v for k, v in ev.headers}
+                    said(h.get("x-api-key", "-"), h.get(":path", "-"), "h2")
+                    h2_reply(conn, ev.stream_id)
+            c.sendall(conn.data_to_send())
+        data = c.recv(65536)
+        if not data:
+            return
+
+
+def serve(c):
+    c.settimeout(10)
+    d = b""
+    try:
+        while b"\r\n\r\n" not in d:
+            x = c.recv(4096)
+            if not x:
+                return
+            d += x
+        head, rest = d.split(b"\r\n\r\n", 1)
+        path, hdrs = fields(head)
+        if b"h2c" in hdrs.get(b"upgrade", b"").lower():
+            c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+                      b"Upgrade: h2c\r\n\r\n")
+            serve_h2(c, path, hdrs, rest)
+            return
+        said(hdrs.get(b"x-api-key", b"-").decode(), path, "h1")
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nh1 ok\n")
+    except (OSError, h2.exceptions.ProtocolError):
+        pass
+    finally:
+        c.close()
+
+
+def main():
+    s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((sys.argv[1], int(sys.argv[2])))
+    s.listen(16)
+    print("up", flush=True)
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()
