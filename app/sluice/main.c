@@ -286,6 +286,11 @@ keep_state(struct sl_app *app)
 		       "state_dir %s: cannot keep the buckets there (%s): "
 		       "in memory only, a restart starts them full",
 		       dir, strerror(-rc));
+	else if (app->coord->carried != UINT32_MAX)
+		SL_LOG(INFO,
+		       "state_dir %s: %u buckets carried over from a table of "
+		       "%u (buckets_per_worker changed)",
+		       dir, app->coord->carried, app->coord->carried_from);
 	else
 		SL_LOG(INFO, "state_dir %s: buckets %s", dir,
 		       app->coord->file.found

@@ -388,6 +388,30 @@ sl_bucket_sweep(struct sl_bucket_table *t, uint64_t now, uint32_t budget,
 	return n;
 }
 
+uint32_t
+sl_bucket_copy(struct sl_bucket_table *dst, struct sl_bucket_table *src,
+	       uint64_t now)
+{
+	uint32_t i, n = 0;
+
+	if (dst->stride != src->stride)
+		return 0;
+	for (i = 0; i < src->tab.capacity; i++) {
+		const struct entry *e = &src->ents[i];
+		struct sl_bucket_key k = {e->k1, e->k2};
+		struct sl_limit_state *s;
+
+		if (!e->in_use || e->full_at <= now)
+			continue; /* absent reads as full: nothing to carry */
+		sl_bucket_begin(dst);
+		s = sl_bucket_get(dst, &k, now);
+		memcpy(s, state_of(src, i), dst->stride);
+		sl_bucket_touch(dst, s, e->full_at);
+		n++;
+	}
+	return n;
+}
+
 const struct sl_bucket_stats *
 sl_bucket_stats(const struct sl_bucket_table *t)
 {

@@ -194,6 +194,16 @@ uint32_t sl_bucket_sweep(struct sl_bucket_table *t, uint64_t now_ns,
 				    void *value),
 			 void *arg);
 
+/*
+ * Every bucket of src that is not yet full again at now, put in dst (a
+ * table of the same kind, any capacity) with its state and the time it
+ * is full: a table resized keeps what it knew. Where dst is too small,
+ * its own eviction drops the ones closest to full. Returns how many were
+ * carried.
+ */
+uint32_t sl_bucket_copy(struct sl_bucket_table *dst,
+			struct sl_bucket_table *src, uint64_t now_ns);
+
 const struct sl_bucket_stats *sl_bucket_stats(const struct sl_bucket_table *t);
 uint64_t sl_bucket_table_bytes(const struct sl_bucket_table *t);
 

@@ -14,9 +14,12 @@ On the two-namespace topology, a key limited to 2/min (burst 2):
 - the rule's burst raised to 5 in the file while sluice is down: started
   on the new file, the drained key is granted nothing at once (the
   rule-edit rules, as a reload);
+- buckets_per_worker doubled while it is down: the buckets are carried
+  into the larger table, the drained key still refused;
 - with a Redis store that is down: a key admitted from the node's share
   (fail_open), sluice killed and started again while Redis stays down:
-  what the node owes Redis is still owed, and charged once Redis is back
+  what the node owes Redis is still owed (across buckets_per_worker
+  halved), and charged once Redis is back
   (the key's next requests refused where the charge used its limit up);
 - fail-to-wire: sluice stopped and `sluice-bypass on` over its two
   interfaces: every request passes, limited or not; `off` and sluice
@@ -41,7 +44,7 @@ S4 = "198.18.0.2"
 BYPASS = os.path.join(sltest.ROOT, "tools", "sluice-bypass")
 CONF = """version: 1
 dataplane: {idle_sleep_us: 100, service_ports: [80], flows_per_worker: 1024,
-            buckets_per_worker: 1024, head_buffers_per_worker: 64, mbufs: 4095%(state)s}
+            buckets_per_worker: %(buckets)d, head_buffers_per_worker: 64, mbufs: 4095%(state)s}
 identity: {api_key_header: X-API-Key}
 rules:
   - {name: slow, scope: key, match: {path_prefix: /slow}, limit: 2/min, burst: %(burst)d}
@@ -50,13 +53,13 @@ rules:
 %(store)s"""
 
 
-def write(path, state_dir, burst=2, redis=None):
+def write(path, state_dir, burst=2, redis=None, buckets=1024):
     store = ("store: {redis: {endpoints: [\"127.0.0.1:%d\"], timeout_ms: 20, "
              "probe_interval_ms: 200}, "
              "expected_appliances: 1}\n" % redis) if redis else ""
     with open(path, "w") as f:
         f.write(CONF % {"state": (", state_dir: " + state_dir) if state_dir else "",
-                        "burst": burst, "store": store})
+                        "burst": burst, "store": store, "buckets": buckets})
 
 
 def codes(topo, key, path, n):
@@ -106,6 +109,8 @@ def owed(res, t, conf, state, tmp):
     t.restart()
     got = codes(t, "k-o", "/owed", 2)
     before = store(t)
+    # and started on a smaller table: the debts are carried with it
+    write(conf, state, burst=5, redis=port, buckets=512)
     t.restart(kill=True)
     wait(lambda: store(t).get("owed_keys", 0) >= 1, 3)  # (counted by its polls)
     after = store(t)
@@ -122,7 +127,8 @@ def owed(res, t, conf, state, tmp):
     res.check(got == [200, 200] and before.get("owed_units", 0) >= 2 and
               after.get("owed_keys", 0) >= 1,
               "Redis down: 2 admitted from the node's share and owed; after SIGKILL and a "
-              "start, still owed (%s; owed units %s before, keys %s after)"
+              "start with buckets_per_worker halved, still owed (%s; owed units %s before, "
+              "keys %s after)"
               % (got, before.get("owed_units"), after.get("owed_keys")))
     res.check(ok and back.count(200) == 2 and back[-1] == 429,
               "Redis back: the 2 charged to it, the key's 4/min leaves 2 (%s, charged %s)"
@@ -176,7 +182,18 @@ def main():
             res.eq(codes(t, "k-a", "/slow", 1), [429],
                    "the burst raised to 5 while it was down: the drained key granted "
                    "nothing at once")
+            # the table's size changed while it was down: its buckets
+            # are carried into the new one, not started afresh
+            write(conf, state, burst=5, buckets=2048)
+            t.restart()
+            res.eq(codes(t, "k-a", "/slow", 1), [429],
+                   "buckets_per_worker doubled while it was down: the drained key still "
+                   "refused")
+            resized = t.sluice
             owed(res, t, conf, state, tmp)
+            m = re.search(r"(\d+) buckets carried over from a table of 2048", resized.out)
+            res.check(m is not None and int(m.group(1)) >= 1,
+                      "it said what it carried over (%s)" % (m and m.group(0)))
             write(conf, state, burst=5)
             wire(res, t)
             write(conf, None, burst=5)

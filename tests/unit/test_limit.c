@@ -353,6 +353,58 @@ bucket_arena_kept(void **state)
 	free(two);
 }
 
+/*
+ * A table resized keeps what it knew: drained keys are carried into a
+ * larger and into a smaller table with their state and the time they
+ * are full; a key full again carries nothing, nor does a table of
+ * another kind. Into a table too small for them all, each finds room by
+ * the table's own eviction (the closest to full go first), within its
+ * size.
+ */
+static void
+bucket_copy_resized(void **state)
+{
+	struct sl_bucket_table *from = sl_bucket_table_create(64, 1);
+	struct sl_bucket_table *big = sl_bucket_table_create(256, 1);
+	struct sl_bucket_table *small = sl_bucket_table_create(8, 1);
+	struct sl_bucket_table *other = sl_bucket_table_create(64, 0);
+	struct sl_limit_params p;
+	struct sl_limit_result r;
+	uint64_t now = S, i;
+
+	(void)state;
+	sl_limit_params_init(&p, SL_LIM_TOKEN_BUCKET, 60, 60 * S, 20);
+	for (i = 0; i < 20; i++) { /* key i spent i + 1 of its burst */
+		struct sl_bucket_key k = {i, ~i};
+		struct sl_limit_state *s;
+
+		sl_bucket_begin(from);
+		s = sl_bucket_get(from, &k, now);
+		sl_limit_commit(&p, s, (uint32_t)i + 1, now);
+		sl_bucket_touch(from, s, now + (i + 1) * S);
+	}
+	/* the first key full again at 1 s: not carried at 1.5 s */
+	assert_int_equal(sl_bucket_copy(big, from, now + S + S / 2), 19);
+	assert_int_equal(sl_bucket_copy(other, from, now), 0); /* kind */
+	for (i = 1; i < 20; i++) {
+		struct sl_bucket_key k = {i, ~i};
+
+		sl_bucket_begin(big);
+		sl_limit_check(&p, sl_bucket_get(big, &k, now),
+			       20 - (uint32_t)i, now, &r);
+		assert_false(r.allow); /* as drained as it was */
+		sl_limit_check(&p, sl_bucket_get(big, &k, now),
+			       19 - (uint32_t)i, now, &r);
+		assert_true(r.allow);
+	}
+	assert_int_equal(sl_bucket_copy(small, from, now), 20);
+	assert_int_equal(sl_bucket_stats(small)->active, 8);
+	sl_bucket_table_free(from);
+	sl_bucket_table_free(big);
+	sl_bucket_table_free(small);
+	sl_bucket_table_free(other);
+}
+
 /* Entries used by one request are never evicted by that same request. */
 static void
 bucket_pins(void **state)
@@ -586,6 +638,7 @@ main(void)
 		cmocka_unit_test(bucket_pins),
 		cmocka_unit_test(bucket_hints),
 		cmocka_unit_test(bucket_arena_kept),
+		cmocka_unit_test(bucket_copy_resized),
 		cmocka_unit_test(rule_changes),
 		cmocka_unit_test(capacity_edits_grant_nothing),
 	};

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -83,26 +85,71 @@ sl_coord_free(struct sl_coord *c)
 
 #define STATE_FILE "node.state"
 
-/* The file's layout: the table's kind and size (another starts afresh). */
+/* The file's layout: the table's kind and size. The header's size is
+ * what it was before family and size_arg were appended (a file from
+ * then is still found as it is). */
 static uint64_t
 state_layout(uint32_t capacity)
 {
 	const uint64_t v[] = {2,
 			      capacity,
 			      sl_bucket_table_arena_bytes(capacity, 1),
-			      sizeof(struct sl_state_hdr),
+			      offsetof(struct sl_state_hdr, family),
 			      sizeof(struct sl_owed),
 			      SL_OWED_CAP};
 
 	return sl_hash64(v, sizeof(v), 0);
 }
 
+/* The same but for the capacity: a file of another is carried over. */
+static uint64_t
+state_family(void)
+{
+	const uint64_t v[] = {3, sizeof(struct sl_state_hdr),
+			      sizeof(struct sl_owed), SL_OWED_CAP};
+
+	return sl_hash64(v, sizeof(v), 0);
+}
+
+static size_t
+state_payload(uint32_t capacity)
+{
+	return sl_bucket_table_arena_bytes(capacity, 1) + 64 +
+	       sizeof(struct sl_owed);
+}
+
 int
 sl_coord_state_resumed(const char *dir, uint32_t capacity, uint64_t wall,
 		       uint64_t *now)
 {
-	return sl_state_resumed(dir, STATE_FILE, state_layout(capacity), wall,
-				now);
+	return sl_state_resumed(dir, STATE_FILE, state_layout(capacity),
+				state_family(), wall, now);
+}
+
+/*
+ * The buckets and the debts of a file of another capacity (its payload
+ * copied into old), read as that table and put in t and o: a resize
+ * grants nothing either. A debt list that is not whole is left.
+ */
+static void
+carry_over(struct sl_coord *c, struct sl_bucket_table *t, struct sl_owed *o,
+	   void *old, size_t len, uint64_t old_cap, uint64_t now)
+{
+	struct sl_mem_arena a = {.base = old, .size = len, .fresh = 0};
+	struct sl_bucket_table *ot = NULL;
+	const struct sl_owed *oo = NULL;
+
+	if (old_cap > 0 && old_cap <= UINT32_MAX &&
+	    len >= state_payload((uint32_t)old_cap))
+		ot = sl_bucket_table_create_in((uint32_t)old_cap, 1, &a);
+	if (ot != NULL)
+		oo = sl_mem_carve(&a, sizeof(*oo));
+	if (ot == NULL)
+		return;
+	c->carried = sl_bucket_copy(t, ot, now);
+	c->carried_from = (uint32_t)old_cap;
+	if (oo != NULL && oo->n <= SL_OWED_CAP && oo->cursor < SL_OWED_CAP)
+		memcpy(o, oo, sizeof(*o));
 }
 
 int
@@ -111,13 +158,19 @@ sl_coord_keep_state(struct sl_coord *c, const char *dir, uint32_t capacity,
 {
 	struct sl_bucket_table *t;
 	struct sl_owed *o = NULL;
+	uint64_t old_cap = 0;
+	size_t old_len = 0;
+	void *old = sl_state_other(dir, STATE_FILE, state_family(),
+				   state_layout(capacity), &old_cap, &old_len);
 	int rc = sl_state_map(&c->file, dir, STATE_FILE,
-			      sl_bucket_table_arena_bytes(capacity, 1) + 64 +
-				      sizeof(struct sl_owed),
-			      state_layout(capacity), now);
+			      state_payload(capacity), state_layout(capacity),
+			      state_family(), capacity, now);
 
-	if (rc != 0)
+	c->carried = UINT32_MAX;
+	if (rc != 0) {
+		free(old);
 		return rc;
+	}
 	t = sl_bucket_table_create_in(capacity, 1, &c->file.arena);
 	if (t != NULL)
 		o = sl_mem_carve(&c->file.arena, sizeof(*o));
@@ -129,9 +182,13 @@ sl_coord_keep_state(struct sl_coord *c, const char *dir, uint32_t capacity,
 		o = sl_mem_carve(&c->file.arena, sizeof(*o));
 	}
 	if (t == NULL || o == NULL) {
+		free(old);
 		sl_state_unmap(&c->file, now);
 		return -ENOMEM;
 	}
+	if (old != NULL && !c->file.found)
+		carry_over(c, t, o, old, old_len, old_cap, now);
+	free(old);
 	sl_bucket_table_free(c->state);
 	c->state = t;
 	sl_bucket_table_prefault(c->state);

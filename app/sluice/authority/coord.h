@@ -59,6 +59,10 @@ struct sl_coord {
 	 * buckets, and what the node owes the store (handed to it) */
 	struct sl_state_file file;
 	struct sl_owed *owed_kept;
+	/* buckets carried from a file of another capacity; UINT32_MAX:
+	 * none was there */
+	uint32_t carried;
+	uint32_t carried_from; /* that file's capacity */
 };
 
 struct sl_app;
@@ -67,6 +71,7 @@ struct sl_coord *sl_coord_create(uint32_t workers, uint32_t capacity);
 /*
  * The node's buckets kept in dir/node.state (sl_state.h): found as the
  * last process left them where the file holds a table of this capacity,
+ * carried over (buckets and what is owed) where it holds one of another,
  * else made afresh there. now: the clock, its epoch set already
  * (sl_coord_state_resumed). 0 or -errno; on failure the buckets stay in
  * memory.
@@ -74,7 +79,7 @@ struct sl_coord *sl_coord_create(uint32_t workers, uint32_t capacity);
 int sl_coord_keep_state(struct sl_coord *c, const char *dir, uint32_t capacity,
 			uint64_t now);
 /* Where the clock of dir/node.state's buckets would be at wall time wall
- * had it run on: 0, or -1 when there are none of this capacity. */
+ * had it run on: 0, or -1 when there are none to read. */
 int sl_coord_state_resumed(const char *dir, uint32_t capacity, uint64_t wall,
 			   uint64_t *now);
 /* Frees it, its store and its rings (the workers stopped; /sluice/store

@@ -28,10 +28,15 @@
 
 struct sl_state_hdr {
 	char magic[8];
-	uint64_t layout;   /* what follows it: another is started afresh */
+	uint64_t layout;   /* what follows it, sizes included */
 	uint64_t wall0_ns; /* a moment of the process that last mapped it */
 	uint64_t now0_ns;  /* ... on its clock */
 	volatile uint64_t last_now_ns; /* its owner's clock at its last poll */
+	/* the layout but for its owner's size (size_arg): a file of the
+	 * same family and another size is carried over, not started afresh.
+	 * Appended: a file from before them reads 0 here */
+	uint64_t family;
+	uint64_t size_arg;
 };
 
 struct sl_state_file {
@@ -43,14 +48,24 @@ struct sl_state_file {
 
 /*
  * Where the clock of dir/name's owner would be at wall time wall (ns),
- * had it run on: 0, or -1 when the file holds nothing of this layout.
+ * had it run on: 0, or -1 when the file holds nothing of this layout or
+ * family.
  */
 int sl_state_resumed(const char *dir, const char *name, uint64_t layout,
-		     uint64_t wall, uint64_t *now);
+		     uint64_t family, uint64_t wall, uint64_t *now);
+/*
+ * A copy (malloc'd, the caller frees it) of the payload of dir/name when
+ * it is of this family but not of this layout: another size, to be
+ * carried into the new one. NULL otherwise; *size_arg and *len say what
+ * it was.
+ */
+void *sl_state_other(const char *dir, const char *name, uint64_t family,
+		     uint64_t layout, uint64_t *size_arg, size_t *len);
 /* Maps dir/name with payload bytes after its header (zeroed when it held
  * another layout or none), stamped with the clock's now. 0 or -errno. */
 int sl_state_map(struct sl_state_file *f, const char *dir, const char *name,
-		 size_t payload, uint64_t layout, uint64_t now);
+		 size_t payload, uint64_t layout, uint64_t family,
+		 uint64_t size_arg, uint64_t now);
 /* The payload found unusable after all: zeroed, a fresh arena. */
 void sl_state_reset(struct sl_state_file *f);
 void sl_state_unmap(struct sl_state_file *f, uint64_t now);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -30,6 +31,14 @@ valid(const struct sl_state_hdr *h, uint64_t layout)
 	       h->layout == layout;
 }
 
+/* family 0: a file written before families were kept, read only as is */
+static int
+kin(const struct sl_state_hdr *h, uint64_t family)
+{
+	return memcmp(h->magic, MAGIC, sizeof(h->magic)) == 0 &&
+	       h->family == family && family != 0;
+}
+
 static int
 path_of(const char *dir, const char *name, char *buf, size_t size)
 {
@@ -40,7 +49,7 @@ path_of(const char *dir, const char *name, char *buf, size_t size)
 
 int
 sl_state_resumed(const char *dir, const char *name, uint64_t layout,
-		 uint64_t wall, uint64_t *now)
+		 uint64_t family, uint64_t wall, uint64_t *now)
 {
 	struct sl_state_hdr h;
 	char path[512];
@@ -53,7 +62,7 @@ sl_state_resumed(const char *dir, const char *name, uint64_t layout,
 	if (fd < 0)
 		return -1;
 	ok = pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
-	     valid(&h, layout);
+	     (valid(&h, layout) || kin(&h, family));
 	close(fd);
 	if (!ok)
 		return -1;
@@ -61,6 +70,36 @@ sl_state_resumed(const char *dir, const char *name, uint64_t layout,
 	at = h.wall0_ns + (last - h.now0_ns); /* its last poll, on the wall */
 	*now = last + (wall > at ? wall - at : 0);
 	return 0;
+}
+
+void *
+sl_state_other(const char *dir, const char *name, uint64_t family,
+	       uint64_t layout, uint64_t *size_arg, size_t *len)
+{
+	struct sl_state_hdr h;
+	struct stat st;
+	char path[512];
+	void *p = NULL;
+	int fd;
+
+	if (path_of(dir, name, path, sizeof(path)) != 0)
+		return NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size > HDR_LEN &&
+	    pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+	    kin(&h, family) && h.layout != layout) {
+		*len = (size_t)st.st_size - HDR_LEN;
+		*size_arg = h.size_arg;
+		p = malloc(*len);
+		if (p != NULL && pread(fd, p, *len, HDR_LEN) != (ssize_t)*len) {
+			free(p);
+			p = NULL;
+		}
+	}
+	close(fd);
+	return p;
 }
 
 /* The file of len bytes mapped; *fresh when it was not of that length. */
@@ -94,7 +133,8 @@ map_file(const char *dir, const char *name, size_t len, int *fresh)
 
 int
 sl_state_map(struct sl_state_file *f, const char *dir, const char *name,
-	     size_t payload, uint64_t layout, uint64_t now)
+	     size_t payload, uint64_t layout, uint64_t family,
+	     uint64_t size_arg, uint64_t now)
 {
 	size_t len = HDR_LEN + payload;
 	int fresh = 1;
@@ -115,6 +155,8 @@ sl_state_map(struct sl_state_file *f, const char *dir, const char *name,
 	f->found = (uint8_t)!fresh;
 	memcpy(f->hdr->magic, MAGIC, sizeof(f->hdr->magic));
 	f->hdr->layout = layout;
+	f->hdr->family = family;
+	f->hdr->size_arg = size_arg;
 	f->hdr->now0_ns = now;
 	f->hdr->wall0_ns = sl_state_wall_ns();
 	f->hdr->last_now_ns = now;
