@@ -144,8 +144,9 @@ sl_bench_set_round(struct corpus *c, uint32_t round)
 		sl_ipv4_cksum_set(f, &p);
 		sl_pkt_parse(f, c->m[i]->data_len, &p);
 		sl_tcp_cksum_set(f, &p);
-		/* each pass frees every mbuf once: keep them for the next */
-		rte_mbuf_refcnt_set(c->m[i], 2);
+		/* each pass frees every mbuf once: keep them for the next
+		 * (a reference, not a count: a flow may still hold one) */
+		rte_mbuf_refcnt_update(c->m[i], 1);
 	}
 }
 

@@ -41,7 +41,7 @@ flood_pass(struct sl_worker *w, struct rte_mbuf **m, uint32_t from, uint32_t n)
 			sl_ipv4_cksum_set(f, &p);
 			sl_pkt_parse(f, m[k]->data_len, &p);
 			sl_tcp_cksum_set(f, &p);
-			rte_mbuf_refcnt_set(m[k], 2);
+			rte_mbuf_refcnt_update(m[k], 1); /* a flow may hold */
 		}
 		sl_bench_prime(w, m, b, 1);
 		w->now = rte_rdtsc();

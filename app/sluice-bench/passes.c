@@ -155,6 +155,23 @@ round_keepalive(struct bench_env *e, int m, uint32_t r)
 	return sl_bench_pass_worker(e->w[m], &e->c);
 }
 
+/*
+ * The same with the server's ACK of the last round's bytes timed too
+ * (its frames built here as well): where a decided head's bytes are
+ * held, letting them go is the ACK's work.
+ */
+static uint64_t
+round_keepalive_acked(struct bench_env *e, int m, uint32_t r)
+{
+	uint64_t t0;
+
+	sl_bench_set_round(&e->c, r);
+	t0 = rte_rdtsc_precise();
+	sl_bench_prime(e->w[m], e->c.m, e->c.n, r == 0);
+	t0 = rte_rdtsc_precise() - t0;
+	return sl_bench_pass_worker(e->w[m], &e->c) + t0;
+}
+
 /* Every request on a new connection: the flows forgotten each round. */
 static uint64_t
 round_fresh(struct bench_env *e, int m, uint32_t r)
@@ -476,6 +493,10 @@ const struct bench_pass sl_bench_passes[M__N] = {
 		    round_keepalive, NULL},
 	[M_KEEPALIVE] = {"keepalive", "decide, keep-alive flow, allowed",
 			 setup_local, round_keepalive, check_all_allowed},
+	[M_KEEPALIVE_ACKED] = {"keepalive-acked",
+			       "decide, keep-alive, and the server's ACK",
+			       setup_local, round_keepalive_acked,
+			       check_all_allowed},
 	[M_ALLOW] = {"allow", "decide, new flow, allowed", setup_local,
 		     round_fresh, NULL},
 	[M_REJECT] = {"reject", "decide, new flow, rejected (429+RST)",

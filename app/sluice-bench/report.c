@@ -69,6 +69,7 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       "\"cycles_per_request_passthrough\": %.1f, "
 	       "\"cycles_per_request_flow\": %.1f, "
 	       "\"cycles_per_request_keepalive\": %.1f, "
+	       "\"cycles_per_request_keepalive_acked\": %.1f, "
 	       "\"cycles_per_request_allow\": %.1f, "
 	       "\"cycles_per_request_reject\": %.1f, "
 	       "\"cycles_per_request_reject_kept\": %.1f, "
@@ -90,11 +91,12 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       "\"differential_decisions\": %u}\n",
 	       c->n, o->flows, o->keys, o->zipf, (double)c->head_bytes / c->n,
 	       o->rounds, app->tsc_hz, v[M_FWD], v[M_PASS], v[M_FLOW],
-	       v[M_KEEPALIVE], v[M_ALLOW], v[M_REJECT], v[M_REJECT_KEEP],
-	       v[M_SAMPLE], v[M_LEASED], asks, v[M_SCAN], v[M_PARSE_ALONE],
-	       v[M_LEASED] / v[M_SCAN], v[M_KEEPALIVE] / v[M_PARSE_ALONE],
-	       v[M_REJECT] / v[M_ALLOW], v[M_REJECT_KEEP] / v[M_ALLOW],
-	       app->tsc_hz / v[M_LEASED], app->tsc_hz / v[M_KEEPALIVE], p50,
-	       p99, p999, fr->bytes_per_flow, fr->bytes_per_bucket, o->flood,
-	       fr->rss_kb_before, fr->rss_kb_after, diff);
+	       v[M_KEEPALIVE], v[M_KEEPALIVE_ACKED], v[M_ALLOW], v[M_REJECT],
+	       v[M_REJECT_KEEP], v[M_SAMPLE], v[M_LEASED], asks, v[M_SCAN],
+	       v[M_PARSE_ALONE], v[M_LEASED] / v[M_SCAN],
+	       v[M_KEEPALIVE] / v[M_PARSE_ALONE], v[M_REJECT] / v[M_ALLOW],
+	       v[M_REJECT_KEEP] / v[M_ALLOW], app->tsc_hz / v[M_LEASED],
+	       app->tsc_hz / v[M_KEEPALIVE], p50, p99, p999, fr->bytes_per_flow,
+	       fr->bytes_per_bucket, o->flood, fr->rss_kb_before,
+	       fr->rss_kb_after, diff);
 }

@@ -359,7 +359,7 @@ sl_flow_begin(struct sl_flow_table *t, struct sl_flow *f, uint32_t isn,
 	       offsetof(struct sl_flow, bucket) -
 		       offsetof(struct sl_flow, body_remaining));
 	f->slot = -1;
-	f->rec_n = 0;
+	sl_flow_rec_drop(t, f, 0);
 	f->c_fin = f->s_fin = f->s_seen = 0;
 	f->parked = 0;
 	f->park_idx = UINT16_MAX; /* a head parked on it is no longer ours */
@@ -482,7 +482,8 @@ data(struct seg_ctx *c, const struct sl_seg *s)
 	/* answered heads are never the server's: nothing to compare later
 	 * copies with (a copy of a kept one is the caller's to answer) */
 	if (keep && v != SL_SEG_STOPPED && v != SL_SEG_KEPT)
-		sl_flow_rec_add(c->t, f, f->c_next, s->payload + old, taken);
+		sl_flow_rec_add(c->t, f, f->c_next, s->payload + old, taken,
+				v == SL_SEG_FORWARD);
 	f->c_next += taken;
 	return v;
 }
@@ -736,11 +737,13 @@ sl_flow_cut_back(struct sl_flow_table *t, struct sl_flow *f, uint32_t seq,
 		if ((int32_t)(f->rec_seq[i] + f->rec_len[i] - end) > 0 &&
 		    from >= 0) {
 			f->rec_len[i] = (uint16_t)(end - f->rec_seq[i]);
-			f->rec_sum[i] = sl_flow_digest(t, payload + from,
-						       f->rec_len[i]);
+			/* a held range's bytes stay where they were */
+			if (!(f->rec_held & (1u << i)))
+				f->rec_sum[i] = sl_flow_digest(
+					t, payload + from, f->rec_len[i]);
 		}
 	}
-	f->rec_n = i;
+	sl_flow_rec_drop(t, f, i);
 	f->c_next = end;
 	f->parked = 0;
 	sl_resp_unexpect(&f->resp); /* the refused one did not go */

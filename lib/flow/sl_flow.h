@@ -96,10 +96,26 @@ struct sl_flow {
 	uint64_t rec_sum[SL_REC_MAX]; /* keyed digest of each range */
 	uint32_t rec_seq[SL_REC_MAX]; /* decided, unacknowledged ranges */
 	uint16_t rec_len[SL_REC_MAX];
+	uint8_t rec_held; /* bit i: rec_sum[i] is the caller's hold */
 	/* the server's responses, framed as the client reads them: a
 	 * refusal answered in a response's place waits for those due */
 	struct sl_resp resp;
 } __attribute__((aligned(64)));
+
+/*
+ * Decided bytes kept by reference instead of by digest: a caller whose
+ * segments live in buffers it can hold on to (an mbuf's reference
+ * count) keeps a decided segment's bytes until the server acknowledges
+ * them, and a resent copy is compared with them byte for byte. keep
+ * returns a handle, 0 where it cannot (then the digest is kept); every
+ * handle is released exactly once, whichever way its range goes.
+ */
+struct sl_flow_hold {
+	uint64_t (*keep)(void *arg, const uint8_t *p, uint32_t n);
+	const uint8_t *(*bytes)(void *arg, uint64_t h);
+	void (*release)(void *arg, uint64_t h);
+	void *arg;
+};
 
 struct sl_flow_params {
 	uint32_t capacity;
@@ -126,6 +142,8 @@ struct sl_flow_params {
 	 * closed, expired, evicted, or its 4-tuple taken by a new SYN */
 	void (*gone)(void *arg, struct sl_flow *f);
 	void *gone_arg;
+	/* keep set: only segments forwarded whole are held */
+	struct sl_flow_hold hold;
 };
 
 /* Why a request event fired; the request is valid only for SL_EV_REQUEST. */
@@ -365,7 +383,8 @@ struct sl_flow *sl_flow_lookup(struct sl_flow_table *t,
  * (a head taken out of the stream): they count as the server's ACK of
  * them would, for the order of answers and the decided ranges.
  */
-void sl_flow_answered_to(struct sl_flow *f, uint32_t ack);
+void sl_flow_answered_to(struct sl_flow_table *t, struct sl_flow *f,
+			 uint32_t ack);
 
 /* An entry's place in its table: 0 .. capacity - 1, for side tables. */
 uint32_t sl_flow_index(const struct sl_flow_table *t, const struct sl_flow *f);

@@ -9,9 +9,10 @@
  * A segment the backend discards can still be parsed here; what keeps
  * that from mattering is that decided bytes stay decided until the
  * server acknowledges them. Each segment whose bytes the parser read is
- * kept as a range (sequence, length, keyed digest); a later copy that
- * overlaps a kept range must cover it whole and repeat it exactly, or it
- * is dropped. Whatever the reason the backend dropped the first copy
+ * kept as a range (sequence, length, and the bytes: held by the caller
+ * where it can, a keyed digest where not); a later copy that overlaps a
+ * kept range must cover it whole and repeat it exactly, or it is
+ * dropped. Whatever the reason the backend dropped the first copy
  * (wrong MAC, a bad option, an extension header sluice does not know),
  * the bytes it finally accepts are the bytes sluice decided on.
  */
@@ -128,6 +129,17 @@ sl_flow_digest(const struct sl_flow_table *t, const uint8_t *p, uint32_t n)
 	return h;
 }
 
+/* Whether range i repeats at p: by the bytes held, or by digest. */
+static int
+rec_same(const struct sl_flow_table *t, const struct sl_flow *f, uint8_t i,
+	 const uint8_t *p)
+{
+	if (f->rec_held & (1u << i))
+		return memcmp(p, t->p.hold.bytes(t->p.hold.arg, f->rec_sum[i]),
+			      f->rec_len[i]) == 0;
+	return sl_flow_digest(t, p, f->rec_len[i]) == f->rec_sum[i];
+}
+
 /* A resent copy: every kept range it touches it must cover and repeat. */
 enum sl_norm_reason
 sl_flow_rec_check(const struct sl_flow_table *t, const struct sl_flow *f,
@@ -143,39 +155,68 @@ sl_flow_rec_check(const struct sl_flow_table *t, const struct sl_flow *f,
 			continue; /* disjoint */
 		if (lo < 0 || hi > n)
 			return SL_NR_REPLAY_PART;
-		if (sl_flow_digest(t, p + lo, f->rec_len[i]) != f->rec_sum[i])
+		if (!rec_same(t, f, i, p + lo))
 			return SL_NR_REPLAY_DIFF;
 	}
 	return SL_NR_NONE;
 }
 
-/* Keeps the n bytes at seq as decided; the caller checked there is room. */
+/*
+ * Keeps the n bytes at seq as decided; the caller checked there is room.
+ * hold: the segment goes on whole, so its bytes may be kept by reference
+ * where the caller can (no digest to compute: the clean path's cost).
+ */
 void
 sl_flow_rec_add(const struct sl_flow_table *t, struct sl_flow *f, uint32_t seq,
-		const uint8_t *p, uint32_t n)
+		const uint8_t *p, uint32_t n, int hold)
 {
 	while (n > 0 && f->rec_n < SL_REC_MAX) {
 		uint32_t take = n > UINT16_MAX ? UINT16_MAX : n;
 		uint8_t i = f->rec_n++;
+		uint64_t h = hold && t->p.hold.keep != NULL
+				     ? t->p.hold.keep(t->p.hold.arg, p, take)
+				     : 0;
 
 		f->rec_seq[i] = seq;
 		f->rec_len[i] = (uint16_t)take;
-		f->rec_sum[i] = sl_flow_digest(t, p, take);
+		f->rec_held = (uint8_t)(f->rec_held & ~(1u << i));
+		if (h != 0) {
+			f->rec_sum[i] = h;
+			f->rec_held |= (uint8_t)(1u << i);
+		} else {
+			f->rec_sum[i] = sl_flow_digest(t, p, take);
+		}
 		seq += take;
 		p += take;
 		n -= take;
 	}
 }
 
+void
+sl_flow_rec_drop(const struct sl_flow_table *t, struct sl_flow *f, uint8_t from)
+{
+	uint8_t i;
+
+	for (i = from; i < f->rec_n; i++)
+		if (f->rec_held & (1u << i))
+			t->p.hold.release(t->p.hold.arg, f->rec_sum[i]);
+	f->rec_held = (uint8_t)(f->rec_held & ((1u << from) - 1));
+	f->rec_n = from;
+}
+
 /* The server acknowledged up to ack: ranges it covers are committed. */
 void
-sl_flow_rec_release(struct sl_flow *f, uint32_t ack)
+sl_flow_rec_release(const struct sl_flow_table *t, struct sl_flow *f,
+		    uint32_t ack)
 {
 	uint8_t i = 0, j;
 
 	while (i < f->rec_n &&
-	       (int32_t)(f->rec_seq[i] + f->rec_len[i] - ack) <= 0)
+	       (int32_t)(f->rec_seq[i] + f->rec_len[i] - ack) <= 0) {
+		if (f->rec_held & (1u << i))
+			t->p.hold.release(t->p.hold.arg, f->rec_sum[i]);
 		i++;
+	}
 	if (i == 0)
 		return;
 	for (j = 0; i + j < f->rec_n; j++) {
@@ -183,6 +224,7 @@ sl_flow_rec_release(struct sl_flow *f, uint32_t ack)
 		f->rec_len[j] = f->rec_len[i + j];
 		f->rec_sum[j] = f->rec_sum[i + j];
 	}
+	f->rec_held = (uint8_t)(f->rec_held >> i);
 	f->rec_n = j;
 }
 

@@ -69,8 +69,12 @@ enum sl_norm_reason sl_flow_rec_check(const struct sl_flow_table *t,
 				      const struct sl_flow *f, uint32_t seq,
 				      const uint8_t *p, uint32_t n);
 void sl_flow_rec_add(const struct sl_flow_table *t, struct sl_flow *f,
-		     uint32_t seq, const uint8_t *p, uint32_t n);
-void sl_flow_rec_release(struct sl_flow *f, uint32_t ack);
+		     uint32_t seq, const uint8_t *p, uint32_t n, int hold);
+void sl_flow_rec_release(const struct sl_flow_table *t, struct sl_flow *f,
+			 uint32_t ack);
+/* Ranges from..rec_n dropped, their holds released. */
+void sl_flow_rec_drop(const struct sl_flow_table *t, struct sl_flow *f,
+		      uint8_t from);
 enum sl_norm_reason sl_flow_seg_check(const struct sl_flow *f,
 				      const struct sl_seg *s);
 uint64_t sl_flow_key_hash(const struct sl_flow_table *t,

@@ -156,7 +156,7 @@ sl_flow_server_segment_of(struct sl_flow_table *t, struct sl_flow *f,
 	if ((s->flags & SL_FL_ACK) &&
 	    (!f->s_seen || (int32_t)(s->ack - f->s_ack) > 0)) {
 		f->s_ack = s->ack;
-		sl_flow_rec_release(f, s->ack);
+		sl_flow_rec_release(t, f, s->ack);
 	}
 	f->s_seen = 1;
 	if (f->nflags & SL_NF_PLACED)
@@ -171,10 +171,10 @@ sl_flow_server_segment_of(struct sl_flow_table *t, struct sl_flow *f,
 }
 
 void
-sl_flow_answered_to(struct sl_flow *f, uint32_t ack)
+sl_flow_answered_to(struct sl_flow_table *t, struct sl_flow *f, uint32_t ack)
 {
 	if (f->s_seen && (int32_t)(ack - f->s_ack) <= 0)
 		return;
 	f->s_ack = ack;
-	sl_flow_rec_release(f, ack);
+	sl_flow_rec_release(t, f, ack);
 }

@@ -145,8 +145,14 @@ sl_flow_table_create(const struct sl_flow_params *p)
 void
 sl_flow_table_free(struct sl_flow_table *t)
 {
+	uint32_t i;
+
 	if (t == NULL)
 		return;
+	/* the caller's holds given back */
+	for (i = 0; t->flows != NULL && i < t->p.capacity; i++)
+		if (t->flows[i].in_use)
+			sl_flow_rec_drop(t, &t->flows[i], 0);
 	sl_table_fini(&t->tab);
 	if (t->flows != NULL)
 		sl_mem_table_free(t->flows, flows_bytes(t));
@@ -381,6 +387,7 @@ sl_flow_remove(struct sl_flow_table *t, struct sl_flow *f)
 {
 	sl_flow_gone(t, f);
 	sl_flow_release_head(t, f);
+	sl_flow_rec_drop(t, f, 0);
 	if (t->last == f)
 		t->last = NULL;
 	sl_table_unlink(&t->tab, f->bucket, f->bslot);

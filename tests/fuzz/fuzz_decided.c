@@ -14,7 +14,9 @@
  * model server reads an Upgrade field naming h2c anywhere in its value
  * as a request for HTTP/2, whose streams sluice could not decide. It
  * answers requests in order, some of them with a body whose second
- * segment begins with a 101 status line.
+ * segment begins with a 101 status line. Decided bytes are kept as the
+ * appliance keeps them: held (here a copy, at most two at once) or by
+ * digest past that, and every hold is given back exactly once.
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -75,6 +77,58 @@ on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 	if (n_recs < MAXREC)
 		n_recs++;
 	return r->refused ? SL_REQ_STOP : SL_REQ_CONTINUE;
+}
+
+/* Holds, as the appliance's mbuf references: the bytes never change. */
+static uint32_t holds;
+
+static uint64_t
+hold_keep(void *arg, const uint8_t *p, uint32_t n)
+{
+	uint8_t *c;
+
+	(void)arg;
+	if (holds >= 2 || (c = malloc(n ? n : 1)) == NULL)
+		return 0; /* the share used up: a digest */
+	memcpy(c, p, n);
+	holds++;
+	return (uint64_t)(uintptr_t)c;
+}
+
+static const uint8_t *
+hold_bytes(void *arg, uint64_t h)
+{
+	(void)arg;
+	return (const uint8_t *)(uintptr_t)h;
+}
+
+static void
+hold_release(void *arg, uint64_t h)
+{
+	(void)arg;
+	if (holds == 0)
+		abort(); /* given back twice */
+	holds--;
+	free((void *)(uintptr_t)h);
+}
+
+/* Every hold is one of the connection's ranges, and no more. */
+static void
+holds_accounted(struct sl_flow_table *t, const struct sl_flow_key *k)
+{
+	const struct sl_flow *f = sl_flow_lookup(t, k);
+	uint32_t mask = f != NULL ? f->rec_held : 0;
+
+	if (f != NULL && (mask >> f->rec_n) != 0) {
+		fprintf(stderr, "held bits past the ranges: %x of %u\n", mask,
+			f->rec_n);
+		abort();
+	}
+	if ((uint32_t)__builtin_popcount(mask) != holds) {
+		fprintf(stderr, "holds %u, ranges held %d\n", holds,
+			__builtin_popcount(mask));
+		abort();
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -311,13 +365,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t off = 0;
 
 	if (t == NULL) {
-		struct sl_flow_params p = {.capacity = 64,
-					   .head_slots = 8,
-					   .max_head_bytes = 512,
-					   .idle_timeout = 1000,
-					   .closed_timeout = 1,
-					   .head_timeout = 1000,
-					   .http = &cfg};
+		struct sl_flow_params p = {
+			.capacity = 64,
+			.head_slots = 8,
+			.max_head_bytes = 512,
+			.idle_timeout = 1000,
+			.closed_timeout = 1,
+			.head_timeout = 1000,
+			.http = &cfg,
+			.hold = {hold_keep, hold_bytes, hold_release, NULL}};
 		t = sl_flow_table_create(&p);
 	}
 	/*
@@ -381,5 +437,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * out while sluice holds it: the next input opens it again */
 	if (size == 0 || !(data[size - 1] & 0x80))
 		client(t, &k, seq, 0x04, NULL, 0);
+	holds_accounted(t, &k);
 	return 0;
 }

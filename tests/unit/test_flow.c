@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -272,6 +273,70 @@ syn_data_ignored(void **state)
 	sl_flow_table_free(t);
 }
 
+/* The caller's holds, counted: a copy of the bytes, as an mbuf keeps them. */
+static int holds_out;
+
+static uint64_t
+keep_copy(void *arg, const uint8_t *p, uint32_t n)
+{
+	char *c = malloc(n);
+
+	(void)arg;
+	memcpy(c, p, n);
+	holds_out++;
+	return (uint64_t)(uintptr_t)c;
+}
+
+static const uint8_t *
+held_at(void *arg, uint64_t h)
+{
+	(void)arg;
+	return (const uint8_t *)(uintptr_t)h;
+}
+
+static void
+let_go_copy(void *arg, uint64_t h)
+{
+	(void)arg;
+	holds_out--;
+	free((void *)(uintptr_t)h);
+}
+
+/*
+ * Held instead of digested: a segment forwarded whole is kept by the
+ * caller, compared byte for byte when a copy comes again, and given back
+ * once, at the server's ACK or when the connection goes.
+ */
+static void
+resent_bytes_held(void **state)
+{
+	struct sl_flow_params p = params(16, 4, 1024);
+	struct sl_flow_table *t;
+	struct sl_flow_key k = key(1);
+	struct seen s = {0};
+	uint32_t l4 = (uint32_t)strlen(R4);
+	char other[64];
+
+	(void)state;
+	p.hold = (struct sl_flow_hold){keep_copy, held_at, let_go_copy, NULL};
+	t = sl_flow_table_create(&p);
+	memcpy(other, R4, l4);
+	memcpy(other + 5, "XXXX", 4);
+	open_flow(t, &k, &s);
+	assert_int_equal(seg(t, &k, 1000, ACK, R4, l4, &s), SL_SEG_FORWARD);
+	assert_int_equal(holds_out, 1);
+	assert_int_equal(seg(t, &k, 1000, ACK, other, l4, &s), SL_SEG_DROP);
+	assert_int_equal(sl_flow_stats(t)->norm[SL_NR_REPLAY_DIFF], 1);
+	assert_int_equal(seg(t, &k, 1000, ACK, R4, l4, &s), SL_SEG_FORWARD);
+	srv(t, &k, 5001, 1000 + l4, ACK, NULL, 0); /* committed */
+	assert_int_equal(holds_out, 0);
+	assert_int_equal(seg(t, &k, 1000 + l4, ACK, R4, l4, &s),
+			 SL_SEG_FORWARD);
+	assert_int_equal(holds_out, 1);
+	sl_flow_table_free(t); /* the connection goes: given back */
+	assert_int_equal(holds_out, 0);
+}
+
 /*
  * Bytes parsed once stay what was decided until the server acknowledges
  * them: a copy that differs, or covers part of them, is dropped; a true
@@ -470,6 +535,7 @@ main(void)
 		cmocka_unit_test(midstream_pickup),
 		cmocka_unit_test(syn_data_ignored),
 		cmocka_unit_test(resent_bytes_must_match),
+		cmocka_unit_test(resent_bytes_held),
 		cmocka_unit_test(resent_any_byte_changed),
 		cmocka_unit_test(segments_linux_drops),
 		cmocka_unit_test(http09_decided_at_its_line_end),

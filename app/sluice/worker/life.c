@@ -22,6 +22,54 @@ flow_gone(void *arg, struct sl_flow *f)
 	sl_cost_abandoned(w, f);
 }
 
+/*
+ * Decided bytes held by their mbuf's reference count until the server
+ * acknowledges them (sl_flow_hold): the clean path computes no digest.
+ * The handle is the mbuf with the range's offset in its top 16 bits
+ * (user addresses fit in 48). Only the segment being read can be held,
+ * its bytes in its first buffer, and no more than a share of the pool:
+ * past it the digest is kept.
+ */
+static uint64_t
+hold_keep(void *arg, const uint8_t *p, uint32_t n)
+{
+	struct sl_worker *w = arg;
+	struct rte_mbuf *m = w->hold_m;
+	const uint8_t *d;
+
+	if (m == NULL || w->rec_held >= w->rec_held_max ||
+	    ((uintptr_t)m >> 48) != 0)
+		return 0;
+	d = rte_pktmbuf_mtod(m, const uint8_t *);
+	if (p < d || p + n > d + m->data_len || p - d > UINT16_MAX)
+		return 0;
+	rte_mbuf_refcnt_update(m, 1);
+	w->rec_held++;
+	return (uint64_t)(p - d) << 48 | (uintptr_t)m;
+}
+
+static struct rte_mbuf *
+held_mbuf(uint64_t h)
+{
+	return (struct rte_mbuf *)(uintptr_t)(h & ((1ULL << 48) - 1));
+}
+
+static const uint8_t *
+hold_bytes(void *arg, uint64_t h)
+{
+	(void)arg;
+	return rte_pktmbuf_mtod(held_mbuf(h), const uint8_t *) + (h >> 48);
+}
+
+static void
+hold_release(void *arg, uint64_t h)
+{
+	struct sl_worker *w = arg;
+
+	rte_pktmbuf_free(held_mbuf(h));
+	w->rec_held--;
+}
+
 /* The flow table's parameters, for a worker's first table and any reset. */
 static struct sl_flow_params
 flow_params(struct sl_worker *w, int track_only)
@@ -43,6 +91,7 @@ flow_params(struct sl_worker *w, int track_only)
 		.hash_seed = w->flow_seed,
 		.gone = flow_gone,
 		.gone_arg = w,
+		.hold = {hold_keep, hold_bytes, hold_release, w},
 	};
 }
 
@@ -60,6 +109,9 @@ sl_worker_init(struct sl_worker *w, const struct sl_app *app,
 	w->queue = queue;
 	w->rng = 0x2545f4914f6cdd1dULL ^ ((uint64_t)lcore << 32) ^ rte_rdtsc();
 	w->flow_seed = rte_rand() | 1;
+	/* an eighth of the pool, shared: RX must never run dry of it */
+	w->rec_held_max = c->dataplane.mbufs / 8 /
+			  (app->n_queues > 0 ? app->n_queues : 1);
 	fp = flow_params(w, track_only);
 	w->flows = sl_flow_table_create(&fp);
 	w->buckets = sl_bucket_table_create(c->dataplane.buckets_per_worker, 0);

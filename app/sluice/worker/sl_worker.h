@@ -94,6 +94,11 @@ struct sl_worker {
 	struct sl_flow_table *flows;
 	struct sl_xlate *xl; /* per flow entry; NULL: keep_alive off at start */
 	uint32_t xl_held, xl_held_max; /* replies kept: a share of the mbufs */
+	/* the client segment being read: its bytes, once decided and
+	 * forwarded whole, are held (a reference) until the server
+	 * acknowledges them, instead of digested; another share */
+	struct rte_mbuf *hold_m;
+	uint32_t rec_held, rec_held_max;
 	/* per flow entry: costs the response settles; NULL when no rule
 	 * took its cost from the response at start */
 	struct sl_cost_rec *costs;

@@ -348,8 +348,10 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 	if (unlikely(f != NULL && (f->nflags & SL_NF_XLATE)) &&
 	    translated(w, &in, f, &s) != 0)
 		return;
+	w->hold_m = m;
 	v = sl_flow_client_segment_of(w->flows, f, &k, h, &s, w->now, on_event,
 				      &in);
+	w->hold_m = NULL;
 	carry_out(w, &in, v, &k);
 }
 

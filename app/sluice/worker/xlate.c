@@ -257,7 +257,7 @@ sl_xlate_answered(struct sl_worker *w, struct sl_flow *f, uint32_t head_seq,
 	x->s_at = reply_seq;
 	x->s_len = (uint16_t)reply_len;
 	/* the server will never acknowledge the head: the reply did */
-	sl_flow_answered_to(f, head_seq + head_len);
+	sl_flow_answered_to(w->flows, f, head_seq + head_len);
 	if (sl_xlate_keep(w, x, reply) != 0)
 		w->ctr.keepalive_unkept++;
 }
