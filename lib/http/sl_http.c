@@ -595,12 +595,13 @@ finish(struct pstate *s)
 		return fail(s, SL_HTTP_E_TE_HTTP10);
 	if (s->te_seen && !s->te_chunked_last)
 		return fail(s, SL_HTTP_E_TE_NOT_CHUNKED);
+	/* in any case: a lenient backend may take "connect" as CONNECT */
+	if (r->method.len == 7 && ieq(r->method.p, "connect", 7))
+		return fail(s, SL_HTTP_E_CONNECT);
 	r->bearer = s->bearer;
 	if (r->api_key.p == NULL && s->bearer.len != 0)
 		r->api_key = s->bearer;
-	r->upgrade = (uint8_t)((s->conn_upgrade && s->upgrade_hdr) ||
-			       (r->method.len == 7 &&
-				memcmp(r->method.p, "CONNECT", 7) == 0));
+	r->upgrade = (uint8_t)(s->conn_upgrade && s->upgrade_hdr);
 	return 0;
 }
 
@@ -672,6 +673,7 @@ sl_http_err_name(enum sl_http_err e)
 		[SL_HTTP_E_FORWARDED] = "forwarded_unreadable",
 		[SL_HTTP_E_CLIENT_ADDR] = "client_address",
 		[SL_HTTP_E_UPGRADE] = "upgrade_protocol",
+		[SL_HTTP_E_CONNECT] = "connect",
 	};
 	return (unsigned)e < SL_HTTP_E__COUNT ? names[e] : "unknown";
 }

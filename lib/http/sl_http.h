@@ -63,6 +63,9 @@ enum sl_http_err {
 	/* Upgrade names a protocol other than websocket: after a 101 the
 	 * backend would read requests (h2c) or a layer (TLS) sluice cannot */
 	SL_HTTP_E_UPGRADE,
+	/* CONNECT: after a 2xx the backend, a proxy, relays bytes sluice
+	 * cannot decide, perhaps to the API itself */
+	SL_HTTP_E_CONNECT,
 	SL_HTTP_E__COUNT
 };
 

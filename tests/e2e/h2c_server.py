@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """A backend that takes HTTP/1.1's upgrade to h2c (RFC 7540 3.2), on the
 h2 library: after its 101 it reads HTTP/2 streams on the same
-connection, each a request. Prints "up" once listening, and writes one
-line to LOG per request it served: "KEY PATH h1|h2".
+connection, each a request. And CONNECT, as a proxy in front of itself
+would: after its 200 every request in the tunnel is served. Prints "up"
+once listening, and writes one line to LOG per request it served:
+"KEY PATH h1|h2|tunnel".
 
 usage: h2c_server.py ADDRESS PORT LOG
 """
@@ -63,6 +65,20 @@ def serve_h2(c, path, hdrs, rest):
             return
 
 
+def serve_tunnel(c, data):
+    """HTTP/1.1 requests inside a CONNECT tunnel, answered in turn."""
+    while True:
+        while b"\r\n\r\n" not in data:
+            x = c.recv(4096)
+            if not x:
+                return
+            data += x
+        head, data = data.split(b"\r\n\r\n", 1)
+        path, hdrs = fields(head)
+        said(hdrs.get(b"x-api-key", b"-").decode(), path, "tunnel")
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\ntunnel ok\n")
+
+
 def serve(c):
     c.settimeout(10)
     d = b""
@@ -74,6 +90,10 @@ def serve(c):
             d += x
         head, rest = d.split(b"\r\n\r\n", 1)
         path, hdrs = fields(head)
+        if head.upper().startswith(b"CONNECT "):
+            c.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            serve_tunnel(c, rest)
+            return
         if b"h2c" in hdrs.get(b"upgrade", b"").lower():
             c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
                       b"Upgrade: h2c\r\n\r\n")

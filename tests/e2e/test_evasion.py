@@ -18,7 +18,8 @@ rule and also sends a blocklisted key: nginx may serve a case's key on
 /v1/search at most once, and the blocklisted key never. And curl --http2
 against a backend that takes the upgrade to h2c (h2c_server.py): after
 its 101 every request would be an HTTP/2 stream sluice cannot read, so
-the upgrade is refused and the backend serves none.
+the upgrade is refused and the backend serves none; nor any request in
+a CONNECT tunnel, which the same backend opens as a proxy would.
 
 Then the legitimate twins with the kernel's own TCP: answers in order
 when an allowed and a blocked request share a segment, an honest slow
@@ -71,6 +72,42 @@ def serve(c):
 while True:
     c, _ = s.accept()
     threading.Thread(target=serve, args=(c,), daemon=True).start()
+"""
+
+# Through a backend that honours CONNECT: the tunnel's requests, each
+# read back; prints the statuses seen (the CONNECT's first).
+TUNNELLER = r"""
+import json, socket, sys
+port = int(sys.argv[1])
+s = socket.create_connection(("198.18.0.2", port), timeout=5)
+key = b"X-API-Key: k-connect\r\n"
+s.sendall(b"CONNECT 198.18.0.2:%d HTTP/1.1\r\nHost: 198.18.0.2:%d\r\n" % (port, port)
+          + key + b"\r\n")
+got, buf = [], b""
+def status():
+    global buf
+    while b"\r\n\r\n" not in buf:
+        x = s.recv(4096)
+        if not x:
+            return None
+        buf += x
+    head, buf = buf.split(b"\r\n\r\n", 1)
+    n = [int(l.split(b":")[1]) for l in head.split(b"\r\n")
+         if l.lower().startswith(b"content-length:")]
+    while n and len(buf) < n[0]:
+        buf += s.recv(4096)
+    buf = buf[n[0]:] if n else buf
+    return int(head.split(b" ")[1])
+try:
+    got.append(status())
+    for i in range(3):
+        if got[0] != 200:
+            break
+        s.sendall(b"GET /v1/search HTTP/1.1\r\nHost: a\r\n" + key + b"\r\n")
+        got.append(status())
+except OSError:
+    pass
+print(json.dumps(got))
 """
 
 ATTACKS = ["rst", "syn", "drop-noack", "drop-mac", "drop-md5", "drop-ackbeyond",
@@ -155,6 +192,15 @@ def h2c(res, t, log):
     res.eq([k for k, _, _ in served if k == "k-h2c"], [],
            "the h2c backend served none of the upgrading client's requests (%s)" % served)
     res.eq(plain, [200, 429], "the same backend over HTTP/1.1: served, then limited")
+    # the same backend honours CONNECT as a proxy in front of itself
+    out = t.client("/usr/bin/python3", "-c", TUNNELLER, str(H2C_PORT))
+    got = json.loads(out.stdout or "null")
+    time.sleep(0.3)
+    with open(log) as f:
+        tunnelled = [ln.split() for ln in f if ln.startswith("k-connect ")]
+    res.eq((got, tunnelled), ([400], []),
+           "CONNECT to a backend that tunnels: refused (400), none of the tunnel's "
+           "requests served")
 
 
 def twins(res, t, cmac, smac, s):

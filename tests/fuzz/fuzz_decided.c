@@ -12,7 +12,8 @@
  * request starts), and the stream leaves HTTP only after the server
  * answered the upgrade request itself with a 101, never to h2c: the
  * model server reads an Upgrade field naming h2c anywhere in its value
- * as a request for HTTP/2, whose streams sluice could not decide. It
+ * as a request for HTTP/2, whose streams sluice could not decide, and
+ * must never be asked to CONNECT (a proxy's tunnel to anywhere). It
  * answers requests in order, some of them with a body whose second
  * segment begins with a 101 status line. Decided bytes are kept as the
  * appliance keeps them: held (here a copy, at most two at once) or by
@@ -213,6 +214,17 @@ asks_h2c(const uint8_t *p, uint32_t n)
 	return 0;
 }
 
+/* A CONNECT, in any case: a 2xx would open a tunnel of undecided bytes. */
+static int
+is_connect(const uint8_t *p, uint32_t n)
+{
+	uint32_t i = 0;
+
+	while (i < n && (p[i] == '\r' || p[i] == '\n'))
+		i++;
+	return ieq_at(p + i, n - i, "connect ");
+}
+
 /* The server reads what it got: bodies skipped as decided, heads acted
  * on only where decided. */
 static void
@@ -256,6 +268,8 @@ server_reads(void)
 				broken("a refused head");
 			if (asks_h2c(srv + srv_pos, r->head_len))
 				broken("an upgrade to h2c");
+			if (is_connect(srv + srv_pos, r->head_len))
+				broken("a CONNECT");
 			srv_rec++;
 			srv_pos += r->head_len;
 			in_body = r->cl > 0 || r->chunked;
