@@ -65,15 +65,23 @@ def serve_h2(c, path, hdrs, rest):
             return
 
 
+def read_head(c, data):
+    """(head, what follows it), reading on from data; None at the end."""
+    while b"\r\n\r\n" not in data:
+        x = c.recv(4096)
+        if not x:
+            return None
+        data += x
+    return data.split(b"\r\n\r\n", 1)
+
+
 def serve_tunnel(c, data):
     """HTTP/1.1 requests inside a CONNECT tunnel, answered in turn."""
     while True:
-        while b"\r\n\r\n" not in data:
-            x = c.recv(4096)
-            if not x:
-                return
-            data += x
-        head, data = data.split(b"\r\n\r\n", 1)
+        got = read_head(c, data)
+        if got is None:
+            return
+        head, data = got
         path, hdrs = fields(head)
         said(hdrs.get(b"x-api-key", b"-").decode(), path, "tunnel")
         c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\ntunnel ok\n")
@@ -81,14 +89,11 @@ def serve_tunnel(c, data):
 
 def serve(c):
     c.settimeout(10)
-    d = b""
     try:
-        while b"\r\n\r\n" not in d:
-            x = c.recv(4096)
-            if not x:
-                return
-            d += x
-        head, rest = d.split(b"\r\n\r\n", 1)
+        got = read_head(c, b"")
+        if got is None:
+            return
+        head, rest = got
         path, hdrs = fields(head)
         if head.upper().startswith(b"CONNECT "):
             c.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
