@@ -32,6 +32,7 @@ for k, label in (("cycles_per_request_forward", "forward"),
                  ("cycles_per_request_flow", "classify+checksum+flow"),
                  ("cycles_per_request_keepalive", "decide, keep-alive, allowed"),
                  ("cycles_per_request_keepalive_acked", "the same, and the server ACK"),
+                 ("cycles_per_request_keepalive_plain", "the same, no stream normaliser"),
                  ("cycles_per_request_allow", "decide, new flow, allowed"),
                  ("cycles_per_request_reject", "decide, new flow, 429+RST"),
                  ("cycles_per_request_sampled", "decide, keep-alive, sampled"),
@@ -73,6 +74,10 @@ if dram:
 else:
     kp = statistics.median(r["keepalive_over_parse"] for r in rows)
     goal(kp <= 2.0, "keep-alive decision <= 2.0 x the parser alone: %.2f" % kp)
+nz = sorted(r["normaliser_in_appliance"] for r in rows)
+goal(statistics.median(nz) <= 1.05, "the normaliser <= 1.05 x on clean traffic, in the "
+     "appliance (keep-alive and its ACK): %.3f (min %.3f, max %.3f)" % (
+         statistics.median(nz), nz[0], nz[-1]))
 for k, what in (("reject_over_allow", "closing"), ("reject_kept_over_allow", "keeping")):
     x = statistics.median(r[k] for r in rows)
     goal(x <= 1.0, "a refusal <= an admission, %s the connection: %.2f" % (what, x))

@@ -267,6 +267,19 @@ setup_local(struct bench_env *e)
 	return sl_bench_worker(e->app, 0);
 }
 
+/* The flow table without the stream normaliser: what it costs, priced
+ * inside the appliance (the bytes held, not digested). */
+static struct sl_worker *
+setup_plain(struct bench_env *e)
+{
+	struct sl_worker *w = sl_bench_worker(e->app, 0);
+
+	w->no_normalise = 1;
+	if (sl_worker_reset_flows(w) != 0)
+		rte_exit(EXIT_FAILURE, "out of memory\n");
+	return w;
+}
+
 static struct sl_worker *
 setup_tight(struct bench_env *e)
 {
@@ -496,6 +509,10 @@ const struct bench_pass sl_bench_passes[M__N] = {
 	[M_KEEPALIVE_ACKED] = {"keepalive-acked",
 			       "decide, keep-alive, and the server's ACK",
 			       setup_local, round_keepalive_acked,
+			       check_all_allowed},
+	[M_KEEPALIVE_PLAIN] = {"keepalive-plain",
+			       "the same without the stream normaliser",
+			       setup_plain, round_keepalive_acked,
 			       check_all_allowed},
 	[M_ALLOW] = {"allow", "decide, new flow, allowed", setup_local,
 		     round_fresh, NULL},

@@ -70,6 +70,8 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       "\"cycles_per_request_flow\": %.1f, "
 	       "\"cycles_per_request_keepalive\": %.1f, "
 	       "\"cycles_per_request_keepalive_acked\": %.1f, "
+	       "\"cycles_per_request_keepalive_plain\": %.1f, "
+	       "\"normaliser_in_appliance\": %.3f, "
 	       "\"cycles_per_request_allow\": %.1f, "
 	       "\"cycles_per_request_reject\": %.1f, "
 	       "\"cycles_per_request_reject_kept\": %.1f, "
@@ -91,9 +93,10 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       "\"differential_decisions\": %u}\n",
 	       c->n, o->flows, o->keys, o->zipf, (double)c->head_bytes / c->n,
 	       o->rounds, app->tsc_hz, v[M_FWD], v[M_PASS], v[M_FLOW],
-	       v[M_KEEPALIVE], v[M_KEEPALIVE_ACKED], v[M_ALLOW], v[M_REJECT],
-	       v[M_REJECT_KEEP], v[M_SAMPLE], v[M_LEASED], asks, v[M_SCAN],
-	       v[M_PARSE_ALONE], v[M_LEASED] / v[M_SCAN],
+	       v[M_KEEPALIVE], v[M_KEEPALIVE_ACKED], v[M_KEEPALIVE_PLAIN],
+	       v[M_KEEPALIVE_ACKED] / v[M_KEEPALIVE_PLAIN], v[M_ALLOW],
+	       v[M_REJECT], v[M_REJECT_KEEP], v[M_SAMPLE], v[M_LEASED], asks,
+	       v[M_SCAN], v[M_PARSE_ALONE], v[M_LEASED] / v[M_SCAN],
 	       v[M_KEEPALIVE] / v[M_PARSE_ALONE], v[M_REJECT] / v[M_ALLOW],
 	       v[M_REJECT_KEEP] / v[M_ALLOW], app->tsc_hz / v[M_LEASED],
 	       app->tsc_hz / v[M_KEEPALIVE], p50, p99, p999, fr->bytes_per_flow,

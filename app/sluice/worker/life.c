@@ -88,6 +88,7 @@ flow_params(struct sl_worker *w, int track_only)
 		.heads_per_source = c->dataplane.head_buffers_per_source,
 		.http = &w->app->http,
 		.track_only = (uint8_t)track_only,
+		.no_normalise = w->no_normalise,
 		.hash_seed = w->flow_seed,
 		.gone = flow_gone,
 		.gone_arg = w,

@@ -99,6 +99,9 @@ struct sl_worker {
 	 * acknowledges them, instead of digested; another share */
 	struct rte_mbuf *hold_m;
 	uint32_t rec_held, rec_held_max;
+	/* benchmarks only: flow tables made without the stream normaliser,
+	 * to price it inside the appliance */
+	uint8_t no_normalise;
 	/* per flow entry: costs the response settles; NULL when no rule
 	 * took its cost from the response at start */
 	struct sl_cost_rec *costs;
