@@ -152,6 +152,8 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "keepalive_translated", c->keepalive_translated);
 	U64(d, "keepalive_resent", c->keepalive_resent);
 	U64(d, "keepalive_unkept", c->keepalive_unkept);
+	U64(d, "decided_held", c->decided_held);
+	U64(d, "decided_share_full", c->decided_share_full);
 	U64(d, "budget_headers", c->budget_headers);
 	U64(d, "budget_resent", c->budget_resent);
 	U64(d, "budget_skipped", c->budget_skipped);

@@ -57,6 +57,11 @@ struct sl_counters {
 	uint64_t keepalive_translated;
 	uint64_t keepalive_resent;
 	uint64_t keepalive_unkept; /* answers not kept: the share was full */
+	/* decided segments kept by their mbuf until the server's ACK, and
+	 * those digested instead because the workers' share of the pool
+	 * was held */
+	uint64_t decided_held;
+	uint64_t decided_share_full;
 	/* response.headers_on_allow: responses given their budget, given
 	 * it again (the server sent the head again), not given it (another
 	 * was unacknowledged, the share of kept frames full, its request not

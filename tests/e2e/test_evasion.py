@@ -268,6 +268,11 @@ def main():
                 res.check(st["normalizer_drops"].get(k, 0) > 0, "normalizer_drops.%s counted" % k)
             res.check(st["rst_ignored"] > 0 and st["syn_ignored"] > 0 and st["syn_data"] > 0,
                       "rst_ignored, syn_ignored, syn_data counted")
+            # the first copies the backend dropped were compared by the
+            # bytes their mbufs kept, not by digest
+            res.check(st["decided_held"] > 0 and st["decided_share_full"] == 0,
+                      "decided segments held by their mbufs (%d), the share never full" %
+                      st["decided_held"])
             res.check(st["reopened"] >= 5, "connections begun anew by the backend counted "
                       "(reopened %d of 5)" % st["reopened"])
             res.check(st["midstream_reset"] >= 2, "connections picked up mid-body reset, not "

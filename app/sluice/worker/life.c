@@ -37,14 +37,18 @@ hold_keep(void *arg, const uint8_t *p, uint32_t n)
 	struct rte_mbuf *m = w->hold_m;
 	const uint8_t *d;
 
-	if (m == NULL || w->rec_held >= w->rec_held_max ||
-	    ((uintptr_t)m >> 48) != 0)
+	if (m == NULL || ((uintptr_t)m >> 48) != 0)
 		return 0;
+	if (w->rec_held >= w->rec_held_max) {
+		w->ctr.decided_share_full++;
+		return 0;
+	}
 	d = rte_pktmbuf_mtod(m, const uint8_t *);
 	if (p < d || p + n > d + m->data_len || p - d > UINT16_MAX)
 		return 0;
 	rte_mbuf_refcnt_update(m, 1);
 	w->rec_held++;
+	w->ctr.decided_held++;
 	return (uint64_t)(p - d) << 48 | (uintptr_t)m;
 }
 
