@@ -146,30 +146,34 @@ round_plain(struct bench_env *e, int m, uint32_t r)
 	return sl_bench_pass_worker(e->w[m], &e->c);
 }
 
-/* Keep-alive: the connections opened in round 0 carry every round. */
-static uint64_t
-round_keepalive(struct bench_env *e, int m, uint32_t r)
-{
-	sl_bench_set_round(&e->c, r);
-	sl_bench_prime(e->w[m], e->c.m, e->c.n, r == 0);
-	return sl_bench_pass_worker(e->w[m], &e->c);
-}
-
 /*
- * The same with the server's ACK of the last round's bytes timed too
- * (its frames built here as well): where a decided head's bytes are
+ * Keep-alive: the connections opened in round 0 carry every round, the
+ * server's ACK of the last round's bytes first. acked: that ACK timed
+ * too (its frames built here as well): where a decided head's bytes are
  * held, letting them go is the ACK's work.
  */
 static uint64_t
-round_keepalive_acked(struct bench_env *e, int m, uint32_t r)
+keepalive(struct bench_env *e, int m, uint32_t r, int acked)
 {
 	uint64_t t0;
 
 	sl_bench_set_round(&e->c, r);
 	t0 = rte_rdtsc_precise();
 	sl_bench_prime(e->w[m], e->c.m, e->c.n, r == 0);
-	t0 = rte_rdtsc_precise() - t0;
+	t0 = acked ? rte_rdtsc_precise() - t0 : 0;
 	return sl_bench_pass_worker(e->w[m], &e->c) + t0;
+}
+
+static uint64_t
+round_keepalive(struct bench_env *e, int m, uint32_t r)
+{
+	return keepalive(e, m, r, 0);
+}
+
+static uint64_t
+round_keepalive_acked(struct bench_env *e, int m, uint32_t r)
+{
+	return keepalive(e, m, r, 1);
 }
 
 /* Every request on a new connection: the flows forgotten each round. */

@@ -192,14 +192,21 @@ sl_flow_rec_add(const struct sl_flow_table *t, struct sl_flow *f, uint32_t seq,
 	}
 }
 
+/* Range i's hold, if it has one, given back to the caller. */
+static void
+rec_let_go(const struct sl_flow_table *t, const struct sl_flow *f, uint8_t i)
+{
+	if (f->rec_held & (1u << i))
+		t->p.hold.release(t->p.hold.arg, f->rec_sum[i]);
+}
+
 void
 sl_flow_rec_drop(const struct sl_flow_table *t, struct sl_flow *f, uint8_t from)
 {
 	uint8_t i;
 
 	for (i = from; i < f->rec_n; i++)
-		if (f->rec_held & (1u << i))
-			t->p.hold.release(t->p.hold.arg, f->rec_sum[i]);
+		rec_let_go(t, f, i);
 	f->rec_held = (uint8_t)(f->rec_held & ((1u << from) - 1));
 	f->rec_n = from;
 }
@@ -212,11 +219,8 @@ sl_flow_rec_release(const struct sl_flow_table *t, struct sl_flow *f,
 	uint8_t i = 0, j;
 
 	while (i < f->rec_n &&
-	       (int32_t)(f->rec_seq[i] + f->rec_len[i] - ack) <= 0) {
-		if (f->rec_held & (1u << i))
-			t->p.hold.release(t->p.hold.arg, f->rec_sum[i]);
-		i++;
-	}
+	       (int32_t)(f->rec_seq[i] + f->rec_len[i] - ack) <= 0)
+		rec_let_go(t, f, i++);
 	if (i == 0)
 		return;
 	for (j = 0; i + j < f->rec_n; j++) {

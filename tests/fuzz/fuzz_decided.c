@@ -37,7 +37,7 @@ static const struct sl_http_cfg cfg = {.api_key_header = {"X-API-Key", 9}};
 static struct rec {
 	uint32_t start, head_len;
 	uint64_t cl;
-	uint8_t chunked, upgrade, connect, refused;
+	uint8_t chunked, upgrade, refused;
 } recs[MAXREC];
 static uint32_t n_recs;
 static uint32_t cur_seq; /* the client segment being fed */
@@ -71,8 +71,6 @@ on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 	r->cl = q->has_cl ? q->content_length : 0;
 	r->chunked = q->chunked;
 	r->upgrade = q->upgrade;
-	r->connect =
-		q->method.len == 7 && memcmp(q->method.p, "CONNECT", 7) == 0;
 	/* a refusal, as a limit or the blocklist would answer */
 	r->refused = q->target.len >= 2 && q->target.p[1] == 'x';
 	if (n_recs < MAXREC)
@@ -300,8 +298,8 @@ server_seg(struct sl_flow_table *t, const struct sl_flow_key *k, uint8_t fl,
 
 /* The server answers its oldest request it read: a 101 where that asked
  * to upgrade and how says so, else a response whose body's second
- * segment begins with a 101 status line (an echo): a 403 to CONNECT,
- * where a 2xx would open the tunnel. */
+ * segment begins with a 101 status line (an echo). It is never asked to
+ * CONNECT (server_reads). */
 static void
 server_answers(struct sl_flow_table *t, const struct sl_flow_key *k,
 	       uint8_t how)
@@ -309,8 +307,6 @@ server_answers(struct sl_flow_table *t, const struct sl_flow_key *k,
 	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Length: 36\r\n"
 				   "\r\n";
 	static const char s101[] = "HTTP/1.1 101 Switching Protocols\r\n\r\n";
-	static const char no[] = "HTTP/1.1 403 No\r\nContent-Length: 36\r\n"
-				 "\r\n";
 
 	if (answered >= srv_rec)
 		return;
@@ -320,10 +316,7 @@ server_answers(struct sl_flow_table *t, const struct sl_flow_key *k,
 		answered = srv_rec; /* no more requests: a tunnel */
 		return;
 	}
-	if (recs[answered].connect)
-		server_seg(t, k, 0x18, no, sizeof(no) - 1);
-	else
-		server_seg(t, k, 0x18, head, sizeof(head) - 1);
+	server_seg(t, k, 0x18, head, sizeof(head) - 1);
 	server_seg(t, k, 0x18, s101, 36);
 	answered++;
 }

@@ -137,15 +137,14 @@ carry_over(struct sl_coord *c, struct sl_bucket_table *t, struct sl_owed *o,
 {
 	struct sl_mem_arena a = {.base = old, .size = len, .fresh = 0};
 	struct sl_bucket_table *ot = NULL;
-	const struct sl_owed *oo = NULL;
+	const struct sl_owed *oo;
 
 	if (old_cap > 0 && old_cap <= UINT32_MAX &&
 	    len >= state_payload((uint32_t)old_cap))
 		ot = sl_bucket_table_create_in((uint32_t)old_cap, 1, &a);
-	if (ot != NULL)
-		oo = sl_mem_carve(&a, sizeof(*oo));
 	if (ot == NULL)
 		return;
+	oo = sl_mem_carve(&a, sizeof(*oo));
 	c->carried = sl_bucket_copy(t, ot, now);
 	c->carried_from = (uint32_t)old_cap;
 	if (oo != NULL && oo->n <= SL_OWED_CAP && oo->cursor < SL_OWED_CAP)

@@ -47,24 +47,35 @@ path_of(const char *dir, const char *name, char *buf, size_t size)
 	return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
+/* dir/name opened for reading and its header read: the fd, or -1. */
+static int
+open_hdr(const char *dir, const char *name, struct sl_state_hdr *h)
+{
+	char path[512];
+	int fd;
+
+	if (path_of(dir, name, path, sizeof(path)) != 0)
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && pread(fd, h, sizeof(*h), 0) != (ssize_t)sizeof(*h)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 int
 sl_state_resumed(const char *dir, const char *name, uint64_t layout,
 		 uint64_t family, uint64_t wall, uint64_t *now)
 {
 	struct sl_state_hdr h;
-	char path[512];
 	uint64_t last, at;
-	int fd, ok;
+	int fd = open_hdr(dir, name, &h);
 
-	if (path_of(dir, name, path, sizeof(path)) != 0)
-		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	ok = pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
-	     (valid(&h, layout) || kin(&h, family));
 	close(fd);
-	if (!ok)
+	if (!valid(&h, layout) && !kin(&h, family))
 		return -1;
 	last = h.last_now_ns > h.now0_ns ? h.last_now_ns : h.now0_ns;
 	at = h.wall0_ns + (last - h.now0_ns); /* its last poll, on the wall */
@@ -78,18 +89,13 @@ sl_state_other(const char *dir, const char *name, uint64_t family,
 {
 	struct sl_state_hdr h;
 	struct stat st;
-	char path[512];
 	void *p = NULL;
-	int fd;
+	int fd = open_hdr(dir, name, &h);
 
-	if (path_of(dir, name, path, sizeof(path)) != 0)
-		return NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) == 0 && (size_t)st.st_size > HDR_LEN &&
-	    pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
-	    kin(&h, family) && h.layout != layout) {
+	if (kin(&h, family) && h.layout != layout && fstat(fd, &st) == 0 &&
+	    (size_t)st.st_size > HDR_LEN) {
 		*len = (size_t)st.st_size - HDR_LEN;
 		*size_arg = h.size_arg;
 		p = malloc(*len);
