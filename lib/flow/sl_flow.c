@@ -80,6 +80,7 @@ after_request(struct sl_flow *f, const struct sl_http_req *req)
 	} else if (req->has_cl && req->content_length > 0) {
 		f->state = SL_FLOW_BODY_CL;
 		f->body_remaining = req->content_length;
+		f->body_line = sl_body_line_start();
 	} else {
 		f->state = SL_FLOW_HEAD;
 	}
@@ -262,6 +263,26 @@ head_buffered(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 	return (int)take;
 }
 
+/* The first bytes of a Content-Length body: refused (400) where a
+ * server ignoring the length could act on them as a request. */
+static int
+body_line(struct seg_ctx *c, const uint8_t *p, uint32_t take, uint32_t off)
+{
+	struct sl_flow *f = c->f;
+	uint32_t at = sl_body_line(&f->body_line, p, take);
+	struct sl_http_req req = {.error = SL_HTTP_E_BODY_REQUEST};
+
+	if (at == 0 && take == f->body_remaining &&
+	    sl_body_line_open(f->body_line))
+		at = take;
+	if (at != 0)
+		return give_up(c, SL_EV_PARSE_ERROR, &req, off + at);
+	f->body_remaining -= take;
+	if (f->body_remaining == 0)
+		f->state = SL_FLOW_HEAD;
+	return (int)take;
+}
+
 static int
 body_bytes(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 {
@@ -272,6 +293,8 @@ body_bytes(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 	if (f->state == SL_FLOW_BODY_CL) {
 		uint64_t take = n < f->body_remaining ? n : f->body_remaining;
 
+		if (__builtin_expect(f->body_line != 0, 0))
+			return body_line(c, p, (uint32_t)take, off);
 		f->body_remaining -= take;
 		if (f->body_remaining == 0)
 			f->state = SL_FLOW_HEAD;
@@ -430,8 +453,9 @@ overlap(struct seg_ctx *c, const struct sl_seg *s)
 static int
 opaque(const struct sl_flow *f, uint32_t n)
 {
+	/* a body's first line is read (sl_flow_body.c): decided bytes */
 	if (f->state == SL_FLOW_BODY_CL)
-		return f->body_remaining >= n;
+		return f->body_line == 0 && f->body_remaining >= n;
 	if (f->state == SL_FLOW_BODY_CHUNKED)
 		return sl_chunked_opaque(&f->chunk) >= n;
 	return f->state == SL_FLOW_PASS;

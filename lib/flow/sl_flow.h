@@ -80,6 +80,9 @@ struct sl_flow {
 	 * 0: not seen */
 	uint8_t mss_k;
 	uint16_t park_idx; /* the caller's, while parked */
+	/* a Content-Length body's first line read so far, as a server
+	 * that ignores the length would read it (sl_flow_body.c) */
+	uint8_t body_line;
 	uint32_t
 		bucket_hint; /* the caller's: its last decision's limit state */
 	/* the normaliser's checks, read on every segment: in line two */

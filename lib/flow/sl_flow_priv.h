@@ -61,6 +61,14 @@ int32_t sl_flow_take_head(struct sl_flow_table *t, struct sl_flow *f,
 			  uint64_t now);
 void sl_flow_set_estab(struct sl_flow_table *t, const struct sl_flow *f);
 
+/* sl_flow_body.c: a Content-Length body as the next request */
+uint8_t sl_body_line_start(void);
+/* Reads p[0, n) on from *st: the offset just past the byte at which the
+ * line reads as a request, 0 while it does not (yet). */
+uint32_t sl_body_line(uint8_t *st, const uint8_t *p, uint32_t n);
+/* Whether a body ending in state st leaves such a line open. */
+int sl_body_line_open(uint8_t st);
+
 /* sl_flow_norm.c */
 void sl_flow_digest_init(struct sl_flow_table *t);
 uint64_t sl_flow_digest(const struct sl_flow_table *t, const uint8_t *p,

@@ -674,6 +674,7 @@ sl_http_err_name(enum sl_http_err e)
 		[SL_HTTP_E_CLIENT_ADDR] = "client_address",
 		[SL_HTTP_E_UPGRADE] = "upgrade_protocol",
 		[SL_HTTP_E_CONNECT] = "connect",
+		[SL_HTTP_E_BODY_REQUEST] = "body_request",
 	};
 	return (unsigned)e < SL_HTTP_E__COUNT ? names[e] : "unknown";
 }

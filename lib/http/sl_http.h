@@ -66,6 +66,9 @@ enum sl_http_err {
 	/* CONNECT: after a 2xx the backend, a proxy, relays bytes sluice
 	 * cannot decide, perhaps to the API itself */
 	SL_HTTP_E_CONNECT,
+	/* a Content-Length body whose first line reads as a request to a
+	 * server that ignores the length (lib/flow) */
+	SL_HTTP_E_BODY_REQUEST,
 	SL_HTTP_E__COUNT
 };
 

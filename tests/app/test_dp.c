@@ -523,7 +523,9 @@ refused_behind_allowed(void **state)
  * A parked request's connection keeps sending (its body): the segments
  * wait with it, up to SL_PARK_HELD; those beyond are dropped and counted
  * (the client sends them again), and when the grant comes the head and
- * every held segment go on in order. No mbuf is lost either way.
+ * every held segment go on in order. No mbuf is lost either way. (A
+ * JSON body: its first byte tells lib/flow it is no request line, and
+ * what follows is not kept as decided bytes.)
  */
 static void
 overload_park_held(void **state)
@@ -545,7 +547,7 @@ overload_park_held(void **state)
 	c.cseq += (uint32_t)strlen(head);
 	assert_false(sl_parkq_empty(&w->parkq));
 	for (i = 0; i < SL_PARK_HELD + 2; i++) {
-		snprintf(seq, sizeof(seq), "body%04u", i);
+		snprintf(seq, sizeof(seq), "{%06u}", i);
 		burst(w, frame(1, &c, RTE_TCP_ACK_FLAG, seq), DOWN);
 		c.cseq += 8;
 	}
@@ -559,11 +561,13 @@ overload_park_held(void **state)
 	for (i = 1; i < n; i++) {
 		const char *p = payload(m[i], &len);
 
-		snprintf(seq, sizeof(seq), "body%04u", i - 1);
+		snprintf(seq, sizeof(seq), "{%06u}", i - 1);
 		assert_int_equal(len, 8);
 		assert_memory_equal(p, seq, 8);
 	}
 	rte_pktmbuf_free_bulk(m, n);
+	/* the server acknowledges them: what was kept of them given back */
+	burst(w, frame(0, &c, RTE_TCP_ACK_FLAG, ""), UP);
 	drain();
 	assert_int_equal(rte_mempool_avail_count(pool), avail);
 	done(w);

@@ -2,9 +2,11 @@
 """A backend that takes HTTP/1.1's upgrade to h2c (RFC 7540 3.2), on the
 h2 library: after its 101 it reads HTTP/2 streams on the same
 connection, each a request. And CONNECT, as a proxy in front of itself
-would: after its 200 every request in the tunnel is served. Prints "up"
-once listening, and writes one line to LOG per request it served:
-"KEY PATH h1|h2|tunnel".
+would: after its 200 every request in the tunnel is served. And, under
+/static/, Content-Length ignored (CL.0, as some servers do for
+endpoints that take no body): what follows a head is the next request.
+Prints "up" once listening, and writes one line to LOG per request it
+served: "KEY PATH h1|h2|tunnel|cl0".
 
 usage: h2c_server.py ADDRESS PORT LOG
 """
@@ -87,6 +89,18 @@ def serve_tunnel(c, data):
         c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\ntunnel ok\n")
 
 
+def serve_cl0(c, head, data):
+    """Requests in turn, each head's Content-Length ignored."""
+    while True:
+        path, hdrs = fields(head)
+        said(hdrs.get(b"x-api-key", b"-").decode(), path, "cl0")
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\ncl0 ok\n")
+        got = read_head(c, data.lstrip(b"\r\n"))
+        if got is None:
+            return
+        head, data = got
+
+
 def serve(c):
     c.settimeout(10)
     try:
@@ -103,6 +117,9 @@ def serve(c):
             c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
                       b"Upgrade: h2c\r\n\r\n")
             serve_h2(c, path, hdrs, rest)
+            return
+        if path.startswith("/static/"):
+            serve_cl0(c, head, rest)
             return
         said(hdrs.get(b"x-api-key", b"-").decode(), path, "h1")
         c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nh1 ok\n")

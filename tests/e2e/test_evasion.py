@@ -19,7 +19,9 @@ rule and also sends a blocklisted key: nginx may serve a case's key on
 against a backend that takes the upgrade to h2c (h2c_server.py): after
 its 101 every request would be an HTTP/2 stream sluice cannot read, so
 the upgrade is refused and the backend serves none; nor any request in
-a CONNECT tunnel, which the same backend opens as a proxy would.
+a CONNECT tunnel, which the same backend opens as a proxy would; nor a
+request in a Content-Length body, which the same backend reads as one
+under /static/ (CL.0).
 
 Then the legitimate twins with the kernel's own TCP: answers in order
 when an allowed and a blocked request share a segment, an honest slow
@@ -203,6 +205,54 @@ def h2c(res, t, log):
            "requests served")
 
 
+# A body that is a request to a backend ignoring Content-Length: whole
+# in the head's segment, or its request line's end in a later one.
+# Prints the statuses seen and the 400's reason.
+SMUGGLER = r"""
+import json, re, socket, sys, time
+port, split = int(sys.argv[1]), int(sys.argv[2])
+s = socket.create_connection(("198.18.0.2", port), timeout=5)
+body = b"GET /v1/admin HTTP/1.1\r\nHost: a\r\nX-API-Key: k-bad\r\n\r\n"
+msg = (b"POST /static/a HTTP/1.1\r\nHost: a\r\nX-API-Key: k-cl0\r\n"
+       b"Content-Length: %d\r\n\r\n" % len(body)) + body
+cut = msg.index(b"/v1/admin") + 4 if split else len(msg)
+s.sendall(msg[:cut])
+time.sleep(0.3)
+s.sendall(msg[cut:])
+buf = b""
+try:
+    while True:
+        x = s.recv(4096)
+        if not x:
+            break
+        buf += x
+except OSError:
+    pass
+codes = [int(c) for c in re.findall(rb"HTTP/1\.1 (\d{3}) ", buf)]
+reason = json.loads(buf[buf.rfind(b"{"):] or b"{}").get("reason") if b"{" in buf else None
+print(json.dumps([codes, reason]))
+"""
+
+
+def cl0(res, t, log):
+    """A body a backend that ignores Content-Length reads as the next
+    request: refused, whether its line ends in the head's segment or in
+    a later one (the head already forwarded)."""
+    got = [json.loads(t.client("/usr/bin/python3", "-c", SMUGGLER, str(H2C_PORT),
+                               split).stdout or "null") for split in ("0", "1")]
+    time.sleep(0.3)
+    with open(log) as f:
+        served = [ln.split() for ln in f if ln.split()[2:] == ["cl0"]]
+    # split: the backend answered the head (forwarded whole) before the
+    # body's line ended
+    res.eq(got, [[[400], "body_request"], [[200, 400], "body_request"]],
+           "a request in a Content-Length body: 400 body_request, in the head's segment "
+           "or a later one")
+    res.eq([x for x in served if x[0] == "k-bad"], [],
+           "the backend that ignores Content-Length served no request from a body (%s)" %
+           served)
+
+
 def twins(res, t, cmac, smac, s):
     r = run_client(t, "legit-pipelined", cmac, smac)
     res.eq(r.get("statuses"), [200, 403],
@@ -260,6 +310,7 @@ def main():
             h2s.stdout.readline()
             attacks(res, t, ng, cmac, smac)
             h2c(res, t, h2log)
+            cl0(res, t, h2log)
             twins(res, t, cmac, smac, t.sluice)
             st = t.sluice.stats()
             print("  normalizer_drops: %s" % st["normalizer_drops"])

@@ -13,7 +13,9 @@
  * answered the upgrade request itself with a 101, never to h2c: the
  * model server reads an Upgrade field naming h2c anywhere in its value
  * as a request for HTTP/2, whose streams sluice could not decide, and
- * must never be asked to CONNECT (a proxy's tunnel to anywhere). It
+ * must never be asked to CONNECT (a proxy's tunnel to anywhere). Read
+ * as a server that ignores Content-Length reads it (CL.0), a body must
+ * not be a request whose target it holds (cl0_acts). It
  * answers requests in order, some of them with a body whose second
  * segment begins with a 101 status line. Decided bytes are kept as the
  * appliance keeps them: held (here a copy, at most two at once) or by
@@ -48,6 +50,8 @@ static uint32_t srv_len, srv_pos, srv_rec, answered, s_next, s_isn;
 static uint8_t tunnel_ok, in_body, chunked;
 static uint64_t body_left;
 static struct sl_chunked chunk;
+/* Content-Length bodies the server read: where each starts, its length */
+static uint32_t cl_at[32], cl_len[32], n_cl;
 
 static enum sl_req_action
 on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
@@ -223,10 +227,78 @@ is_connect(const uint8_t *p, uint32_t n)
 	return ieq_at(p + i, n - i, "connect ");
 }
 
+static int
+blank(uint8_t c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static int
+token_char(uint8_t c)
+{
+	return c > ' ' && c < 127 && strchr("\"(),/:;<=>?@[\\]{}", c) == NULL;
+}
+
+/*
+ * Where a server that ignores Content-Length acts on the bytes from a
+ * body's start (len of them the body's) as a request whose target the
+ * body holds: -1 not, or not yet. One line of a method (at most 31
+ * bytes: no server dispatches longer ones), blanks and a
+ * target of a form it routes ('/', '*', or absolute, "h..."), taking
+ * blanks inside the target as the most lenient do: served at its LF
+ * (HTTP/0.9), or, with blanks then "HTTP/" in it, at the empty line
+ * that ends its head. A target that starts past the body is a decided
+ * head's, a method glued to its own: not this model's concern.
+ */
+static int64_t
+cl0_acts(const uint8_t *p, uint32_t n, uint32_t len)
+{
+	uint32_t i = 0, m, t, e, j;
+
+	while (i < n && (blank(p[i]) || p[i] == '\r' || p[i] == '\n'))
+		i++;
+	for (m = i; i < n && token_char(p[i]); i++)
+		;
+	if (i == m || i - m > 31 || i == n || !blank(p[i]))
+		return -1;
+	while (i < n && blank(p[i]))
+		i++;
+	t = i;
+	if (t >= len || t == n ||
+	    !(p[t] == '/' || p[t] == '*' || tolower(p[t]) == 'h'))
+		return -1;
+	for (e = t; e < n && p[e] != '\n'; e++)
+		;
+	if (e == n)
+		return -1;
+	for (j = t + 1; j < e; j++)
+		if (blank(p[j - 1]) && ieq_at(p + j, e - j, "http/"))
+			break;
+	if (j == e)
+		return e;
+	for (i = e; i + 1 < n; i++)
+		if (p[i] == '\n' &&
+		    (p[i + 1] == '\n' ||
+		     (p[i + 1] == '\r' && i + 2 < n && p[i + 2] == '\n')))
+			return i + 1;
+	return -1;
+}
+
+static void
+cl0_check(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < n_cl; i++)
+		if (cl0_acts(srv + cl_at[i], srv_len - cl_at[i], cl_len[i]) >=
+		    0)
+			broken("a body read as a request");
+}
+
 /* The server reads what it got: bodies skipped as decided, heads acted
  * on only where decided. */
 static void
-server_reads(void)
+read_requests(void)
 {
 	for (;;) {
 		uint32_t avail = srv_len - srv_pos;
@@ -273,6 +345,10 @@ server_reads(void)
 			in_body = r->cl > 0 || r->chunked;
 			chunked = r->chunked;
 			body_left = r->cl;
+			if (r->cl > 0 && !r->chunked && n_cl < 32) {
+				cl_at[n_cl] = srv_pos;
+				cl_len[n_cl++] = (uint32_t)r->cl;
+			}
 			sl_chunked_init(&chunk);
 			continue;
 		}
@@ -280,6 +356,13 @@ server_reads(void)
 			broken("acted on");
 		return;
 	}
+}
+
+static void
+server_reads(void)
+{
+	read_requests();
+	cl0_check();
 }
 
 static void
@@ -357,7 +440,7 @@ deliver(uint32_t seq, const uint8_t *p, uint32_t n)
 static void
 reset(void)
 {
-	n_recs = srv_len = srv_pos = srv_rec = answered = 0;
+	n_recs = srv_len = srv_pos = srv_rec = answered = n_cl = 0;
 	tunnel_ok = in_body = 0;
 	s_next = s_isn;
 }

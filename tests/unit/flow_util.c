@@ -24,6 +24,9 @@ on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 				 (int)ev->req->target.len, ev->req->target.p);
 			snprintf(s->keys[s->n], 32, "%.*s",
 				 (int)ev->req->api_key.len, ev->req->api_key.p);
+		} else if (ev->req != NULL) {
+			snprintf(s->targets[s->n], 32, "%s",
+				 sl_http_err_name(ev->req->error));
 		}
 	}
 	if (s->n < 64)

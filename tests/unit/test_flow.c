@@ -178,6 +178,89 @@ errors_and_limits(void **state)
 	sl_flow_table_free(t);
 }
 
+/* One body after its head, cut in two at every offset: refused (400
+ * body_request) where a server ignoring Content-Length could act on it
+ * as a request, and then at the segment holding the byte that says so. */
+static void
+body_as_request_one(const char *body, int refused)
+{
+	size_t bl = strlen(body), cut;
+	char head[128];
+	int hl = snprintf(head, sizeof(head),
+			  "POST /u HTTP/1.1\r\nHost: a\r\n"
+			  "Content-Length: %zu\r\n\r\n",
+			  bl);
+
+	for (cut = 0; cut < bl; cut++) {
+		struct sl_flow_table *t = table(16, 4, 1024);
+		struct sl_flow_key k = key(1);
+		struct seen s = {.stop_at = 2};
+		enum sl_seg_verdict v1, v2 = SL_SEG_FORWARD;
+
+		open_flow(t, &k, &s);
+		assert_int_equal(seg(t, &k, 1000, ACK, head, (size_t)hl, &s),
+				 SL_SEG_FORWARD);
+		v1 = seg(t, &k, 1000 + (uint32_t)hl, ACK, body, cut ? cut : bl,
+			 &s);
+		if (cut && v1 == SL_SEG_FORWARD)
+			v2 = seg(t, &k, 1000 + (uint32_t)(hl + cut), ACK,
+				 body + cut, bl - cut, &s);
+		if (!refused) {
+			assert_int_equal(v1, SL_SEG_FORWARD);
+			assert_int_equal(v2, SL_SEG_FORWARD);
+			assert_int_equal(s.n, 1);
+			assert_int_equal(sl_flow_lookup(t, &k)->state,
+					 SL_FLOW_HEAD);
+		} else {
+			assert_int_equal(s.n, 2);
+			assert_int_equal(s.kinds[1], SL_EV_PARSE_ERROR);
+			assert_string_equal(s.targets[1], "body_request");
+			assert_true(v1 == SL_SEG_STOPPED ||
+				    v2 == SL_SEG_STOPPED);
+		}
+		sl_flow_table_free(t);
+	}
+}
+
+static void
+body_read_as_request(void **state)
+{
+	static const char *const refused[] = {
+		"GET /admin HTTP/1.1\r\nHost: a\r\n\r\n",
+		"\r\n  get /x http/1.0\r\n\r\n",
+		"GET /p\n",
+		"GET /p\r\n",
+		"GET /p \r\nrest",
+		"X\t/a b HTTP/1.1\r\n",
+		"hello world HTTP/1.1",
+		"GET /adm", /* the next bytes would go on with the line */
+		"GET /a ",
+		"OPTIONS *\n",
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZ01234 /p\n", /* 31 bytes */
+		"say hello", /* absolute form, perhaps ("hello://") */
+		"see http://x/ HTTPS",
+	};
+	static const char *const passed[] = {
+		"{\"a\": \"GET /x HTTP/1.1\"}",
+		"a=b&c=d",
+		"hello world\n",
+		"hello world",
+		"hello",
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZ012345 /p\n", /* a 32-byte method */
+		"GET ",
+		"x\r\n/p HTTP/1.1\r\n",
+		"GET\n/p HTTP/1.1\r\n",
+		"see x HTTPS\n",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		body_as_request_one(refused[i], 1);
+	for (i = 0; i < sizeof(passed) / sizeof(passed[0]); i++)
+		body_as_request_one(passed[i], 0);
+}
+
 static void
 stop_absorbs_the_rest(void **state)
 {
@@ -531,6 +614,7 @@ main(void)
 		cmocka_unit_test(retransmissions_not_parsed_twice),
 		cmocka_unit_test(gap_is_dropped),
 		cmocka_unit_test(errors_and_limits),
+		cmocka_unit_test(body_read_as_request),
 		cmocka_unit_test(stop_absorbs_the_rest),
 		cmocka_unit_test(midstream_pickup),
 		cmocka_unit_test(syn_data_ignored),
