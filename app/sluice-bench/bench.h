@@ -62,6 +62,7 @@ struct corpus {
 struct flood_result {
 	uint64_t rss_kb_before, rss_kb_after, flows_evicted, buckets_evicted;
 	double bytes_per_flow, bytes_per_bucket;
+	uint64_t head_pool_bytes; /* per worker, whatever the flows */
 };
 
 /* The passes, in the order of the table and the report. */

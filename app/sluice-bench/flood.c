@@ -100,8 +100,10 @@ sl_bench_flood(const struct bopts *o, struct sl_app *base,
 			 w->ctr.allowed, o->flood);
 	fr->flows_evicted = sl_flow_stats(w->flows)->evicted;
 	fr->buckets_evicted = sl_bucket_stats(w->buckets)->evicted;
-	fr->bytes_per_flow = (double)sl_flow_table_bytes(w->flows) /
-			     cfg->dataplane.flows_per_worker;
+	fr->head_pool_bytes = sl_flow_head_pool_bytes(w->flows);
+	fr->bytes_per_flow =
+		(double)(sl_flow_table_bytes(w->flows) - fr->head_pool_bytes) /
+		cfg->dataplane.flows_per_worker;
 	fr->bytes_per_bucket = (double)sl_bucket_table_bytes(w->buckets) /
 			       cfg->dataplane.buckets_per_worker;
 	rte_pktmbuf_free_bulk(m, SL_BURST);

@@ -55,12 +55,13 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 		       "bounds): "
 		       "p50 %lu ns, p99 %lu ns, p99.9 %lu ns\n",
 		       p50, p99, p999);
-		printf("memory: %.0f bytes per flow, %.0f per bucket; flood of "
-		       "%u "
+		printf("memory: %.0f bytes per flow, %.0f per bucket, head "
+		       "buffers %lu kB; flood of %u "
 		       "addresses: RSS %lu kB before, %lu kB after "
 		       "(%lu flows, %lu buckets evicted)\n",
-		       fr->bytes_per_flow, fr->bytes_per_bucket, o->flood,
-		       fr->rss_kb_before, fr->rss_kb_after, fr->flows_evicted,
+		       fr->bytes_per_flow, fr->bytes_per_bucket,
+		       fr->head_pool_bytes / 1024, o->flood, fr->rss_kb_before,
+		       fr->rss_kb_after, fr->flows_evicted,
 		       fr->buckets_evicted);
 	}
 	printf("{\"packets\": %u, \"flows\": %u, \"keys\": %u, \"zipf\": %.2f, "
@@ -88,7 +89,8 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       "\"decisions_per_sec_per_core_local\": %.0f, "
 	       "\"latency_ns_p50\": %lu, \"latency_ns_p99\": %lu, "
 	       "\"latency_ns_p999\": %lu, \"bytes_per_flow\": %.0f, "
-	       "\"bytes_per_bucket\": %.0f, \"flood_addresses\": %u, "
+	       "\"bytes_per_bucket\": %.0f, \"head_pool_bytes\": %lu, "
+	       "\"flood_addresses\": %u, "
 	       "\"rss_kb_before_flood\": %lu, \"rss_kb_after_flood\": %lu, "
 	       "\"differential_decisions\": %u}\n",
 	       c->n, o->flows, o->keys, o->zipf, (double)c->head_bytes / c->n,
@@ -100,6 +102,6 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       v[M_KEEPALIVE] / v[M_PARSE_ALONE], v[M_REJECT] / v[M_ALLOW],
 	       v[M_REJECT_KEEP] / v[M_ALLOW], app->tsc_hz / v[M_LEASED],
 	       app->tsc_hz / v[M_KEEPALIVE], p50, p99, p999, fr->bytes_per_flow,
-	       fr->bytes_per_bucket, o->flood, fr->rss_kb_before,
-	       fr->rss_kb_after, diff);
+	       fr->bytes_per_bucket, fr->head_pool_bytes, o->flood,
+	       fr->rss_kb_before, fr->rss_kb_after, diff);
 }

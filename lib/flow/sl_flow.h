@@ -401,5 +401,8 @@ const struct sl_flow_stats *sl_flow_stats(const struct sl_flow_table *t);
 
 /* Bytes of memory the table holds, for the memory benchmark. */
 uint64_t sl_flow_table_bytes(const struct sl_flow_table *t);
+/* Of those, the head buffers: head_slots x max_head_bytes, whatever the
+ * capacity, so not a cost per flow. */
+uint64_t sl_flow_head_pool_bytes(const struct sl_flow_table *t);
 
 #endif /* SL_FLOW_H */

@@ -609,14 +609,20 @@ sl_flow_stats(const struct sl_flow_table *t)
 }
 
 uint64_t
+sl_flow_head_pool_bytes(const struct sl_flow_table *t)
+{
+	return (uint64_t)t->p.head_slots * (t->p.max_head_bytes + 4 + 4 + 8) +
+	       src_cells(&t->p) * sizeof(uint16_t);
+}
+
+uint64_t
 sl_flow_table_bytes(const struct sl_flow_table *t)
 {
 	return sizeof(*t) + sl_table_bytes(&t->tab) + flows_bytes(t) +
 	       seen_bytes(t) +
 	       (uint64_t)t->p.capacity * (sizeof(uint32_t) + 1) +
 	       ((uint64_t)t->young_mask + 1) * sizeof(uint64_t) +
-	       (uint64_t)t->p.head_slots * (t->p.max_head_bytes + 4 + 4 + 8) +
-	       src_cells(&t->p) * sizeof(uint16_t);
+	       sl_flow_head_pool_bytes(t);
 }
 
 uint32_t

@@ -262,7 +262,7 @@ def twins(res, t, cmac, smac, s):
     before, rss0 = s.stats(), rss_kb(s)
     r = run_client(t, "legit-evict:100000", cmac, smac, timeout=300)
     st, rss1 = s.stats(), rss_kb(s)
-    # per flow it would be 36 MB (361 B each); the tables are allocated
+    # per flow it would be 23 MB (233 B each); the tables are allocated
     # and touched up front, so what is left is the process's own noise
     res.check(rss1 - rss0 < 1024, "sluice's resident memory flat across the flood "
               "(%d -> %d kB)" % (rss0, rss1))

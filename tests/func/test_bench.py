@@ -38,7 +38,7 @@ KEYS = ["decisions_per_sec_per_core", "decisions_per_sec_per_core_local",
         "cycles_per_request_leased", "scan_floor_cycles",
         "decision_over_scan_floor", "keys", "flows",
         "head_bytes_avg", "latency_ns_p50", "latency_ns_p99", "latency_ns_p999",
-        "bytes_per_flow", "bytes_per_bucket", "rss_kb_before_flood",
+        "bytes_per_flow", "bytes_per_bucket", "head_pool_bytes", "rss_kb_before_flood",
         "rss_kb_after_flood", "differential_decisions"]
 
 
