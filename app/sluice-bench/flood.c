@@ -18,7 +18,15 @@ rss_kb(void)
 	return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
 }
 
-/* Requests from n distinct client addresses through one worker. */
+static const char flood_req[] = "GET /v1/flood HTTP/1.1\r\nHost: api\r\n\r\n";
+
+/*
+ * Requests from n distinct client addresses through one worker. Each
+ * frame is written whole every time: the worker may have made the last
+ * one sent from that mbuf into a reply in place (a probe of a flow
+ * picked up mid-stream has no payload), and every later frame would
+ * have been that.
+ */
 static void
 flood_pass(struct sl_worker *w, struct rte_mbuf **m, uint32_t from, uint32_t n)
 {
@@ -28,10 +36,13 @@ flood_pass(struct sl_worker *w, struct rte_mbuf **m, uint32_t from, uint32_t n)
 		uint32_t b = RTE_MIN((uint32_t)SL_BURST, n - i);
 
 		for (k = 0; k < b; k++) {
-			uint8_t *f = rte_pktmbuf_mtod(m[k], uint8_t *);
+			uint8_t *f;
 			uint32_t a = from + i + k;
 			struct sl_pkt p;
 
+			sl_bench_write_frame(m[k], 0, flood_req,
+					     (int)sizeof(flood_req) - 1);
+			f = rte_pktmbuf_mtod(m[k], uint8_t *);
 			/* synthetic, never sent: any address will do */
 			f[26] = (uint8_t)(a >> 24);
 			f[27] = (uint8_t)(a >> 16);
@@ -59,13 +70,12 @@ void
 sl_bench_flood(const struct bopts *o, struct sl_app *base,
 	       struct flood_result *fr)
 {
-	static const char req[] = "GET /v1/flood HTTP/1.1\r\nHost: api\r\n\r\n";
 	struct sl_config *cfg = calloc(1, sizeof(*cfg));
 	struct sl_app *app = calloc(1, sizeof(*app));
 	struct sl_rule *r = calloc(1, sizeof(*r));
 	struct rte_mbuf *m[SL_BURST];
 	struct sl_worker *w;
-	uint32_t cap, k;
+	uint32_t cap;
 
 	sl_config_defaults(cfg);
 	sl_app_setup(app, cfg);
@@ -86,8 +96,6 @@ sl_bench_flood(const struct bopts *o, struct sl_app *base,
 	if (app->policy == NULL ||
 	    rte_pktmbuf_alloc_bulk(app->pool, m, SL_BURST))
 		rte_exit(EXIT_FAILURE, "flood: out of memory\n");
-	for (k = 0; k < SL_BURST; k++)
-		sl_bench_write_frame(m[k], 0, req, (int)sizeof(req) - 1);
 	cap = RTE_MAX(cfg->dataplane.flows_per_worker,
 		      cfg->dataplane.buckets_per_worker);
 	flood_pass(w, m, 0x0a000000u, cap + cap / 2); /* fill both tables */
