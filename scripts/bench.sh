@@ -33,6 +33,7 @@ for k, label in (("cycles_per_request_forward", "forward"),
                  ("cycles_per_request_keepalive", "decide, keep-alive, allowed"),
                  ("cycles_per_request_keepalive_acked", "the same, and the server ACK"),
                  ("cycles_per_request_keepalive_plain", "the same, no stream normaliser"),
+                 ("cycles_per_request_keepalive_offload", "keep-alive, port checksum"),
                  ("cycles_per_request_allow", "decide, new flow, allowed"),
                  ("cycles_per_request_reject", "decide, new flow, 429+RST"),
                  ("cycles_per_request_sampled", "decide, keep-alive, sampled"),
@@ -73,7 +74,9 @@ if dram:
     goal(d >= 2.5e6, ">= 2.5 M leased decisions/s per core: %.2f M" % (d / 1e6))
 else:
     kp = statistics.median(r["keepalive_over_parse"] for r in rows)
-    goal(kp <= 2.0, "keep-alive decision <= 2.0 x the parser alone: %.2f" % kp)
+    ko = statistics.median(r["keepalive_offload_over_parse"] for r in rows)
+    goal(kp <= 2.0, "keep-alive decision <= 2.0 x the parser alone: %.2f (%.2f where "
+         "the port verifies checksums)" % (kp, ko))
 nz = sorted(r["normaliser_in_appliance"] for r in rows)
 goal(statistics.median(nz) <= 1.05, "the normaliser <= 1.05 x on clean traffic, in the "
      "appliance (keep-alive and its ACK): %.3f (min %.3f, max %.3f)" % (

@@ -35,8 +35,10 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 		printf("decision / scan floor: %.2f leased, %.2f local "
 		       "(keep-alive)\n",
 		       v[M_LEASED] / v[M_SCAN], v[M_KEEPALIVE] / v[M_SCAN]);
-		printf("keep-alive decision / the parser alone: %.2f\n",
-		       v[M_KEEPALIVE] / v[M_PARSE_ALONE]);
+		printf("keep-alive decision / the parser alone: %.2f (%.2f, "
+		       "the port verifying checksums)\n",
+		       v[M_KEEPALIVE] / v[M_PARSE_ALONE],
+		       v[M_KEEPALIVE_OFFLOAD] / v[M_PARSE_ALONE]);
 		printf("differential: %u decisions the same in bursts and "
 		       "one frame at a time\n",
 		       diff);
@@ -72,6 +74,7 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       "\"cycles_per_request_keepalive\": %.1f, "
 	       "\"cycles_per_request_keepalive_acked\": %.1f, "
 	       "\"cycles_per_request_keepalive_plain\": %.1f, "
+	       "\"cycles_per_request_keepalive_offload\": %.1f, "
 	       "\"normaliser_in_appliance\": %.3f, "
 	       "\"cycles_per_request_allow\": %.1f, "
 	       "\"cycles_per_request_reject\": %.1f, "
@@ -83,6 +86,7 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       "\"parse_isolated_cycles\": %.1f, "
 	       "\"decision_over_scan_floor\": %.2f, "
 	       "\"keepalive_over_parse\": %.2f, "
+	       "\"keepalive_offload_over_parse\": %.2f, "
 	       "\"reject_over_allow\": %.2f, "
 	       "\"reject_kept_over_allow\": %.2f, "
 	       "\"decisions_per_sec_per_core\": %.0f, "
@@ -96,12 +100,15 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       c->n, o->flows, o->keys, o->zipf, (double)c->head_bytes / c->n,
 	       o->rounds, app->tsc_hz, v[M_FWD], v[M_PASS], v[M_FLOW],
 	       v[M_KEEPALIVE], v[M_KEEPALIVE_ACKED], v[M_KEEPALIVE_PLAIN],
+	       v[M_KEEPALIVE_OFFLOAD],
 	       v[M_KEEPALIVE_ACKED] / v[M_KEEPALIVE_PLAIN], v[M_ALLOW],
 	       v[M_REJECT], v[M_REJECT_KEEP], v[M_SAMPLE], v[M_LEASED], asks,
 	       v[M_SCAN], v[M_PARSE_ALONE], v[M_LEASED] / v[M_SCAN],
-	       v[M_KEEPALIVE] / v[M_PARSE_ALONE], v[M_REJECT] / v[M_ALLOW],
-	       v[M_REJECT_KEEP] / v[M_ALLOW], app->tsc_hz / v[M_LEASED],
-	       app->tsc_hz / v[M_KEEPALIVE], p50, p99, p999, fr->bytes_per_flow,
-	       fr->bytes_per_bucket, fr->head_pool_bytes, o->flood,
-	       fr->rss_kb_before, fr->rss_kb_after, diff);
+	       v[M_KEEPALIVE] / v[M_PARSE_ALONE],
+	       v[M_KEEPALIVE_OFFLOAD] / v[M_PARSE_ALONE],
+	       v[M_REJECT] / v[M_ALLOW], v[M_REJECT_KEEP] / v[M_ALLOW],
+	       app->tsc_hz / v[M_LEASED], app->tsc_hz / v[M_KEEPALIVE], p50,
+	       p99, p999, fr->bytes_per_flow, fr->bytes_per_bucket,
+	       fr->head_pool_bytes, o->flood, fr->rss_kb_before,
+	       fr->rss_kb_after, diff);
 }
