@@ -222,7 +222,7 @@ def phases(res, topos, ports, conf, tmp):
         t2 = max(time.time(), t_start + 3 * REBALANCE_MS / 1000) + 2
         time.sleep(max(0.0, t2 - time.time()))
         n2 = [seen(a), seen(b)]
-        time.sleep(8)
+        time.sleep(12)  # b offers 24 requests: each refused costs 4 %
         t3 = time.time()
         n3 = [seen(a), seen(b)]
         offered = [(y - x) / (t3 - t2) for x, y in zip(n2, n3)]
