@@ -131,6 +131,9 @@ void sl_bench_seed(uint64_t seed);
 void sl_bench_set_round(struct corpus *c, uint32_t round);
 void sl_bench_write_frame(struct rte_mbuf *m, uint32_t flow, const char *head,
 			  int hlen);
+/* The same frame into f (54 + hlen bytes), checksums not set. */
+void sl_bench_frame_bytes(uint8_t *f, uint32_t flow, const char *head,
+			  int hlen);
 int sl_bench_build_corpus(struct corpus *c, const struct bopts *o,
 			  struct rte_mempool *mp);
 /* The server's first response on request frame data's connection. */

@@ -90,7 +90,13 @@ void
 sl_bench_write_frame(struct rte_mbuf *m, uint32_t flow, const char *head,
 		     int hlen)
 {
-	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	sl_bench_frame_bytes(rte_pktmbuf_mtod(m, uint8_t *), flow, head, hlen);
+	m->data_len = m->pkt_len = (uint32_t)(54 + hlen);
+}
+
+void
+sl_bench_frame_bytes(uint8_t *f, uint32_t flow, const char *head, int hlen)
+{
 	uint16_t iplen = (uint16_t)(20 + 20 + hlen);
 
 	memset(f, 0, 54);
@@ -115,7 +121,6 @@ sl_bench_write_frame(struct rte_mbuf *m, uint32_t flow, const char *head,
 	f[47] = 0x18;
 	f[48] = 0xff;
 	memcpy(f + 54, head, (size_t)hlen);
-	m->data_len = m->pkt_len = (uint32_t)(54 + hlen);
 }
 
 /* Writes the round's sequence number and the checksums (not timed). */

@@ -3,10 +3,10 @@
  * sluice-bench --micro: the functions BENCHMARKS.md prices on their own,
  * each timed in a loop with its data in L1 (best of several rounds, so a
  * noisy machine's slow spells drop out): the head parser over
- * corpus-shaped heads, the 429 template's fill, the checksum over a
- * frame's payload, the flow hash. No EAL: lib/ only. A figure here is
- * the function's floor; the passes of the main benchmark are what a
- * request costs with the memory it really waits for.
+ * corpus-shaped heads, the 429 template's fill, a refusal's 429 and RST
+ * frames, the checksum over a frame's payload, the flow hash. No EAL: lib/
+ * only. A figure here is the function's floor; the passes of the main benchmark
+ * are what a request costs with the memory it really waits for.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@
 #include "sl_http.h"
 #include "sl_net.h"
 
+#include "bench.h"
 #include "micro.h"
 #include "rnd.h"
 
@@ -95,8 +96,8 @@ micro_parse(double *bytes)
 	});
 }
 
-static double
-micro_fill(uint32_t *bytes)
+static void
+tpl_429(struct sl_reply_tpl *t)
 {
 	struct sl_reply_info ri = {.status = 429,
 				   .headers = SL_RH_DRAFT | SL_RH_LEGACY,
@@ -106,24 +107,76 @@ micro_fill(uint32_t *bytes)
 				   .bake = 1,
 				   .limit = 100,
 				   .window_s = 60};
-	struct sl_reply_nums v = {.retry_after_s = 17,
-				  .limit = 100,
-				  .window_s = 60,
-				  .remaining = 0,
-				  .reset_s = 17};
+
+	if (sl_reply_tpl_build(t, &ri) != 0) {
+		fprintf(stderr, "micro: no 429 template\n");
+		exit(1);
+	}
+}
+
+static const struct sl_reply_nums nums429 = {.retry_after_s = 17,
+					     .limit = 100,
+					     .window_s = 60,
+					     .remaining = 0,
+					     .reset_s = 17};
+
+static double
+micro_fill(uint32_t *bytes)
+{
+	struct sl_reply_nums v = nums429;
 	static struct sl_reply_tpl t;
 	static uint8_t out[2048];
 	uint32_t sum;
 	volatile uint32_t sink = 0;
 
-	if (sl_reply_tpl_build(&t, &ri) != 0) {
-		fprintf(stderr, "micro: no 429 template\n");
-		exit(1);
-	}
+	tpl_429(&t);
 	*bytes = sl_reply_tpl_fill(&t, &v, out, sizeof(out), &sum);
 	return BEST(50, 100000, 1, {
 		v.retry_after_s = 17 + (l_ & 7);
 		sink += sl_reply_tpl_fill(&t, &v, out, sizeof(out), &sum);
+	});
+}
+
+/*
+ * A refusal's frames as the worker builds them, in L1: the 429 written
+ * over the request in its own buffer (the template's fill, then the
+ * segment around it, its checksum from the fill's sum), and the RST
+ * to the backend in another. What no refusal can do without.
+ */
+static void
+micro_reply(double *reply, double *rst)
+{
+	static char head[600];
+	static uint8_t f[2048], r[128];
+	static struct sl_reply_tpl t;
+	struct sl_reply_nums v = nums429;
+	uint64_t s = 7;
+	int hl = corpus_head(head, sizeof(head), &s);
+	uint32_t poff;
+	struct sl_pkt p;
+	volatile uint32_t sink = 0;
+
+	tpl_429(&t);
+	sl_bench_frame_bytes(f, 1, head, hl);
+	sl_pkt_parse(f, (uint32_t)(54 + hl), &p);
+	sl_ipv4_cksum_set(f, &p);
+	if (sl_pkt_parse(f, (uint32_t)(54 + hl), &p) != SL_PKT_TCP) {
+		fprintf(stderr, "micro: the request frame does not parse\n");
+		exit(1);
+	}
+	poff = sl_reply_payload_off(&p);
+	*rst = BEST(50, 100000, 1, {
+		sink += sl_reply_segment(r, sizeof(r), f, &p, 0, l_, 1, 0x14,
+					 NULL, 0);
+	});
+	*reply = BEST(50, 100000, 1, {
+		uint32_t sum;
+		uint32_t n;
+
+		v.retry_after_s = 17 + (l_ & 7);
+		n = sl_reply_tpl_fill(&t, &v, f + poff, sizeof(f) - poff, &sum);
+		sink += sl_reply_segment_sum(f, sizeof(f), f, &p, 1, l_, 1,
+					     0x19, f + poff, n, sum);
 	});
 }
 
@@ -188,6 +241,9 @@ sl_bench_micro(int json)
 	double fill = micro_fill(&reply_bytes);
 	double ck = micro_cksum();
 	double fh = micro_flow_hash();
+	double reply, rst;
+
+	micro_reply(&reply, &rst);
 
 	if (!json) {
 		printf("head parser, %.0f-byte heads in L1: %.0f cycles a head "
@@ -195,13 +251,18 @@ sl_bench_micro(int json)
 		       head_bytes, parse, parse / head_bytes);
 		printf("429 template fill, %u bytes: %.0f cycles\n",
 		       reply_bytes, fill);
+		printf("429 frame, filled and framed in place: %.0f cycles; "
+		       "RST frame: %.0f cycles\n",
+		       reply, rst);
 		printf("checksum over 550 bytes: %.0f cycles\n", ck);
 		printf("flow hash, 1024 keys: %.1f cycles a key\n", fh);
 	}
 	printf("{\"micro_parse_cycles\": %.1f, \"micro_head_bytes\": %.0f, "
 	       "\"micro_fill_cycles\": %.1f, \"micro_reply_bytes\": %u, "
+	       "\"micro_reply429_cycles\": %.1f, "
+	       "\"micro_rst_cycles\": %.1f, "
 	       "\"micro_cksum550_cycles\": %.1f, "
 	       "\"micro_flow_hash_cycles\": %.2f}\n",
-	       parse, head_bytes, fill, reply_bytes, ck, fh);
+	       parse, head_bytes, fill, reply_bytes, reply, rst, ck, fh);
 	return 0;
 }

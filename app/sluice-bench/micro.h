@@ -2,7 +2,8 @@
 #ifndef SLUICE_BENCH_MICRO_H
 #define SLUICE_BENCH_MICRO_H
 
-/* sluice-bench --micro: parser, reply fill, checksum, flow hash alone. */
+/* sluice-bench --micro: parser, reply fill, the refusal's frames, checksum,
+ * flow hash alone. */
 int sl_bench_micro(int json);
 
 #endif

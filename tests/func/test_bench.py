@@ -121,8 +121,11 @@ def main():
     res.check(p.returncode == 0 and rows and
               all(rows[0].get(k, 0) > 0 for k in ("micro_parse_cycles", "micro_fill_cycles",
                                                    "micro_cksum550_cycles",
+                                                   "micro_reply429_cycles",
+                                                   "micro_rst_cycles",
                                                    "micro_flow_hash_cycles")),
-              "--micro: parser, fill, checksum and flow hash timed (%s)" %
+              "--micro: parser, fill, the refusal's frames, checksum and flow hash timed "
+              "(%s)" %
               (rows or p.stderr[-300:]))
     # the index against rte_hash: every key inserted is found by both;
     # full, rte_hash refuses what the index takes by evicting
