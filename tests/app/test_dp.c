@@ -25,6 +25,7 @@
 #include <rte_mbuf.h>
 
 #include "coord.h"
+#include "dp.h"
 #include "policy.h"
 #include "sluice.h"
 #include "dpframes.h"
@@ -722,6 +723,30 @@ assert_health(const struct sl_worker *w, uint16_t s, uint64_t none, uint64_t c2,
 }
 
 /*
+ * Retry-After's jitter: the time until the units are there, rounded up,
+ * plus a draw in [0, spread], spread that share of it; every value of
+ * the range is drawn, none outside it.
+ */
+static void
+retry_jitter(void **state)
+{
+	struct sl_worker *w = worker(0);
+	uint32_t seen = 0, i;
+
+	(void)state;
+	for (i = 0; i < 4000; i++) {
+		/* 9.2 s: 10 s, and half of it spread (5) */
+		uint64_t s = sl_retry_seconds(w, 9200000000ULL, 500000, 0);
+
+		assert_in_range(s, 10, 15);
+		seen |= 1u << (s - 10);
+	}
+	assert_int_equal(seen, 0x3f);
+	assert_int_equal(sl_retry_seconds(w, 9200000000ULL, 0, 0), 10);
+	done(w);
+}
+
+/*
  * What the backend answered, counted for every rule that let the request
  * go: a 503 and its time, two pipelined answers in one segment (the
  * second not timed: it waited behind the first), and a request whose
@@ -819,6 +844,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(server_closes),
 		cmocka_unit_test(request_after_fin),
 		cmocka_unit_test(backend_health),
+		cmocka_unit_test(retry_jitter),
 	};
 	int rc;
 

@@ -15,7 +15,12 @@ sl_retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
 	if (s == 0)
 		s = 1;
 	spread = (s * jitter_ppm + 999999) / 1000000;
-	return s + (spread ? sl_rnd(w) % (spread + 1) : 0);
+	/* uniform in [0, spread] from the draw's high half: a multiply
+	 * where a remainder was a division on every refusal */
+	return s + (spread ? (uint64_t)((unsigned __int128)(sl_rnd(w) >> 32) *
+						(spread + 1) >>
+					32)
+			   : 0);
 }
 
 /* The rule's own template when the numbers are its own, else the one
