@@ -155,6 +155,19 @@ broken(const char *why)
 	abort();
 }
 
+/* Where a head ends from p[i] on: just past a line's LF followed by an
+ * empty line ("\n\n" or "\n\r\n"); -1 not yet. */
+static int64_t
+empty_line(const uint8_t *p, uint32_t n, uint32_t i)
+{
+	for (; i + 1 < n; i++)
+		if (p[i] == '\n' &&
+		    (p[i + 1] == '\n' ||
+		     (p[i + 1] == '\r' && i + 2 < n && p[i + 2] == '\n')))
+			return i + 1;
+	return -1;
+}
+
 /* Where the lenient server acts on the request at p[0, n): -1 not yet. */
 static int64_t
 acts_at(const uint8_t *p, uint32_t n)
@@ -169,12 +182,7 @@ acts_at(const uint8_t *p, uint32_t n)
 		return -1;
 	if (sp < 2)
 		return i; /* "GET /p": served at its LF */
-	for (; i + 1 < n; i++)
-		if (p[i] == '\n' &&
-		    (p[i + 1] == '\n' ||
-		     (p[i + 1] == '\r' && i + 2 < n && p[i + 2] == '\n')))
-			return i + 1;
-	return -1;
+	return empty_line(p, n, i);
 }
 
 static int
@@ -276,12 +284,7 @@ cl0_acts(const uint8_t *p, uint32_t n, uint32_t len)
 			break;
 	if (j == e)
 		return e;
-	for (i = e; i + 1 < n; i++)
-		if (p[i] == '\n' &&
-		    (p[i + 1] == '\n' ||
-		     (p[i + 1] == '\r' && i + 2 < n && p[i + 2] == '\n')))
-			return i + 1;
-	return -1;
+	return empty_line(p, n, e);
 }
 
 static void
