@@ -373,6 +373,14 @@ void sl_flow_prefetch_entry(const struct sl_flow_table *t, uint64_t h);
 uint32_t sl_flow_peek_hint(const struct sl_flow_table *t, uint64_t h);
 
 /*
+ * Whether the first n bytes of a Content-Length body (cl bytes in all)
+ * are already refused as a request to a backend that ignores the length
+ * (400 body_request, see sl_flow_client_segment): for a caller that must
+ * know before it lets the flow read them without it (sl_flow_resume).
+ */
+int sl_flow_body_request(const uint8_t *p, uint32_t n, uint64_t cl);
+
+/*
  * The caller translates f's sequence numbers from now on (SL_NF_XLATE):
  * its connection breaks if the entry goes, so it is evicted last, only
  * where every candidate is one too.

@@ -140,6 +140,16 @@ sl_body_line(uint8_t *st, const uint8_t *p, uint32_t n)
 }
 
 int
+sl_flow_body_request(const uint8_t *p, uint32_t n, uint64_t cl)
+{
+	uint8_t st = sl_body_line_start();
+	uint32_t take = cl < n ? (uint32_t)cl : n;
+
+	return sl_body_line(&st, p, take) != 0 ||
+	       (take == cl && sl_body_line_open(st));
+}
+
+int
 sl_body_line_open(uint8_t st)
 {
 	uint8_t s = BL_STATE(st);

@@ -521,6 +521,45 @@ refused_behind_allowed(void **state)
 }
 
 /*
+ * A head that would wait for the coordinator, its body in the same
+ * segment, and that body a request to a backend ignoring Content-Length:
+ * refused at once (400 body_request), not parked. Parked, the body was
+ * read after the grant with no one to answer it, and the connection
+ * went on unread: the body's request and all that followed undecided.
+ */
+static void
+body_request_not_parked(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct rte_mbuf *m[8];
+	struct conn c = open_conn(w);
+	static const char body[] = "GET /admin HTTP/1.1\r\nHost: api\r\n\r\n";
+	char seg[256];
+	uint32_t len;
+	const char *p;
+
+	(void)state;
+	snprintf(seg, sizeof(seg),
+		 "POST /two HTTP/1.1\r\nHost: api\r\nX-API-Key: k-cl0\r\n"
+		 "Content-Length: %zu\r\n\r\n%s",
+		 strlen(body), body);
+	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, seg), DOWN);
+	assert_true(sl_parkq_empty(&w->parkq));
+	coord_turn(w);
+	assert_int_equal(sent(DOWN, m, RTE_DIM(m)), 1);
+	p = payload(m[0], &len);
+	assert_true(len > 12 && memcmp(p, "HTTP/1.1 400", 12) == 0);
+	assert_non_null(memmem(p, len, "body_request", 12));
+	rte_pktmbuf_free(m[0]);
+	/* to the backend: the RST alone, no byte of the segment */
+	assert_int_equal(sent(UP, m, RTE_DIM(m)), 1);
+	payload(m[0], &len);
+	assert_int_equal(len, 0);
+	rte_pktmbuf_free(m[0]);
+	done(w);
+}
+
+/*
  * A parked request's connection keeps sending (its body): the segments
  * wait with it, up to SL_PARK_HELD; those beyond are dropped and counted
  * (the client sends them again), and when the grant comes the head and
@@ -839,6 +878,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(degraded),
 		cmocka_unit_test(pipelined),
 		cmocka_unit_test(refused_behind_allowed),
+		cmocka_unit_test(body_request_not_parked),
 		cmocka_unit_test(overload_park_held),
 		cmocka_unit_test(overload_tx_full),
 		cmocka_unit_test(server_closes),

@@ -191,6 +191,10 @@ body_as_request_one(const char *body, int refused)
 			  "Content-Length: %zu\r\n\r\n",
 			  bl);
 
+	/* what a caller asks before it lets the flow read them unanswered */
+	assert_int_equal(
+		sl_flow_body_request((const uint8_t *)body, (uint32_t)bl, bl),
+		refused);
 	for (cut = 0; cut < bl; cut++) {
 		struct sl_flow_table *t = table(16, 4, 1024);
 		struct sl_flow_key k = key(1);

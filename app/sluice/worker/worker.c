@@ -39,17 +39,26 @@ chunked_takes_all(const struct inspecting *in, uint32_t off, uint32_t rest)
 	return sl_chunked_consume(&ck, b, rest, &done) == (long)rest;
 }
 
-/* A request may wait for the coordinator only if what follows its head
- * in this segment is its own body. */
+/*
+ * A request may wait for the coordinator only if what follows its head
+ * in this segment is its own body, and one that reads without an
+ * answer: after the grant the flow reads it with no one to answer
+ * (sl_flow_resume), so a chunked body must be whole framing and a
+ * Content-Length body no request to a backend that ignores the length.
+ */
 static int
 parkable(const struct inspecting *in, const struct sl_flow_event *ev)
 {
 	uint32_t len = in->p->payload_len;
 	uint32_t rest = len > ev->seg_end ? len - ev->seg_end : 0;
+	const uint8_t *b = rte_pktmbuf_mtod(in->m, const uint8_t *) +
+			   in->p->payload_off + ev->seg_end;
 
-	if (rest == 0 || (ev->req->has_cl && !ev->req->chunked &&
-			  rest <= ev->req->content_length))
+	if (rest == 0)
 		return 1;
+	if (ev->req->has_cl && !ev->req->chunked &&
+	    rest <= ev->req->content_length)
+		return !sl_flow_body_request(b, rest, ev->req->content_length);
 	return ev->req->chunked && chunked_takes_all(in, ev->seg_end, rest);
 }
 
