@@ -4,14 +4,13 @@
  * reads it (CL.0: some servers do for endpoints that take no body): as
  * the next request. sluice forwards a body undecided, so a body whose
  * first line such a server could act on as a request is refused: one
- * line of a method token, blanks and a target, that either goes on,
- * after blanks, to "HTTP/" (a versioned line; blanks inside the target
- * too, as the most lenient servers take them), or ends (LF) with a
- * target of a form servers act on (HTTP/0.9, "GET /p"); the method at
- * most 31 bytes. A body that
- * ends inside such a target is refused as well: the bytes after it
- * would go on with the line. Leading blank lines and blanks are passed
- * over, as servers do before a request line.
+ * line of a method token (at most 31 bytes), blanks and a target, that
+ * either goes on, after blanks, to "HTTP/" (a versioned line; blanks
+ * inside the target too, as the most lenient servers take them), or
+ * ends (LF) with a target of a form servers act on (HTTP/0.9, "GET
+ * /p"). A body that ends inside such a target is refused as well: the
+ * bytes after it would go on with the line. Leading blank lines and
+ * blanks are passed over, as servers do before a request line.
  */
 #include "sl_flow_priv.h"
 
