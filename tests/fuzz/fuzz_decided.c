@@ -3,7 +3,10 @@
  * libFuzzer: the undecided-bytes invariant as a property of lib/flow.
  *
  * Client segments (cut, resent and flagged as the input says) go
- * through the flow table; whatever it lets through is delivered, in
+ * through the flow table, a head with a target "/w..." waiting for its
+ * lease as the appliance parks one (and granted at once, the rest of
+ * its segment read after with no one to answer); whatever it lets
+ * through is delivered, in
  * order, to a model of the most lenient HTTP/1.x server, which acts on
  * a request at the request line's LF when the line has no version
  * (HTTP/0.9) and otherwise at the first line that ends in an empty one
@@ -43,6 +46,11 @@ static struct rec {
 } recs[MAXREC];
 static uint32_t n_recs;
 static uint32_t cur_seq; /* the client segment being fed */
+static const uint8_t *cur_p;
+static uint32_t cur_len;
+/* a head that waits for the coordinator, as the appliance parks one:
+ * where the rest of its segment begins; UINT32_MAX: none */
+static uint32_t park_rest = UINT32_MAX;
 
 /* The server: what reached it, what it has read, what it answered. */
 static uint8_t srv[SRVMAX];
@@ -52,6 +60,28 @@ static uint64_t body_left;
 static struct sl_chunked chunk;
 /* Content-Length bodies the server read: where each starts, its length */
 static uint32_t cl_at[32], cl_len[32], n_cl;
+
+/*
+ * The appliance's rule for a head that would wait for its lease: only
+ * if what follows it in its segment is its own body, one the flow can
+ * read after the grant with no one to answer (worker.c parkable).
+ */
+static int
+parkable(const struct sl_flow_event *ev, const struct sl_http_req *q)
+{
+	uint32_t rest = cur_len > ev->seg_end ? cur_len - ev->seg_end : 0;
+	const uint8_t *b = cur_p + ev->seg_end;
+	struct sl_chunked ck;
+	int done;
+
+	if (rest == 0)
+		return 1;
+	if (q->has_cl && !q->chunked && rest <= q->content_length)
+		return !sl_flow_body_request(b, rest, q->content_length);
+	sl_chunked_init(&ck);
+	return q->chunked && sl_chunked_consume(&ck, (const char *)b, rest,
+						&done) == (long)rest;
+}
 
 static enum sl_req_action
 on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
@@ -79,7 +109,13 @@ on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 	r->refused = q->target.len >= 2 && q->target.p[1] == 'x';
 	if (n_recs < MAXREC)
 		n_recs++;
-	return r->refused ? SL_REQ_STOP : SL_REQ_CONTINUE;
+	if (r->refused)
+		return SL_REQ_STOP;
+	if (q->target.len >= 2 && q->target.p[1] == 'w' && parkable(ev, q)) {
+		park_rest = ev->seg_end;
+		return SL_REQ_PARK;
+	}
+	return SL_REQ_CONTINUE;
 }
 
 /* Holds, as the appliance's mbuf references: the bytes never change. */
@@ -417,9 +453,27 @@ client(struct sl_flow_table *t, const struct sl_flow_key *k, uint32_t seq,
 			   .payload = p,
 			   .len = len};
 
+	enum sl_seg_verdict v;
+
 	cur_seq = seq;
-	return sl_flow_client_segment(t, k, sl_flow_hash(t, k), &s, 0, on_ev,
-				      NULL);
+	cur_p = p;
+	cur_len = len;
+	park_rest = UINT32_MAX;
+	v = sl_flow_client_segment(t, k, sl_flow_hash(t, k), &s, 0, on_ev,
+				   NULL);
+	if (v == SL_SEG_PARKED) {
+		/* granted at once: the rest of its segment read with no one
+		 * to answer, as the appliance resumes it, and the whole
+		 * segment sent on */
+		struct sl_flow *f = sl_flow_lookup(t, k);
+
+		if (f == NULL || park_rest > len)
+			broken("a parked head lost");
+		sl_flow_resume(t, f, p + park_rest, len - park_rest, NULL,
+			       NULL);
+		v = SL_SEG_FORWARD;
+	}
+	return v;
 }
 
 /* The server's stack takes in-order bytes (a resent copy: the first). */
