@@ -45,11 +45,20 @@ emit(struct seg_ctx *c, uint8_t kind, const struct sl_http_req *req,
 	return a;
 }
 
-/* An error leaves the stream's framing unknown: stop reading it as HTTP. */
+/*
+ * An error leaves the stream's framing unknown: stop reading it as HTTP.
+ * With no one to answer it (a resume without a callback) the stream is
+ * absorbed, never passed: what follows would reach the backend unread.
+ */
 static int
 give_up(struct seg_ctx *c, uint8_t kind, const struct sl_http_req *req,
 	uint32_t seg_end)
 {
+	if (c->fn == NULL) {
+		sl_flow_release_head(c->t, c->f);
+		c->f->state = SL_FLOW_ABSORB;
+		return STOP;
+	}
 	if (emit(c, kind, req, 0, seg_end) == SL_REQ_CONTINUE) {
 		sl_flow_release_head(c->t, c->f);
 		c->f->state = SL_FLOW_PASS;

@@ -322,7 +322,9 @@ void sl_flow_norm_drop(struct sl_flow_table *t, enum sl_norm_reason r);
 
 /*
  * Goes on after a parked request was allowed: rest is what followed its
- * head in the parked segment (events may fire for it as usual).
+ * head in the parked segment (events may fire for it as usual). Without
+ * fn, an error in it (a body refused) absorbs the flow from there on
+ * (SL_SEG_STOPPED) rather than leave the stream unread.
  */
 enum sl_seg_verdict sl_flow_resume(struct sl_flow_table *t, struct sl_flow *f,
 				   const uint8_t *rest, uint32_t len,

@@ -265,6 +265,50 @@ body_read_as_request(void **state)
 		body_as_request_one(passed[i], 0);
 }
 
+static enum sl_req_action
+park_first(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
+{
+	uint32_t *rest = arg;
+
+	(void)f;
+	*rest = ev->seg_end;
+	return SL_REQ_PARK;
+}
+
+/* A parked head resumed with no one to answer, its body a request: the
+ * flow absorbs from there, it never passes the stream unread. */
+static void
+resumed_refusal_absorbs(void **state)
+{
+	static const char msg[] = "POST /u HTTP/1.1\r\nHost: a\r\n"
+				  "Content-Length: 8\r\n\r\nGET /x\r\n";
+	struct sl_flow_table *t = table(16, 4, 1024);
+	struct sl_flow_key k = key(1);
+	struct seen s = {0};
+	uint32_t rest = 0, n = (uint32_t)strlen(msg);
+	struct sl_seg sg = {.seq = 1000,
+			    .ack = SACK,
+			    .flags = ACK,
+			    .payload = (const uint8_t *)msg,
+			    .len = n};
+	struct sl_flow *f;
+
+	(void)state;
+	open_flow(t, &k, &s);
+	assert_int_equal(sl_flow_client_segment(t, &k, sl_flow_hash(t, &k), &sg,
+						1, park_first, &rest),
+			 SL_SEG_PARKED);
+	f = sl_flow_lookup(t, &k);
+	assert_int_equal(sl_flow_resume(t, f, (const uint8_t *)msg + rest,
+					n - rest, NULL, NULL),
+			 SL_SEG_STOPPED);
+	assert_int_equal(f->state, SL_FLOW_ABSORB);
+	assert_int_equal(seg(t, &k, 1000 + n, ACK, R1, strlen(R1), &s),
+			 SL_SEG_ABSORBED);
+	assert_int_equal(s.n, 0);
+	sl_flow_table_free(t);
+}
+
 static void
 stop_absorbs_the_rest(void **state)
 {
@@ -619,6 +663,7 @@ main(void)
 		cmocka_unit_test(gap_is_dropped),
 		cmocka_unit_test(errors_and_limits),
 		cmocka_unit_test(body_read_as_request),
+		cmocka_unit_test(resumed_refusal_absorbs),
 		cmocka_unit_test(stop_absorbs_the_rest),
 		cmocka_unit_test(midstream_pickup),
 		cmocka_unit_test(syn_data_ignored),
