@@ -272,24 +272,15 @@ head_buffered(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 	return (int)take;
 }
 
-/* The first bytes of a Content-Length body: refused (400) where a
- * server ignoring the length could act on them as a request. */
-static int
-body_line(struct seg_ctx *c, const uint8_t *p, uint32_t take, uint32_t off)
+/* Where a Content-Length body's first line, read on in p[0, take), is
+ * one a server ignoring the length could act on as a request (400); 0
+ * nowhere, and at once once the line is told apart. */
+static uint32_t
+body_request_at(struct sl_flow *f, const uint8_t *p, uint32_t take)
 {
-	struct sl_flow *f = c->f;
-	uint32_t at = sl_body_line(&f->body_line, p, take);
-	struct sl_http_req req = {.error = SL_HTTP_E_BODY_REQUEST};
-
-	if (at == 0 && take == f->body_remaining &&
-	    sl_body_line_open(f->body_line))
-		at = take;
-	if (at != 0)
-		return give_up(c, SL_EV_PARSE_ERROR, &req, off + at);
-	f->body_remaining -= take;
-	if (f->body_remaining == 0)
-		f->state = SL_FLOW_HEAD;
-	return (int)take;
+	if (__builtin_expect(f->body_line == 0, 1))
+		return 0;
+	return sl_body_line(&f->body_line, p, take, take == f->body_remaining);
 }
 
 static int
@@ -301,9 +292,14 @@ body_bytes(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 
 	if (f->state == SL_FLOW_BODY_CL) {
 		uint64_t take = n < f->body_remaining ? n : f->body_remaining;
+		uint32_t at = body_request_at(f, p, (uint32_t)take);
 
-		if (__builtin_expect(f->body_line != 0, 0))
-			return body_line(c, p, (uint32_t)take, off);
+		if (at != 0) {
+			struct sl_http_req req = {
+				.error = SL_HTTP_E_BODY_REQUEST};
+
+			return give_up(c, SL_EV_PARSE_ERROR, &req, off + at);
+		}
 		f->body_remaining -= take;
 		if (f->body_remaining == 0)
 			f->state = SL_FLOW_HEAD;

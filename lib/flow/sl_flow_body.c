@@ -120,8 +120,18 @@ step(uint8_t st, uint8_t c, int *req)
 	return BL_DONE;
 }
 
+/* A body that ends here leaves such a target open: the next bytes
+ * would go on with its line. */
+static int
+open_at_end(uint8_t st)
+{
+	uint8_t s = BL_STATE(st);
+
+	return (st & BL_FORM) && (s == BL_TARGET || s == BL_SP2 || s == BL_VER);
+}
+
 uint32_t
-sl_body_line(uint8_t *st, const uint8_t *p, uint32_t n)
+sl_body_line(uint8_t *st, const uint8_t *p, uint32_t n, int ends)
 {
 	uint8_t s = *st;
 	uint32_t i;
@@ -135,7 +145,7 @@ sl_body_line(uint8_t *st, const uint8_t *p, uint32_t n)
 		}
 	}
 	*st = s;
-	return 0;
+	return ends && open_at_end(s) ? n : 0;
 }
 
 int
@@ -144,14 +154,5 @@ sl_flow_body_request(const uint8_t *p, uint32_t n, uint64_t cl)
 	uint8_t st = sl_body_line_start();
 	uint32_t take = cl < n ? (uint32_t)cl : n;
 
-	return sl_body_line(&st, p, take) != 0 ||
-	       (take == cl && sl_body_line_open(st));
-}
-
-int
-sl_body_line_open(uint8_t st)
-{
-	uint8_t s = BL_STATE(st);
-
-	return (st & BL_FORM) && (s == BL_TARGET || s == BL_SP2 || s == BL_VER);
+	return sl_body_line(&st, p, take, take == cl) != 0;
 }

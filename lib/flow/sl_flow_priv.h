@@ -63,11 +63,10 @@ void sl_flow_set_estab(struct sl_flow_table *t, const struct sl_flow *f);
 
 /* sl_flow_body.c: a Content-Length body as the next request */
 uint8_t sl_body_line_start(void);
-/* Reads p[0, n) on from *st: the offset just past the byte at which the
- * line reads as a request, 0 while it does not (yet). */
-uint32_t sl_body_line(uint8_t *st, const uint8_t *p, uint32_t n);
-/* Whether a body ending in state st leaves such a line open. */
-int sl_body_line_open(uint8_t st);
+/* Reads p[0, n) on from *st, the body's last bytes where ends: the
+ * offset just past the byte at which the line reads as a request (n
+ * where the body ends inside its target), 0 while it does not (yet). */
+uint32_t sl_body_line(uint8_t *st, const uint8_t *p, uint32_t n, int ends);
 
 /* sl_flow_norm.c */
 void sl_flow_digest_init(struct sl_flow_table *t);
