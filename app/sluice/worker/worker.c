@@ -26,17 +26,16 @@ struct inspecting {
 	uint32_t xl_ack; /* and the segment's ack, server's numbers */
 };
 
-/* Whether a chunked body takes all that follows its head in the segment. */
+/* Whether a chunked body takes all of b[0, rest). */
 static int
-chunked_takes_all(const struct inspecting *in, uint32_t off, uint32_t rest)
+chunked_takes_all(const uint8_t *b, uint32_t rest)
 {
-	const char *b = rte_pktmbuf_mtod(in->m, const char *) +
-			in->p->payload_off + off;
 	struct sl_chunked ck;
 	int done;
 
 	sl_chunked_init(&ck);
-	return sl_chunked_consume(&ck, b, rest, &done) == (long)rest;
+	return sl_chunked_consume(&ck, (const char *)b, rest, &done) ==
+	       (long)rest;
 }
 
 /*
@@ -59,7 +58,7 @@ parkable(const struct inspecting *in, const struct sl_flow_event *ev)
 	if (ev->req->has_cl && !ev->req->chunked &&
 	    rest <= ev->req->content_length)
 		return !sl_flow_body_request(b, rest, ev->req->content_length);
-	return ev->req->chunked && chunked_takes_all(in, ev->seg_end, rest);
+	return ev->req->chunked && chunked_takes_all(b, rest);
 }
 
 /*
