@@ -11,16 +11,17 @@ sl_retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
 {
 	uint64_t s = ns == SL_NEVER ? sl_secs_up(period_ns) : sl_secs_up(ns);
 	uint64_t spread;
+	unsigned __int128 draw;
 
 	if (s == 0)
 		s = 1;
 	spread = (s * jitter_ppm + 999999) / 1000000;
+	if (spread == 0)
+		return s;
 	/* uniform in [0, spread] from the draw's high half: a multiply
 	 * where a remainder was a division on every refusal */
-	return s + (spread ? (uint64_t)((unsigned __int128)(sl_rnd(w) >> 32) *
-						(spread + 1) >>
-					32)
-			   : 0);
+	draw = (unsigned __int128)(sl_rnd(w) >> 32) * (spread + 1);
+	return s + (uint64_t)(draw >> 32);
 }
 
 /* The rule's own template when the numbers are its own, else the one
