@@ -134,6 +134,9 @@ void sl_bench_write_frame(struct rte_mbuf *m, uint32_t flow, const char *head,
 /* The same frame into f (54 + hlen bytes), checksums not set. */
 void sl_bench_frame_bytes(uint8_t *f, uint32_t flow, const char *head,
 			  int hlen);
+/* Sets a built frame's IPv4 and TCP checksums; p: the frame, parsed. */
+enum sl_pkt_class sl_bench_sum_frame(uint8_t *f, uint32_t len,
+				     struct sl_pkt *p);
 int sl_bench_build_corpus(struct corpus *c, const struct bopts *o,
 			  struct rte_mempool *mp);
 /* The server's first response on request frame data's connection. */

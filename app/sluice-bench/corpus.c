@@ -123,6 +123,20 @@ sl_bench_frame_bytes(uint8_t *f, uint32_t flow, const char *head, int hlen)
 	memcpy(f + 54, head, (size_t)hlen);
 }
 
+enum sl_pkt_class
+sl_bench_sum_frame(uint8_t *f, uint32_t len, struct sl_pkt *p)
+{
+	enum sl_pkt_class cls;
+
+	/* the IPv4 sum first: a frame whose header sum is wrong does not
+	 * parse as TCP, and the TCP sum needs it parsed */
+	sl_pkt_parse(f, len, p);
+	sl_ipv4_cksum_set(f, p);
+	cls = sl_pkt_parse(f, len, p);
+	sl_tcp_cksum_set(f, p);
+	return cls;
+}
+
 /* Writes the round's sequence number and the checksums (not timed). */
 void
 sl_bench_set_round(struct corpus *c, uint32_t round)
@@ -145,10 +159,7 @@ sl_bench_set_round(struct corpus *c, uint32_t round)
 		f[39] = (uint8_t)(seq >> 16);
 		f[40] = (uint8_t)(seq >> 8);
 		f[41] = (uint8_t)seq;
-		sl_pkt_parse(f, c->m[i]->data_len, &p);
-		sl_ipv4_cksum_set(f, &p);
-		sl_pkt_parse(f, c->m[i]->data_len, &p);
-		sl_tcp_cksum_set(f, &p);
+		sl_bench_sum_frame(f, c->m[i]->data_len, &p);
 		/* each pass frees every mbuf once: keep them for the next
 		 * (a reference, not a count: a flow may still hold one) */
 		rte_mbuf_refcnt_update(c->m[i], 1);
@@ -235,10 +246,7 @@ ctl_frame(struct rte_mbuf *out, const uint8_t *data, uint8_t flags,
 	wr32(f + 42, ack);
 	f[47] = flags;
 	out->data_len = out->pkt_len = 54;
-	sl_pkt_parse(f, 54, &p);
-	sl_ipv4_cksum_set(f, &p);
-	sl_pkt_parse(f, 54, &p);
-	sl_tcp_cksum_set(f, &p);
+	sl_bench_sum_frame(f, 54, &p);
 }
 
 static void
@@ -284,10 +292,7 @@ sl_bench_response_frame(struct rte_mbuf *out, const struct rte_mbuf *data,
 	f[16] = (uint8_t)((40 + len) >> 8);
 	f[17] = (uint8_t)(40 + len);
 	out->data_len = out->pkt_len = 54 + len;
-	sl_pkt_parse(f, out->data_len, &p);
-	sl_ipv4_cksum_set(f, &p);
-	sl_pkt_parse(f, out->data_len, &p);
-	sl_tcp_cksum_set(f, &p);
+	sl_bench_sum_frame(f, out->data_len, &p);
 }
 
 /*

@@ -48,10 +48,7 @@ flood_pass(struct sl_worker *w, struct rte_mbuf **m, uint32_t from, uint32_t n)
 			f[27] = (uint8_t)(a >> 16);
 			f[28] = (uint8_t)(a >> 8);
 			f[29] = (uint8_t)a;
-			sl_pkt_parse(f, m[k]->data_len, &p);
-			sl_ipv4_cksum_set(f, &p);
-			sl_pkt_parse(f, m[k]->data_len, &p);
-			sl_tcp_cksum_set(f, &p);
+			sl_bench_sum_frame(f, m[k]->data_len, &p);
 			rte_mbuf_refcnt_update(m[k], 1); /* a flow may hold */
 		}
 		sl_bench_prime(w, m, b, 1);

@@ -158,9 +158,7 @@ micro_reply(double *reply, double *rst)
 
 	tpl_429(&t);
 	sl_bench_frame_bytes(f, 1, head, hl);
-	sl_pkt_parse(f, (uint32_t)(54 + hl), &p);
-	sl_ipv4_cksum_set(f, &p);
-	if (sl_pkt_parse(f, (uint32_t)(54 + hl), &p) != SL_PKT_TCP) {
+	if (sl_bench_sum_frame(f, (uint32_t)(54 + hl), &p) != SL_PKT_TCP) {
 		fprintf(stderr, "micro: the request frame does not parse\n");
 		exit(1);
 	}
