@@ -146,21 +146,30 @@ round_plain(struct bench_env *e, int m, uint32_t r)
 	return sl_bench_pass_worker(e->w[m], &e->c);
 }
 
+#define KA_ACKED   0x1
+#define KA_OFFLOAD 0x2
+
 /*
  * Keep-alive: the connections opened in round 0 carry every round, the
- * server's ACK of the last round's bytes first. acked: that ACK timed
+ * server's ACK of the last round's bytes first. KA_ACKED: that ACK timed
  * too (its frames built here as well): where a decided head's bytes are
- * held, letting them go is the ACK's work.
+ * held, letting them go is the ACK's work. KA_OFFLOAD: every segment's
+ * TCP checksum verified by the port (RTE_ETH_RX_OFFLOAD_TCP_CKSUM, which
+ * DPDK's NIC drivers offer and this VM's ports do not), so the worker
+ * trusts the mbuf's flag and sums nothing: the decision on such a NIC.
  */
 static uint64_t
-keepalive(struct bench_env *e, int m, uint32_t r, int acked)
+keepalive(struct bench_env *e, int m, uint32_t r, int how)
 {
 	uint64_t t0;
+	uint32_t i;
 
 	sl_bench_set_round(&e->c, r);
+	for (i = 0; (how & KA_OFFLOAD) && i < e->c.n; i++)
+		e->c.m[i]->ol_flags |= RTE_MBUF_F_RX_L4_CKSUM_GOOD;
 	t0 = rte_rdtsc_precise();
 	sl_bench_prime(e->w[m], e->c.m, e->c.n, r == 0);
-	t0 = acked ? rte_rdtsc_precise() - t0 : 0;
+	t0 = (how & KA_ACKED) ? rte_rdtsc_precise() - t0 : 0;
 	return sl_bench_pass_worker(e->w[m], &e->c) + t0;
 }
 
@@ -173,25 +182,13 @@ round_keepalive(struct bench_env *e, int m, uint32_t r)
 static uint64_t
 round_keepalive_acked(struct bench_env *e, int m, uint32_t r)
 {
-	return keepalive(e, m, r, 1);
+	return keepalive(e, m, r, KA_ACKED);
 }
 
-/*
- * Keep-alive with every segment's TCP checksum verified by the port
- * (RTE_ETH_RX_OFFLOAD_TCP_CKSUM, which DPDK's NIC drivers offer and
- * this VM's ports do not): the worker trusts the mbuf's flag and sums
- * nothing. What the decision costs on such a NIC.
- */
 static uint64_t
 round_keepalive_offload(struct bench_env *e, int m, uint32_t r)
 {
-	uint32_t i;
-
-	sl_bench_set_round(&e->c, r);
-	for (i = 0; i < e->c.n; i++)
-		e->c.m[i]->ol_flags |= RTE_MBUF_F_RX_L4_CKSUM_GOOD;
-	sl_bench_prime(e->w[m], e->c.m, e->c.n, r == 0);
-	return sl_bench_pass_worker(e->w[m], &e->c);
+	return keepalive(e, m, r, KA_OFFLOAD);
 }
 
 /* Every request on a new connection: the flows forgotten each round. */
