@@ -560,6 +560,51 @@ body_request_not_parked(void **state)
 }
 
 /*
+ * The worker's second wall behind parkable(): whatever the bytes after a
+ * parked head read as once it is granted, a refusal found there is
+ * answered, and no byte of the segment goes on. The test parks a head
+ * with a JSON body, then rewrites the parked body in place to a request
+ * line, which parkable() would not have let wait.
+ */
+static void
+resume_refusal_answered(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct rte_mbuf *m[8];
+	struct conn c = open_conn(w);
+	static const char body[] = "{\"a\": \"GET /admin HTTP/1.1\"}";
+	static const char req[] = "GET /admin HTTP/1.1\r\n";
+	const struct sl_parked *e;
+	char seg[256];
+	uint32_t len;
+	uint8_t *b;
+	const char *p;
+
+	(void)state;
+	snprintf(seg, sizeof(seg),
+		 "POST /two HTTP/1.1\r\nHost: api\r\nX-API-Key: k-resume\r\n"
+		 "Content-Length: %zu\r\n\r\n%s",
+		 strlen(body), body);
+	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, seg), DOWN);
+	assert_false(sl_parkq_empty(&w->parkq));
+	e = sl_parkq_entry(&w->parkq, w->parkq.head);
+	assert_int_equal(e->rest_len, strlen(body));
+	b = rte_pktmbuf_mtod(e->m, uint8_t *) + e->p.payload_off + e->rest_off;
+	memcpy(b, req, strlen(req));
+	coord_turn(w);
+	assert_int_equal(sent(DOWN, m, RTE_DIM(m)), 1);
+	p = payload(m[0], &len);
+	assert_true(len > 12 && memcmp(p, "HTTP/1.1 400", 12) == 0);
+	assert_non_null(memmem(p, len, "body_request", 12));
+	rte_pktmbuf_free(m[0]);
+	assert_int_equal(sent(UP, m, RTE_DIM(m)), 1);
+	payload(m[0], &len);
+	assert_int_equal(len, 0);
+	rte_pktmbuf_free(m[0]);
+	done(w);
+}
+
+/*
  * A parked request's connection keeps sending (its body): the segments
  * wait with it, up to SL_PARK_HELD; those beyond are dropped and counted
  * (the client sends them again), and when the grant comes the head and
@@ -879,6 +924,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(pipelined),
 		cmocka_unit_test(refused_behind_allowed),
 		cmocka_unit_test(body_request_not_parked),
+		cmocka_unit_test(resume_refusal_answered),
 		cmocka_unit_test(overload_park_held),
 		cmocka_unit_test(overload_tx_full),
 		cmocka_unit_test(server_closes),

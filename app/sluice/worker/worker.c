@@ -489,6 +489,52 @@ forward_translated(struct sl_worker *w, struct sl_flow *f, struct sl_parked *e)
 				    &e->p, ack);
 }
 
+/* A parked head's grant, as the bytes after it read. */
+struct resuming {
+	struct sl_worker *w;
+	struct sl_verdict v;
+};
+
+/*
+ * parkable() let a head wait only where the bytes after it are its own
+ * body and read without an answer, so nothing should fire here. If
+ * anything does (an error in the body; a head behind it, which the
+ * body's length or framing would have had to end before), no byte of
+ * the parked segment has gone on yet: the request is refused whole
+ * rather than let bytes through undecided.
+ */
+static enum sl_req_action
+on_resumed(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
+{
+	struct resuming *rs = arg;
+	struct sl_worker *w = rs->w;
+
+	(void)f;
+	if (ev->kind != SL_EV_REQUEST) {
+		rs->v = sl_decide_invalid(w, ev);
+		return SL_REQ_STOP;
+	}
+	w->ctr.invalid++;
+	w->ctr.parse_error[SL_HTTP_E_BODY_REQUEST]++;
+	rs->v = sl_verdict_stop(&w->pol->tpl400[SL_HTTP_E_BODY_REQUEST]);
+	return SL_REQ_STOP;
+}
+
+/* Whether the bytes after a granted head refused it (answered here). */
+static int
+resume_refused(struct sl_worker *w, struct sl_flow *f, struct sl_parked *e)
+{
+	struct resuming rs = {.w = w};
+	const uint8_t *pl =
+		rte_pktmbuf_mtod(e->m, const uint8_t *) + e->p.payload_off;
+
+	if (sl_flow_resume(w->flows, f, pl + e->rest_off, e->rest_len,
+			   on_resumed, &rs) == SL_SEG_FORWARD)
+		return 0;
+	sl_reply_send(w, e->m, f, &e->p, &rs.v);
+	return 1;
+}
+
 /* A parked request's verdict carried out: what the worker would have
  * done had it been decided when it came. */
 static void
@@ -506,14 +552,10 @@ complete(struct sl_worker *w, uint16_t i, const struct sl_verdict *v)
 			    (e->deadline_ns - w->app->store_timeout_ns));
 	if (f != NULL && f->park_idx != i)
 		f = NULL; /* the flow was evicted and picked up again */
-	if (v->action == SL_REQ_CONTINUE) {
-		const uint8_t *pl = rte_pktmbuf_mtod(e->m, const uint8_t *) +
-				    e->p.payload_off;
-
-		/* body bytes that followed the head, before the mbuf is sent */
-		if (f != NULL)
-			sl_flow_resume(w->flows, f, pl + e->rest_off,
-				       e->rest_len, NULL, NULL);
+	if (v->action == SL_REQ_CONTINUE && f != NULL &&
+	    resume_refused(w, f, e)) {
+		/* answered; what it held is absorbed below */
+	} else if (v->action == SL_REQ_CONTINUE) {
 		if (f != NULL && v->budget >= 0)
 			sl_budget_note(w, f, &e->p, v, 1);
 		if (f != NULL && w->cost_next_set)
