@@ -222,6 +222,17 @@ setup(struct bench_env *e)
 	 * keep and budget passes turn each on (their own configs, below) */
 	e->cfg->response.keep_alive = 0;
 	e->cfg->response.headers_on_allow = 0;
+	/*
+	 * A worker holds a decided head's mbuf until the server's ACK within
+	 * an eighth of the configured mbufs (past it, a digest is kept). A
+	 * round leaves every request of the corpus awaiting that ACK at
+	 * once, so the config is the one an appliance with that many would
+	 * run (8 per request, within the option's range). The mbufs held are
+	 * the corpus's own: the pool made below need not grow with it.
+	 */
+	e->cfg->dataplane.mbufs =
+		RTE_MIN(RTE_MAX(e->cfg->dataplane.mbufs, o->packets * 8 + 4096),
+			1u << 22);
 	sl_app_setup(e->app, e->cfg);
 	e->app->pool = rte_pktmbuf_pool_create(
 		"bench", o->packets * (3 + o->workers) + 4096, 256, 0,
