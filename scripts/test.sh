@@ -51,7 +51,7 @@ scripts/format.sh --check || { rc=1; fmt=1; }
 # waited a minute for it after the test
 build_asan() {
 	build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined \
-		-Db_lundef=false
+		-Db_lundef=false -Db_lto=false
 }
 build build --prefix=/usr --buildtype=release &
 rel_pid=$!
@@ -77,7 +77,7 @@ asan_pid=$!
 side() {
 	if [ ! -f build-tsan/build.ninja ]; then
 		meson setup build-tsan -Dbuildtype=debug -Db_sanitize=thread \
-			-Db_lundef=false "-Dc_args=-DRTE_USE_C11_MEM_MODEL -Wno-tsan" >/dev/null
+			-Db_lundef=false -Db_lto=false "-Dc_args=-DRTE_USE_C11_MEM_MODEL -Wno-tsan" >/dev/null
 	fi
 	nice -n 19 ninja -C build-tsan tests/test_race >/dev/null
 	FUZZ_BUILD_ONLY=1 nice -n 19 scripts/fuzz.sh 0 >/dev/null
