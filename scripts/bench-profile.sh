@@ -4,7 +4,11 @@
 # inside the data path (sl_worker_burst, sl_worker_flush, sl_park_poll)
 # into a stage by the first stage function on its call chain (leaf first),
 # and weighs the shares with the pass's own cycles per request from the
-# same run. Profiles, not a test: nothing here passes or fails.
+# same run. The build is linked whole-program (b_lto): a function gcc
+# inlined counts toward its caller's stage (identity, the target's
+# normaliser and the rule match mostly in "decision (rest)"); a tree set
+# up with -Db_lto=false splits them. Profiles, not a test: nothing here
+# passes or fails.
 # usage: scripts/bench-profile.sh [PASS] [sluice-bench args after --]
 #   PASS: keepalive (default), leased, allow, reject, sampled, flow,
 #   passthrough; default corpus: 2048 requests and flows, 10 000 keys.
@@ -78,7 +82,10 @@ for line in open(sys.argv[2], errors="replace"):
         continue
     parts = line.split()
     if len(parts) >= 2 and re.match(r"^[0-9a-f]+$", parts[0]):
-        chain.append(re.sub(r"\+0x[0-9a-f]+$", "", parts[1]))
+        # the optimised build is linked whole-program: a function gcc
+        # cloned or split keeps its name before the suffix
+        sym = re.sub(r"\+0x[0-9a-f]+$", "", parts[1])
+        chain.append(re.sub(r"(\.(lto_priv|constprop|isra|part|cold)(\.\d+)?)+$", "", sym))
 if chain:
     flush_sample()
 if total == 0:
