@@ -122,11 +122,34 @@ refusal_order(struct seg_ctx *c, uint32_t start)
 	return STOP;
 }
 
+/*
+ * Whether the body before this head ended in the first letters of a
+ * method that its method completes (sl_flow_body.c): a server ignoring
+ * the body's length reads the two as one, and acts on the head under a
+ * method sluice would not have decided it by.
+ */
+static int
+glued_method(struct sl_flow *f, const struct sl_http_req *req)
+{
+	uint8_t st = f->body_line;
+
+	f->body_line = 0;
+	return sl_body_glued(st, req->method.p, (uint32_t)req->method.len);
+}
+
 static int
 complete(struct seg_ctx *c, const struct sl_http_req *req, uint32_t head_len,
 	 uint32_t seg_end)
 {
-	enum sl_req_action a = emit(c, SL_EV_REQUEST, req, head_len, seg_end);
+	enum sl_req_action a;
+
+	if (__builtin_expect(c->f->body_line != 0, 0) &&
+	    glued_method(c->f, req)) {
+		struct sl_http_req e = {.error = SL_HTTP_E_BODY_REQUEST};
+
+		return give_up(c, SL_EV_PARSE_ERROR, &e, seg_end - head_len);
+	}
+	a = emit(c, SL_EV_REQUEST, req, head_len, seg_end);
 
 	if (a == SL_REQ_STOP || a == SL_REQ_KEEP) {
 		int r = !c->buffered && seg_end >= head_len

@@ -11,10 +11,28 @@
  * /p"). A body that ends inside such a target is refused as well: the
  * bytes after it would go on with the line. Leading blank lines and
  * blanks are passed over, as servers do before a request line.
+ *
+ * A body that is only the first letters of a method ("PO") is glued by
+ * such a server to the next head's method ("ST /v1/orders" read as
+ * "POST /v1/orders"): sluice would decide that head under another
+ * method than the server acts on. The reader keeps where in the method
+ * names the body ended (sl_body_glued); the next head is refused where
+ * the two make one.
  */
+#include <string.h>
+
 #include "sl_flow_priv.h"
 
-enum { BL_DONE = 0, BL_LEAD, BL_METHOD, BL_SP1, BL_TARGET, BL_SP2, BL_VER };
+enum {
+	BL_DONE = 0,
+	BL_LEAD,
+	BL_METHOD,
+	BL_SP1,
+	BL_TARGET,
+	BL_SP2,
+	BL_VER,
+	BL_MPRE, /* bits 3-7: the method prefix read so far, one of prefixes */
+};
 
 #define BL_STATE(s) ((s)&7)
 #define BL_FORM     0x08 /* the target may be one a server acts on */
@@ -55,10 +73,82 @@ form_start(uint8_t c)
 	return c == '/' || c == '*' || lower(c) == 'h';
 }
 
+/*
+ * Every proper prefix of a method a rule can name, or that frames the
+ * response (HEAD). CONNECT is left out: glued, its head's target is an
+ * authority, which sluice refuses under any other method.
+ */
+static const char *const prefixes[] = {
+	"g",  "ge",  "h",    "he",    "hea",    "p",   "po",   "pos",   "pu",
+	"pa", "pat", "patc", "d",     "de",     "del", "dele", "delet", "o",
+	"op", "opt", "opti", "optio", "option", "t",   "tr",   "tra",   "trac",
+};
+
+static const char *const methods[] = {
+	"get", "head", "post", "put", "patch", "delete", "options", "trace",
+};
+
+_Static_assert(sizeof(prefixes) / sizeof(prefixes[0]) < 32,
+	       "a prefix's index fits in bits 3-7");
+
+/* The prefix that is prefixes[node - 1] (node 0: none) and c, or 0. */
+static uint8_t
+prefix_next(uint8_t node, uint8_t c)
+{
+	const char *p = node != 0 ? prefixes[node - 1] : "";
+	size_t n = strlen(p), i;
+
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strlen(prefixes[i]) == n + 1 &&
+		    memcmp(prefixes[i], p, n) == 0 &&
+		    (uint8_t)prefixes[i][n] == lower(c))
+			return (uint8_t)(i + 1);
+	return 0;
+}
+
+int
+sl_body_glued(uint8_t st, const char *m, uint32_t len)
+{
+	const char *p;
+	size_t n, i, j;
+
+	if ((st & 7) != BL_MPRE)
+		return 0;
+	p = prefixes[(st >> 3) - 1];
+	n = strlen(p);
+	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+		if (strlen(methods[i]) != n + len ||
+		    memcmp(methods[i], p, n) != 0)
+			continue;
+		for (j = 0; j < len; j++)
+			if ((uint8_t)methods[i][n + j] != lower((uint8_t)m[j]))
+				break;
+		if (j == len)
+			return 1;
+	}
+	return 0;
+}
+
 uint8_t
 sl_body_line_start(void)
 {
 	return BL_LEAD;
+}
+
+/* A method token's byte c after the prefix node (BL_MPRE). */
+static uint8_t
+prefix_byte(uint8_t node, uint8_t c)
+{
+	uint8_t next;
+
+	if (blank(c))
+		return BL_SP1;
+	if (!tchar(c))
+		return BL_DONE;
+	next = prefix_next(node, c);
+	if (next != 0)
+		return (uint8_t)(BL_MPRE | next << 3);
+	return (uint8_t)(BL_METHOD | (strlen(prefixes[node - 1]) + 1) << 3);
 }
 
 /* One byte of the target, or what ends it. */
@@ -83,7 +173,11 @@ step(uint8_t st, uint8_t c, int *req)
 	case BL_LEAD:
 		if (blank(c) || c == '\r' || c == '\n')
 			return st;
+		if (prefix_next(0, c) != 0)
+			return (uint8_t)(BL_MPRE | prefix_next(0, c) << 3);
 		return tchar(c) ? BL_METHOD | 1 << 3 : BL_DONE;
+	case BL_MPRE:
+		return prefix_byte((uint8_t)(st >> 3), c);
 	case BL_METHOD:
 		if (blank(c))
 			return BL_SP1;

@@ -67,6 +67,9 @@ uint8_t sl_body_line_start(void);
  * offset just past the byte at which the line reads as a request (n
  * where the body ends inside its target), 0 while it does not (yet). */
 uint32_t sl_body_line(uint8_t *st, const uint8_t *p, uint32_t n, int ends);
+/* Whether a body that ended in state st (the first letters of a method)
+ * and the next head's method m make one method a server would read. */
+int sl_body_glued(uint8_t st, const char *m, uint32_t len);
 
 /* sl_flow_norm.c */
 void sl_flow_digest_init(struct sl_flow_table *t);

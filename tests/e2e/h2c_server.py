@@ -24,9 +24,10 @@ LOCK = threading.Lock()
 LOG = open(sys.argv[3], "a", buffering=1)
 
 
-def said(key, path, proto):
+def said(key, path, proto, method=""):
     with LOCK:
-        LOG.write("%s %s %s\n" % (key, path, proto))
+        LOG.write("%s %s %s %s\n" % (key, path, proto, method) if method else
+                  "%s %s %s\n" % (key, path, proto))
 
 
 def fields(head):
@@ -93,7 +94,8 @@ def serve_cl0(c, head, data):
     """Requests in turn, each head's Content-Length ignored."""
     while True:
         path, hdrs = fields(head)
-        said(hdrs.get(b"x-api-key", b"-").decode(), path, "cl0")
+        said(hdrs.get(b"x-api-key", b"-").decode(), path, "cl0",
+             head.split(b" ", 1)[0].decode(errors="replace"))
         c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\ncl0 ok\n")
         got = read_head(c, data.lstrip(b"\r\n"))
         if got is None:

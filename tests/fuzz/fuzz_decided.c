@@ -18,7 +18,8 @@
  * as a request for HTTP/2, whose streams sluice could not decide, and
  * must never be asked to CONNECT (a proxy's tunnel to anywhere). Read
  * as a server that ignores Content-Length reads it (CL.0), a body must
- * not be a request whose target it holds (cl0_acts). It
+ * not be a request whose target it holds (cl0_acts), nor the first
+ * letters of the next head's method (cl0_glued). It
  * answers requests in order, some of them with a body whose second
  * segment begins with a 101 status line. Decided bytes are kept as the
  * appliance keeps them: held (here a copy, at most two at once) or by
@@ -292,7 +293,7 @@ token_char(uint8_t c)
  * blanks inside the target as the most lenient do: served at its LF
  * (HTTP/0.9), or, with blanks then "HTTP/" in it, at the empty line
  * that ends its head. A target that starts past the body is a decided
- * head's, a method glued to its own: not this model's concern.
+ * head's: cl0_glued reads a method glued to its own.
  */
 static int64_t
 cl0_acts(const uint8_t *p, uint32_t n, uint32_t len)
@@ -323,15 +324,53 @@ cl0_acts(const uint8_t *p, uint32_t n, uint32_t len)
 	return empty_line(p, n, e);
 }
 
+/*
+ * Whether such a server reads a body that is only letters (after blank
+ * lines and blanks) and the method of the head after it as one method
+ * a rule can name, and acts on that head (its empty line is here): the
+ * head sluice decided under its own method, the server acts on it
+ * under another.
+ */
+static int
+cl0_glued(const uint8_t *p, uint32_t n, uint32_t len)
+{
+	static const char *const ms[] = {"get",   "head",   "post",    "put",
+					 "patch", "delete", "options", "trace"};
+	uint32_t i = 0, m, e, k;
+	char w[16];
+
+	while (i < len && (blank(p[i]) || p[i] == '\r' || p[i] == '\n'))
+		i++;
+	for (m = i; i < len && token_char(p[i]); i++)
+		;
+	if (i == m || i != len)
+		return 0;
+	for (e = len; e < n && token_char(p[e]); e++)
+		;
+	if (e == len || e == n || !blank(p[e]) || e - m >= sizeof(w) ||
+	    empty_line(p, n, e) < 0)
+		return 0;
+	for (k = 0; k < e - m; k++)
+		w[k] = (char)tolower(p[m + k]);
+	w[k] = 0;
+	for (k = 0; k < sizeof(ms) / sizeof(ms[0]); k++)
+		if (strcmp(w, ms[k]) == 0)
+			return 1;
+	return 0;
+}
+
 static void
 cl0_check(void)
 {
 	uint32_t i;
 
-	for (i = 0; i < n_cl; i++)
+	for (i = 0; i < n_cl; i++) {
 		if (cl0_acts(srv + cl_at[i], srv_len - cl_at[i], cl_len[i]) >=
 		    0)
 			broken("a body read as a request");
+		if (cl0_glued(srv + cl_at[i], srv_len - cl_at[i], cl_len[i]))
+			broken("a body glued to the next head's method");
+	}
 }
 
 /* The server reads what it got: bodies skipped as decided, heads acted

@@ -265,6 +265,67 @@ body_read_as_request(void **state)
 		body_as_request_one(passed[i], 0);
 }
 
+/* A body, then a head whose method is m, sent in two segments cut at
+ * every offset: the head refused (400 body_request) where a server
+ * ignoring the body's length reads body and method as one method. */
+static void
+glued_one(const char *body, const char *m, int refused)
+{
+	char msg[256];
+	int hl, n;
+	size_t cut;
+
+	hl = snprintf(msg, sizeof(msg),
+		      "POST /u HTTP/1.1\r\nHost: a\r\n"
+		      "Content-Length: %zu\r\n\r\n",
+		      strlen(body));
+	n = hl + snprintf(msg + hl, sizeof(msg) - (size_t)hl,
+			  "%s%s /v1/orders HTTP/1.1\r\nHost: a\r\n\r\n", body,
+			  m);
+	for (cut = 1; cut < (size_t)n; cut++) {
+		struct sl_flow_table *t = table(16, 4, 1024);
+		struct sl_flow_key k = key(1);
+		struct seen s = {0};
+
+		open_flow(t, &k, &s);
+		seg(t, &k, 1000, ACK, msg, cut, &s);
+		if (s.n < 2)
+			seg(t, &k, 1000 + (uint32_t)cut, ACK, msg + cut,
+			    (size_t)n - cut, &s);
+		assert_int_equal(s.n, 2);
+		if (refused) {
+			assert_int_equal(s.kinds[1], SL_EV_PARSE_ERROR);
+			assert_string_equal(s.targets[1], "body_request");
+		} else {
+			assert_int_equal(s.kinds[1], SL_EV_REQUEST);
+			assert_string_equal(s.targets[1], "/v1/orders");
+		}
+		sl_flow_table_free(t);
+	}
+}
+
+static void
+body_glued_to_method(void **state)
+{
+	(void)state;
+	glued_one("PO", "ST", 1);
+	glued_one("G", "ET", 1);
+	glued_one("\r\n  he", "AD", 1); /* blank lines and blanks passed over */
+	glued_one("DELE", "TE", 1);
+	glued_one("optio", "NS", 1);
+	glued_one("P", "UT", 1);
+	glued_one("PA", "TCH", 1);
+	glued_one("TRA", "CE", 1);
+	/* no method comes of it, or the body is more than a method's letters */
+	glued_one("PO", "GET", 0);
+	glued_one("POST", "X", 0);
+	glued_one("xPO", "ST", 0);
+	glued_one("a=PO", "ST", 0);
+	glued_one("{}", "ST", 0);
+	glued_one("P O", "ST", 0);
+	glued_one("GE", "TT", 0);
+}
+
 static enum sl_req_action
 park_first(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 {
@@ -663,6 +724,7 @@ main(void)
 		cmocka_unit_test(gap_is_dropped),
 		cmocka_unit_test(errors_and_limits),
 		cmocka_unit_test(body_read_as_request),
+		cmocka_unit_test(body_glued_to_method),
 		cmocka_unit_test(resumed_refusal_absorbs),
 		cmocka_unit_test(stop_absorbs_the_rest),
 		cmocka_unit_test(midstream_pickup),
