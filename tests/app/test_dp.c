@@ -520,6 +520,40 @@ refused_behind_allowed(void **state)
 	done(w);
 }
 
+/* A POST of key to /two with its body, in one segment. */
+static void
+post_with_body(struct sl_worker *w, struct conn *c, const char *key,
+	       const char *body)
+{
+	char seg[256];
+
+	snprintf(seg, sizeof(seg),
+		 "POST /two HTTP/1.1\r\nHost: api\r\nX-API-Key: %s\r\n"
+		 "Content-Length: %zu\r\n\r\n%s",
+		 key, strlen(body), body);
+	burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, seg), DOWN);
+}
+
+/* The client got 400 body_request; the backend the RST alone, no byte of
+ * the segment. */
+static void
+assert_body_request_refused(void)
+{
+	struct rte_mbuf *m[8];
+	uint32_t len;
+	const char *p;
+
+	assert_int_equal(sent(DOWN, m, RTE_DIM(m)), 1);
+	p = payload(m[0], &len);
+	assert_true(len > 12 && memcmp(p, "HTTP/1.1 400", 12) == 0);
+	assert_non_null(memmem(p, len, "body_request", 12));
+	rte_pktmbuf_free(m[0]);
+	assert_int_equal(sent(UP, m, RTE_DIM(m)), 1);
+	payload(m[0], &len);
+	assert_int_equal(len, 0);
+	rte_pktmbuf_free(m[0]);
+}
+
 /*
  * A head that would wait for the coordinator, its body in the same
  * segment, and that body a request to a backend ignoring Content-Length:
@@ -531,31 +565,14 @@ static void
 body_request_not_parked(void **state)
 {
 	struct sl_worker *w = worker(1);
-	struct rte_mbuf *m[8];
 	struct conn c = open_conn(w);
-	static const char body[] = "GET /admin HTTP/1.1\r\nHost: api\r\n\r\n";
-	char seg[256];
-	uint32_t len;
-	const char *p;
 
 	(void)state;
-	snprintf(seg, sizeof(seg),
-		 "POST /two HTTP/1.1\r\nHost: api\r\nX-API-Key: k-cl0\r\n"
-		 "Content-Length: %zu\r\n\r\n%s",
-		 strlen(body), body);
-	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, seg), DOWN);
+	post_with_body(w, &c, "k-cl0",
+		       "GET /admin HTTP/1.1\r\nHost: api\r\n\r\n");
 	assert_true(sl_parkq_empty(&w->parkq));
 	coord_turn(w);
-	assert_int_equal(sent(DOWN, m, RTE_DIM(m)), 1);
-	p = payload(m[0], &len);
-	assert_true(len > 12 && memcmp(p, "HTTP/1.1 400", 12) == 0);
-	assert_non_null(memmem(p, len, "body_request", 12));
-	rte_pktmbuf_free(m[0]);
-	/* to the backend: the RST alone, no byte of the segment */
-	assert_int_equal(sent(UP, m, RTE_DIM(m)), 1);
-	payload(m[0], &len);
-	assert_int_equal(len, 0);
-	rte_pktmbuf_free(m[0]);
+	assert_body_request_refused();
 	done(w);
 }
 
@@ -570,37 +587,21 @@ static void
 resume_refusal_answered(void **state)
 {
 	struct sl_worker *w = worker(1);
-	struct rte_mbuf *m[8];
 	struct conn c = open_conn(w);
 	static const char body[] = "{\"a\": \"GET /admin HTTP/1.1\"}";
 	static const char req[] = "GET /admin HTTP/1.1\r\n";
 	const struct sl_parked *e;
-	char seg[256];
-	uint32_t len;
 	uint8_t *b;
-	const char *p;
 
 	(void)state;
-	snprintf(seg, sizeof(seg),
-		 "POST /two HTTP/1.1\r\nHost: api\r\nX-API-Key: k-resume\r\n"
-		 "Content-Length: %zu\r\n\r\n%s",
-		 strlen(body), body);
-	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, seg), DOWN);
+	post_with_body(w, &c, "k-resume", body);
 	assert_false(sl_parkq_empty(&w->parkq));
 	e = sl_parkq_entry(&w->parkq, w->parkq.head);
 	assert_int_equal(e->rest_len, strlen(body));
 	b = rte_pktmbuf_mtod(e->m, uint8_t *) + e->p.payload_off + e->rest_off;
 	memcpy(b, req, strlen(req));
 	coord_turn(w);
-	assert_int_equal(sent(DOWN, m, RTE_DIM(m)), 1);
-	p = payload(m[0], &len);
-	assert_true(len > 12 && memcmp(p, "HTTP/1.1 400", 12) == 0);
-	assert_non_null(memmem(p, len, "body_request", 12));
-	rte_pktmbuf_free(m[0]);
-	assert_int_equal(sent(UP, m, RTE_DIM(m)), 1);
-	payload(m[0], &len);
-	assert_int_equal(len, 0);
-	rte_pktmbuf_free(m[0]);
+	assert_body_request_refused();
 	done(w);
 }
 

@@ -205,17 +205,26 @@ def h2c(res, t, log):
            "requests served")
 
 
-# A body that is a request to a backend ignoring Content-Length: whole
-# in the head's segment, or its request line's end in a later one.
+# Bodies a backend ignoring Content-Length reads otherwise: "request", a
+# request in the body, whole in the head's segment or its request line's
+# end in a later one; "glued", a body of a method's first letters before
+# a head that ends the method, the head in the same segment or the next.
 # Prints the statuses seen and the 400's reason.
 SMUGGLER = r"""
 import json, re, socket, sys, time
-port, split = int(sys.argv[1]), int(sys.argv[2])
+port, kind, split = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 s = socket.create_connection(("198.18.0.2", port), timeout=5)
-body = b"GET /v1/admin HTTP/1.1\r\nHost: a\r\nX-API-Key: k-bad\r\n\r\n"
-msg = (b"POST /static/a HTTP/1.1\r\nHost: a\r\nX-API-Key: k-cl0\r\n"
-       b"Content-Length: %d\r\n\r\n" % len(body)) + body
-cut = msg.index(b"/v1/admin") + 4 if split else len(msg)
+if kind == "request":
+    body = b"GET /v1/admin HTTP/1.1\r\nHost: a\r\nX-API-Key: k-bad\r\n\r\n"
+    msg = (b"POST /static/a HTTP/1.1\r\nHost: a\r\nX-API-Key: k-cl0\r\n"
+           b"Content-Length: %d\r\n\r\n" % len(body)) + body
+    cut = msg.index(b"/v1/admin") + 4
+else:
+    msg = (b"POST /static/a HTTP/1.1\r\nHost: a\r\nX-API-Key: k-glue\r\n"
+           b"Content-Length: 2\r\n\r\nPO"
+           b"ST /v1/orders HTTP/1.1\r\nHost: a\r\nX-API-Key: k-glue\r\n\r\n")
+    cut = msg.index(b"\r\n\r\nPO") + 6
+cut = cut if split else len(msg)
 s.sendall(msg[:cut])
 time.sleep(0.3)
 s.sendall(msg[cut:])
@@ -234,12 +243,16 @@ print(json.dumps([codes, reason]))
 """
 
 
+def smuggle(t, kind, split):
+    return json.loads(t.client("/usr/bin/python3", "-c", SMUGGLER, str(H2C_PORT), kind,
+                               split).stdout or "null")
+
+
 def cl0(res, t, log):
     """A body a backend that ignores Content-Length reads as the next
     request: refused, whether its line ends in the head's segment or in
     a later one (the head already forwarded)."""
-    got = [json.loads(t.client("/usr/bin/python3", "-c", SMUGGLER, str(H2C_PORT),
-                               split).stdout or "null") for split in ("0", "1")]
+    got = [smuggle(t, "request", split) for split in ("0", "1")]
     time.sleep(0.3)
     with open(log) as f:
         served = [ln.split() for ln in f if ln.split()[2:3] == ["cl0"]]
@@ -253,39 +266,12 @@ def cl0(res, t, log):
            served)
 
 
-GLUER = r"""
-import json, re, socket, sys, time
-port, split = int(sys.argv[1]), int(sys.argv[2])
-s = socket.create_connection(("198.18.0.2", port), timeout=5)
-msg = (b"POST /static/a HTTP/1.1\r\nHost: a\r\nX-API-Key: k-glue\r\n"
-       b"Content-Length: 2\r\n\r\nPO"
-       b"ST /v1/orders HTTP/1.1\r\nHost: a\r\nX-API-Key: k-glue\r\n\r\n")
-cut = msg.index(b"\r\n\r\nPO") + 6 if split else len(msg)
-s.sendall(msg[:cut])
-time.sleep(0.3)
-s.sendall(msg[cut:])
-buf = b""
-try:
-    while True:
-        x = s.recv(4096)
-        if not x:
-            break
-        buf += x
-except OSError:
-    pass
-codes = [int(c) for c in re.findall(rb"HTTP/1\.1 (\d{3}) ", buf)]
-reason = json.loads(buf[buf.rfind(b"{"):] or b"{}").get("reason") if b"{" in buf else None
-print(json.dumps([codes, reason]))
-"""
-
-
 def cl0_glued(res, t, log):
     """A body of a method's first letters, then a head that ends the
     method: a backend that ignores Content-Length reads one POST where
     sluice reads "ST"; the head is refused, so a POST-only limit cannot
     be passed that way, however often."""
-    got = [json.loads(t.client("/usr/bin/python3", "-c", GLUER, str(H2C_PORT),
-                               split).stdout or "null") for split in ("0", "1", "0")]
+    got = [smuggle(t, "glued", split) for split in ("0", "1", "0")]
     time.sleep(0.3)
     with open(log) as f:
         served = [ln.split() for ln in f if ln.split()[:1] == ["k-glue"]]

@@ -307,23 +307,33 @@ glued_one(const char *body, const char *m, int refused)
 static void
 body_glued_to_method(void **state)
 {
+	static const struct {
+		const char *body, *method;
+		int refused;
+	} cases[] = {
+		{"PO", "ST", 1},
+		{"G", "ET", 1},
+		{"\r\n  he", "AD", 1}, /* blank lines and blanks passed over */
+		{"DELE", "TE", 1},
+		{"optio", "NS", 1},
+		{"P", "UT", 1},
+		{"PA", "TCH", 1},
+		{"TRA", "CE", 1},
+		/* no method comes of it, or the body is more than a method's
+		 * first letters */
+		{"PO", "GET", 0},
+		{"POST", "X", 0},
+		{"xPO", "ST", 0},
+		{"a=PO", "ST", 0},
+		{"{}", "ST", 0},
+		{"P O", "ST", 0},
+		{"GE", "TT", 0},
+	};
+	size_t i;
+
 	(void)state;
-	glued_one("PO", "ST", 1);
-	glued_one("G", "ET", 1);
-	glued_one("\r\n  he", "AD", 1); /* blank lines and blanks passed over */
-	glued_one("DELE", "TE", 1);
-	glued_one("optio", "NS", 1);
-	glued_one("P", "UT", 1);
-	glued_one("PA", "TCH", 1);
-	glued_one("TRA", "CE", 1);
-	/* no method comes of it, or the body is more than a method's letters */
-	glued_one("PO", "GET", 0);
-	glued_one("POST", "X", 0);
-	glued_one("xPO", "ST", 0);
-	glued_one("a=PO", "ST", 0);
-	glued_one("{}", "ST", 0);
-	glued_one("P O", "ST", 0);
-	glued_one("GE", "TT", 0);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		glued_one(cases[i].body, cases[i].method, cases[i].refused);
 }
 
 static enum sl_req_action
