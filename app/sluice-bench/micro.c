@@ -4,9 +4,11 @@
  * each timed in a loop with its data in L1 (best of several rounds, so a
  * noisy machine's slow spells drop out): the head parser over
  * corpus-shaped heads, the 429 template's fill, a refusal's 429 and RST
- * frames, the checksum over a frame's payload, the flow hash. No EAL: lib/
- * only. A figure here is the function's floor; the passes of the main benchmark
- * are what a request costs with the memory it really waits for.
+ * frames, the checksum over a frame's payload, the flow hash, and what a
+ * decision does after the parse (identity, the target's normal form, the
+ * rule match, the limit). No EAL: lib/ only. A figure here is the function's
+ * floor; the passes of the main benchmark are what a request costs with the
+ * memory it really waits for.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -17,7 +19,10 @@
 
 #include "sl_flow.h"
 #include "sl_http.h"
+#include "sl_ident.h"
+#include "sl_limit.h"
 #include "sl_net.h"
+#include "sl_rules.h"
 
 #include "bench.h"
 #include "micro.h"
@@ -196,6 +201,108 @@ micro_cksum(void)
 	});
 }
 
+/* What a decision does after the parse, each stage alone, in L1. */
+struct stages {
+	double ident, norm, match, limit;
+};
+
+/* The bench's rule: a token bucket per API key, as the passes run it. */
+static struct sl_ruleset *
+bench_rules(void)
+{
+	static struct sl_config c;
+	static struct sl_rule r;
+	struct sl_ruleset *rs;
+
+	sl_config_defaults(&c);
+	sl_rule_defaults(&r);
+	strcpy(r.name, "bench-key");
+	r.scope = SL_SCOPE_KEY;
+	r.algo = SL_ALGO_TOKEN_BUCKET;
+	r.limit.count = 1000000000;
+	r.limit.period_ms = 1000;
+	r.burst = r.limit.count;
+	c.rules = &r;
+	c.n_rules = 1;
+	rs = sl_ruleset_build(&c);
+	if (rs == NULL) {
+		fprintf(stderr, "micro: no rule set\n");
+		exit(1);
+	}
+	return rs;
+}
+
+/*
+ * Over the corpus-shaped heads, parsed once: the identity (the key, the
+ * client's address), the target's normal form, the rule match on it,
+ * the limit checked and charged on a token bucket per head.
+ */
+static void
+micro_stages(struct stages *out)
+{
+	static char heads[HEADS][768];
+	static struct sl_http_req req[HEADS];
+	static struct sl_http_norm nt[HEADS];
+	static char nbuf[HEADS][1024];
+	static struct sl_limit_state st[HEADS];
+	static const uint8_t peer[16] = {198, 18, 0, 1};
+	const struct sl_ident_cfg icfg = {.client_ip = SL_CIP_PEER};
+	const struct sl_norm_cfg ncfg = {.merge_slashes = 1};
+	struct sl_ruleset *rs = bench_rules();
+	struct sl_limit_params lp;
+	struct sl_identity id;
+	uint64_t s = 0x9e3779b97f4a7c15ULL;
+	volatile uint64_t sink = 0;
+	int h;
+
+	for (h = 0; h < HEADS; h++) {
+		int n = corpus_head(heads[h], sizeof(heads[h]), &s);
+
+		if (sl_http_parse_request(heads[h], (size_t)n, &hcfg,
+					  &req[h]) != n ||
+		    sl_http_normalize(&ncfg, &req[h], nbuf[h], sizeof(nbuf[h]),
+				      &nt[h]) != 0) {
+			fprintf(stderr, "micro: head %d does not parse\n", h);
+			exit(1);
+		}
+	}
+	sl_limit_params_init(&lp, SL_LIM_TOKEN_BUCKET, 1000000000ULL,
+			     1000000000ULL, 1000000000ULL);
+	out->ident = BEST(50, 64, HEADS, {
+		for (int h_ = 0; h_ < HEADS; h_++) {
+			sl_ident_extract(&icfg, &req[h_], SL_AF_INET, peer,
+					 &id);
+			sink += id.len;
+		}
+	});
+	out->norm = BEST(50, 64, HEADS, {
+		for (int h_ = 0; h_ < HEADS; h_++)
+			sink += (uint64_t)sl_http_normalize(
+				&ncfg, &req[h_], nbuf[h_], sizeof(nbuf[h_]),
+				&nt[h_]);
+	});
+	out->match = BEST(50, 64, HEADS, {
+		for (int h_ = 0; h_ < HEADS; h_++) {
+			struct sl_match_req m;
+			uint16_t idx[SL_MAX_MATCH];
+
+			sl_match_req_init(&m, &req[h_], &nt[h_]);
+			sink += sl_ruleset_match(rs, &m, idx, SL_MAX_MATCH);
+		}
+	});
+	out->limit = BEST(50, 64, HEADS, {
+		for (int h_ = 0; h_ < HEADS; h_++) {
+			struct sl_limit_result r;
+			uint64_t now = (uint64_t)l_ * 1000 + (uint64_t)h_;
+
+			sl_limit_check(&lp, &st[h_], 1, now, &r);
+			sl_limit_commit(&lp, &st[h_], 1, now);
+			sink += r.remaining;
+		}
+	});
+	sl_ruleset_free(rs);
+}
+
 /* Throughput over 1024 keys: independent hashes, as a burst's stage. */
 static double
 micro_flow_hash(void)
@@ -245,8 +352,10 @@ sl_bench_micro(int json)
 	double ck = micro_cksum();
 	double fh = micro_flow_hash();
 	double reply, rst;
+	struct stages sg;
 
 	micro_reply(&reply, &rst);
+	micro_stages(&sg);
 
 	if (!json) {
 		printf("head parser, %.0f-byte heads in L1: %.0f cycles a head "
@@ -259,13 +368,20 @@ sl_bench_micro(int json)
 		       reply, rst);
 		printf("checksum over 550 bytes: %.0f cycles\n", ck);
 		printf("flow hash, 1024 keys: %.1f cycles a key\n", fh);
+		printf("after the parse, a head's: identity %.0f, target's "
+		       "normal form %.0f, rule match %.0f, limit checked and "
+		       "charged %.0f cycles\n",
+		       sg.ident, sg.norm, sg.match, sg.limit);
 	}
 	printf("{\"micro_parse_cycles\": %.1f, \"micro_head_bytes\": %.0f, "
 	       "\"micro_fill_cycles\": %.1f, \"micro_reply_bytes\": %u, "
 	       "\"micro_reply429_cycles\": %.1f, "
 	       "\"micro_rst_cycles\": %.1f, "
 	       "\"micro_cksum550_cycles\": %.1f, "
-	       "\"micro_flow_hash_cycles\": %.2f}\n",
-	       parse, head_bytes, fill, reply_bytes, reply, rst, ck, fh);
+	       "\"micro_flow_hash_cycles\": %.2f, "
+	       "\"micro_ident_cycles\": %.1f, \"micro_norm_cycles\": %.1f, "
+	       "\"micro_match_cycles\": %.1f, \"micro_limit_cycles\": %.1f}\n",
+	       parse, head_bytes, fill, reply_bytes, reply, rst, ck, fh,
+	       sg.ident, sg.norm, sg.match, sg.limit);
 	return 0;
 }

@@ -123,8 +123,13 @@ def main():
                                                    "micro_cksum550_cycles",
                                                    "micro_reply429_cycles",
                                                    "micro_rst_cycles",
-                                                   "micro_flow_hash_cycles")),
-              "--micro: parser, fill, the refusal's frames, checksum and flow hash timed "
+                                                   "micro_flow_hash_cycles",
+                                                   "micro_ident_cycles",
+                                                   "micro_norm_cycles",
+                                                   "micro_match_cycles",
+                                                   "micro_limit_cycles")),
+              "--micro: parser, fill, the refusal's frames, checksum, flow hash and the "
+              "decision's stages after the parse timed "
               "(%s)" %
               (rows or p.stderr[-300:]))
     # the index against rte_hash: every key inserted is found by both;
