@@ -74,6 +74,7 @@ static void
 after_request(struct sl_flow *f, const struct sl_http_req *req)
 {
 	f->requests++;
+	f->body_line = 0; /* the body before it, read to its end */
 	sl_resp_expect(&f->resp, req->method.len == 4 &&
 					 memcmp(req->method.p, "HEAD", 4) == 0);
 	if (req->upgrade && !req->chunked &&
@@ -129,28 +130,51 @@ refusal_order(struct seg_ctx *c, uint32_t start)
  * method sluice would not have decided it by.
  */
 static int
-glued_method(struct sl_flow *f, const struct sl_http_req *req)
+glued_method(const struct sl_flow *f, const struct sl_http_req *req)
 {
-	uint8_t st = f->body_line;
+	return sl_body_glued(f->body_line, req->method.p,
+			     (uint32_t)req->method.len);
+}
 
-	f->body_line = 0;
-	return sl_body_glued(st, req->method.p, (uint32_t)req->method.len);
+/*
+ * Why a head that parsed is refused before it is decided, if it is: a
+ * method glued to the body before it, or an upgrade behind responses
+ * still due. A 101 switches the connection to bytes sluice passes
+ * unread, so it must be the answer to the upgrade and nothing else;
+ * behind a HEAD, a 204 or a 304 that is so only by framing, which a
+ * backend that sends those a body anyway (a handler that serves HEAD
+ * as GET) breaks: a 101 in that body would switch the connection while
+ * the backend still reads requests. No client pipelines an upgrade; one
+ * that did is answered in order (refusal_order): sent again once the
+ * responses ahead of it came, the upgrade goes on.
+ */
+static enum sl_http_err
+refused_head(const struct sl_flow *f, const struct sl_http_req *req)
+{
+	if (__builtin_expect(f->body_line != 0, 0) && glued_method(f, req))
+		return SL_HTTP_E_BODY_REQUEST;
+	if (req->upgrade && sl_resp_due(&f->resp) > 0)
+		return SL_HTTP_E_UPGRADE_PIPELINED;
+	return SL_HTTP_E_NONE;
 }
 
 static int
 complete(struct seg_ctx *c, const struct sl_http_req *req, uint32_t head_len,
 	 uint32_t seg_end)
 {
-	enum sl_req_action a;
+	struct sl_http_req e = {.error = (uint8_t)refused_head(c->f, req)};
+	enum sl_req_action a =
+		__builtin_expect(e.error == SL_HTTP_E_NONE, 1)
+			? emit(c, SL_EV_REQUEST, req, head_len, seg_end)
+			: emit(c, SL_EV_PARSE_ERROR, &e, head_len, seg_end);
 
-	if (__builtin_expect(c->f->body_line != 0, 0) &&
-	    glued_method(c->f, req)) {
-		struct sl_http_req e = {.error = SL_HTTP_E_BODY_REQUEST};
-
-		return give_up(c, SL_EV_PARSE_ERROR, &e, seg_end - head_len);
+	if (e.error != SL_HTTP_E_NONE && a == SL_REQ_CONTINUE) {
+		/* let through by a caller that does not answer errors: as
+		 * give_up, the stream is no longer read */
+		sl_flow_release_head(c->t, c->f);
+		c->f->state = SL_FLOW_PASS;
+		return STOP;
 	}
-	a = emit(c, SL_EV_REQUEST, req, head_len, seg_end);
-
 	if (a == SL_REQ_STOP || a == SL_REQ_KEEP) {
 		int r = !c->buffered && seg_end >= head_len
 				? refusal_order(c, seg_end - head_len)

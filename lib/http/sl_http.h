@@ -69,6 +69,10 @@ enum sl_http_err {
 	/* a Content-Length body whose first line reads as a request to a
 	 * server that ignores the length (lib/flow) */
 	SL_HTTP_E_BODY_REQUEST,
+	/* an upgrade sent before the responses to the requests ahead of it
+	 * came: whether a 101 answers it rests on how those were framed
+	 * (lib/flow) */
+	SL_HTTP_E_UPGRADE_PIPELINED,
 	SL_HTTP_E__COUNT
 };
 

@@ -308,16 +308,22 @@ def undecided(res):
     W.handshake(g, res)
     fwd(res, "c", g.data(b"GET /v1/search HTTP/1.1\r\n"), "HTTP/1.1: the request line")
     fwd(res, "c", g.data(b"Host: a\r\n\r\n"), "HTTP/1.1: the rest")
-    # a 101 at the start of a segment of an earlier response's body
+    # an upgrade behind a request still unanswered, whose response holds a
+    # 101 at the start of a segment of its body: the upgrade waits for that
+    # response (refused in the order of answers: dropped, nothing back),
+    # the 101 in the body switches nothing, and the upgrade sent again
+    # after it waits for its own answer
     h = Conn(40192)
     W.handshake(h, res)
     fwd(res, "c", h.data(req("/echo")), "a request whose response echoes")
     up = req("/ws", "Connection: Upgrade", "Upgrade: websocket")
-    fwd(res, "c", h.data(up), "an upgrade behind it")
+    dropped(res, h.data(up), "an upgrade behind it waits for its answer")
+    h.cseq -= len(up)
     fwd(res, "s", h.s(b"HTTP/1.1 200 OK\r\nContent-Length: 36\r\n\r\n"), "echo: head")
     h.sseq += 39
     fwd(res, "s", h.s(b"HTTP/1.1 101 Switching Protocols\r\n\r\n"), "echo: its body")
     h.sseq += 36
+    fwd(res, "c", h.data(up), "the upgrade sent again, after that answer")
     dropped(res, h.data(BAD), "a 101 in a body switches nothing: held")
     h.cseq -= len(BAD)
     fwd(res, "s", h.s(b"HTTP/1.1 101 Switching Protocols\r\n\r\n"), "the upgrade's 101")
@@ -382,7 +388,7 @@ def main():
     for k, n in (("no_ack", 1), ("ack_unsent", 1), ("urgent", 1), ("paws", 1),
                  ("no_timestamp", 1), ("tcp_signature", 1), ("l2_group_address", 1),
                  ("ip_options", 1), ("resent_differs", 1), ("resent_partial", 1),
-                 ("answer_order", 2), ("upgrade_pending", 3)):
+                 ("answer_order", 3), ("upgrade_pending", 3)):
         res.eq(nd.get(k), n, "normalizer_drops.%s" % k)
     res.check(nd.get("midstream_unplaced", 0) >= 2, "normalizer_drops.midstream_unplaced")
     res.eq(st["malformed_reasons"].get("vlan_depth"), 1, "malformed_reasons.vlan_depth")
@@ -396,6 +402,7 @@ def main():
     pe = st["parse_errors"]
     res.eq(pe.get("http09"), 1, "parse_errors.http09")
     res.eq(pe.get("forwarded_unreadable"), 1, "parse_errors.forwarded_unreadable")
+    res.eq(pe.get("upgrade_pipelined"), 1, "parse_errors.upgrade_pipelined (the echo's)")
     res.eq(st["upgrades_refused"], 1, "upgrades_refused")
     # framed: the refused upgrade's 200, /b's, the echo and two 200s of
     # the undecided bytes' case; not framed: the connections whose server

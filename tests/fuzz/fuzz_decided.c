@@ -43,7 +43,7 @@ static const struct sl_http_cfg cfg = {.api_key_header = {"X-API-Key", 9}};
 static struct rec {
 	uint32_t start, head_len;
 	uint64_t cl;
-	uint8_t chunked, upgrade, refused, head;
+	uint8_t chunked, upgrade, refused;
 } recs[MAXREC];
 static uint32_t n_recs;
 static uint32_t cur_seq; /* the client segment being fed */
@@ -106,7 +106,6 @@ on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 	r->cl = q->has_cl ? q->content_length : 0;
 	r->chunked = q->chunked;
 	r->upgrade = q->upgrade;
-	r->head = q->method.len == 4 && memcmp(q->method.p, "HEAD", 4) == 0;
 	/* a refusal, as a limit or the blocklist would answer */
 	r->refused = q->target.len >= 2 && q->target.p[1] == 'x';
 	if (n_recs < MAXREC)
@@ -460,10 +459,10 @@ server_seg(struct sl_flow_table *t, const struct sl_flow_key *k, uint8_t fl,
 
 /* The server answers its oldest request it read: a 101 where that asked
  * to upgrade and how says so, else a response whose body's second
- * segment begins with a 101 status line (an echo), but to HEAD, whose
- * response has no body (RFC 9110 9.3.2: a server that sent one anyway
- * would put its bytes where its next response goes, for its clients as
- * for sluice). It is never asked to CONNECT (server_reads). */
+ * segment begins with a 101 status line (an echo), to HEAD too, as a
+ * backend that serves HEAD as GET does: where sluice frames no body, a
+ * 101 that must not answer an upgrade behind it. It is never asked to
+ * CONNECT (server_reads). */
 static void
 server_answers(struct sl_flow_table *t, const struct sl_flow_key *k,
 	       uint8_t how)
@@ -481,8 +480,7 @@ server_answers(struct sl_flow_table *t, const struct sl_flow_key *k,
 		return;
 	}
 	server_seg(t, k, 0x18, head, sizeof(head) - 1);
-	if (!recs[answered].head)
-		server_seg(t, k, 0x18, s101, 36);
+	server_seg(t, k, 0x18, s101, 36);
 	answered++;
 }
 
