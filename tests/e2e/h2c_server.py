@@ -5,8 +5,10 @@ connection, each a request. And CONNECT, as a proxy in front of itself
 would: after its 200 every request in the tunnel is served. And, under
 /static/, Content-Length ignored (CL.0, as some servers do for
 endpoints that take no body): what follows a head is the next request.
-Prints "up" once listening, and writes one line to LOG per request it
-served: "KEY PATH h1|h2|tunnel|cl0".
+And, on a connection begun under /headget/, requests in turn with HEAD
+answered as GET, its body a 101 status line. Prints "up" once
+listening, and writes one line to LOG per request it served: "KEY PATH
+h1|h2|tunnel|cl0|headget".
 
 usage: h2c_server.py ADDRESS PORT LOG
 """
@@ -103,6 +105,23 @@ def serve_cl0(c, head, data):
         head, data = got
 
 
+def serve_headget(c, head, data):
+    """Requests in turn; HEAD answered as GET, its body a 101 status line
+    (a handler that serves HEAD as GET, echoing)."""
+    while True:
+        path, hdrs = fields(head)
+        said(hdrs.get(b"x-api-key", b"-").decode(), path, "headget")
+        if head.startswith(b"HEAD "):
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 36\r\n\r\n"
+                      b"HTTP/1.1 101 Switching Protocols\r\n\r\n")
+        else:
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nhg ok\n")
+        got = read_head(c, data)
+        if got is None:
+            return
+        head, data = got
+
+
 def serve(c):
     c.settimeout(10)
     try:
@@ -122,6 +141,9 @@ def serve(c):
             return
         if path.startswith("/static/"):
             serve_cl0(c, head, rest)
+            return
+        if path.startswith("/headget/"):
+            serve_headget(c, head, rest)
             return
         said(hdrs.get(b"x-api-key", b"-").decode(), path, "h1")
         c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nh1 ok\n")

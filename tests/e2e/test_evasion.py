@@ -208,7 +208,10 @@ def h2c(res, t, log):
 # Bodies a backend ignoring Content-Length reads otherwise: "request", a
 # request in the body, whole in the head's segment or its request line's
 # end in a later one; "glued", a body of a method's first letters before
-# a head that ends the method, the head in the same segment or the next.
+# a head that ends the method, the head in the same segment or the next;
+# "headbody", a HEAD and an upgrade behind it in one segment, to a
+# backend that answers HEAD with a body holding a 101, then three
+# requests of a 1/min key a second apart.
 # Prints the statuses seen and the 400's reason.
 SMUGGLER = r"""
 import json, re, socket, sys, time
@@ -219,6 +222,15 @@ if kind == "request":
     msg = (b"POST /static/a HTTP/1.1\r\nHost: a\r\nX-API-Key: k-cl0\r\n"
            b"Content-Length: %d\r\n\r\n" % len(body)) + body
     cut = msg.index(b"/v1/admin") + 4
+elif kind == "headbody":
+    msg = (b"HEAD /headget/a HTTP/1.1\r\nHost: a\r\nX-API-Key: k-hb\r\n\r\n"
+           b"GET /headget/ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+           b"Upgrade: websocket\r\nX-API-Key: k-hb\r\n\r\n")
+    cut = len(msg)
+    # the upgrade, dropped while the HEAD's answer is due, is sent
+    # again by the kernel; then the key's requests
+    msg += b"".join(b"GET /v1/search HTTP/1.1\r\nHost: a\r\nX-API-Key: k-hb\r\n\r\n"
+                    for _ in range(3))
 else:
     msg = (b"POST /static/a HTTP/1.1\r\nHost: a\r\nX-API-Key: k-glue\r\n"
            b"Content-Length: 2\r\n\r\nPO"
@@ -227,7 +239,17 @@ else:
 cut = cut if split else len(msg)
 s.sendall(msg[:cut])
 time.sleep(0.3)
-s.sendall(msg[cut:])
+if kind == "headbody":
+    time.sleep(1.5)
+    rest = msg[cut:]
+    for i in range(3):
+        try:
+            s.sendall(rest[len(rest) // 3 * i:len(rest) // 3 * (i + 1)])
+        except OSError:
+            break
+        time.sleep(1)
+else:
+    s.sendall(msg[cut:])
 buf = b""
 try:
     while True:
@@ -280,6 +302,20 @@ def cl0_glued(res, t, log):
            "or two, after the backend's answer to the head before it")
     res.eq([x for x in served if x[1] == "/v1/orders"], [],
            "the backend served no POST /v1/orders spelled across a body (%s)" % served)
+
+
+def head_body(res, t, log):
+    """An upgrade pipelined behind a HEAD, to a backend that answers HEAD
+    with a body holding a 101 (a handler that serves HEAD as GET): the
+    101 must not switch the connection to bytes sluice passes unread.
+    Three requests of a 1/min key follow on it: one is served."""
+    got = smuggle(t, "headbody", "1")
+    time.sleep(0.3)
+    with open(log) as f:
+        served = [ln.split() for ln in f if ln.split()[:1] == ["k-hb"]]
+    res.eq([x[1] for x in served if x[1] == "/v1/search"], ["/v1/search"],
+           "behind a HEAD answered with a 101 in its body, one of three requests of a "
+           "1/min key served (%s; the client saw %s)" % (served, got))
 
 
 def twins(res, t, cmac, smac, s):
@@ -341,6 +377,7 @@ def main():
             h2c(res, t, h2log)
             cl0(res, t, h2log)
             cl0_glued(res, t, h2log)
+            head_body(res, t, h2log)
             twins(res, t, cmac, smac, t.sluice)
             st = t.sluice.stats()
             print("  normalizer_drops: %s" % st["normalizer_drops"])
