@@ -3,8 +3,12 @@
  * The request target as the backend resolves it: what rules match.
  * Nothing here rewrites what is forwarded.
  */
+#include <assert.h>
 #include <string.h>
 #include <strings.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "sl_http.h"
 #include "sl_http_priv.h"
@@ -44,13 +48,13 @@ static const uint8_t path_class[256] = {
  * The length of the path when it resolves to itself (no escape, no empty
  * or dot segment, no fragment), else -1. One pass over the bytes up to
  * the query: most requests are clean and keep their bytes where they lie.
+ * A byte at a time from i on; the reference of the vector scan below.
  */
 static int
-clean_path_len(const struct sl_norm_cfg *cfg, const char *p, uint32_t n)
+clean_path_from(const struct sl_norm_cfg *cfg, const char *p, uint32_t n,
+		uint32_t i)
 {
-	uint32_t i;
-
-	for (i = 0; i < n; i++) {
+	for (; i < n; i++) {
 		uint8_t k = path_class[(unsigned char)p[i]];
 
 		if (k == C_PLAIN ||
@@ -63,6 +67,62 @@ clean_path_len(const struct sl_norm_cfg *cfg, const char *p, uint32_t n)
 			return -1;
 	}
 	return (int)i;
+}
+
+#ifdef __SSE2__
+/* The lanes of v equal to c, a bit each. */
+static inline uint32_t
+lanes_eq(__m128i v, char c)
+{
+	return (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(c)));
+}
+#endif
+
+/*
+ * The same, 16 bytes at a time while 17 are there (the byte after each
+ * slash is read with it), the rest a byte at a time. Debug and fuzz
+ * builds check every answer against the byte-wise scan.
+ */
+static int
+clean_path_len(const struct sl_norm_cfg *cfg, const char *p, uint32_t n)
+{
+	uint32_t i = 0;
+	int r;
+#ifdef __SSE2__
+	int semi = cfg->path_params != SL_PARAMS_KEEP;
+
+	for (; i + 17 <= n; i += 16) {
+		__m128i v =
+			_mm_loadu_si128((const __m128i *)(const void *)(p + i));
+		__m128i nx = _mm_loadu_si128(
+			(const __m128i *)(const void *)(p + i + 1));
+		uint32_t q = lanes_eq(v, '?');
+		uint32_t bad = lanes_eq(v, '%') | lanes_eq(v, '#') |
+			       (semi ? lanes_eq(v, ';') : 0) |
+			       (lanes_eq(v, '/') &
+				(lanes_eq(nx, '/') | lanes_eq(nx, '.')));
+		uint32_t before = q != 0 ? (q & (0u - q)) - 1 : 0xffffu;
+
+		if (bad & before) {
+			i = UINT32_MAX;
+			break;
+		}
+		if (q != 0) {
+			i += (uint32_t)__builtin_ctz(q);
+			break;
+		}
+	}
+	if (i == UINT32_MAX)
+		r = -1;
+	else if (i < n && p[i] == '?')
+		r = (int)i;
+	else
+		r = clean_path_from(cfg, p, n, i);
+#else
+	r = clean_path_from(cfg, p, n, i);
+#endif
+	assert(r == clean_path_from(cfg, p, n, 0));
+	return r;
 }
 
 /* One decoded segment byte and what it means. */
@@ -261,6 +321,58 @@ split_authority(struct sl_str a, struct sl_str *name, struct sl_str *port,
 	return *pv <= 65535 ? 0 : -1;
 }
 
+#ifdef __SSE2__
+/* The lanes of v a host name keeps as they are: a-z, 0-9, - . _ ~. */
+static inline uint32_t
+host_plain_lanes(__m128i v)
+{
+	__m128i l = _mm_sub_epi8(v, _mm_set1_epi8('a'));
+	__m128i d = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+	__m128i ok = _mm_or_si128(
+		_mm_cmpeq_epi8(_mm_min_epu8(l, _mm_set1_epi8(25)), l),
+		_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d));
+
+	return (uint32_t)_mm_movemask_epi8(ok) | lanes_eq(v, '-') |
+	       lanes_eq(v, '.') | lanes_eq(v, '_') | lanes_eq(v, '~');
+}
+
+static inline __m128i
+load8(const char *p)
+{
+	return _mm_loadl_epi64((const __m128i *)(const void *)p);
+}
+#endif
+
+/*
+ * Whether a host is already as a server compares it, told 16 bytes at a
+ * time: plain bytes only (no capital, no port, no brackets) and no
+ * trailing dot. Read only within its bytes: under 8, not told here.
+ */
+static int
+host_plain(struct sl_str a)
+{
+#ifdef __SSE2__
+	uint32_t i;
+
+	if (a.len < 8 || a.p[a.len - 1] == '.')
+		return 0;
+	if (a.len < 16)
+		return (host_plain_lanes(load8(a.p)) & 0xff) == 0xff &&
+		       (host_plain_lanes(load8(a.p + a.len - 8)) & 0xff) ==
+			       0xff;
+	for (i = 0; i + 16 <= a.len; i += 16)
+		if (host_plain_lanes(_mm_loadu_si128((
+			    const __m128i *)(const void *)(a.p + i))) != 0xffff)
+			return 0;
+	return host_plain_lanes(_mm_loadu_si128(
+		       (const __m128i *)(const void *)(a.p + a.len - 16))) ==
+	       0xffff;
+#else
+	(void)a;
+	return 0;
+#endif
+}
+
 /*
  * The host as a server compares it: lower case, one trailing dot gone,
  * the scheme's default port gone. Written to out only when it differs
@@ -271,6 +383,16 @@ norm_host(struct sl_str a, uint16_t dflt, char *out, struct sl_str *res)
 {
 	struct sl_str name, port;
 	uint32_t i, o = 0, upper = 0, pv;
+
+	if (host_plain(a)) {
+#ifndef NDEBUG
+		/* the byte-wise reading below agrees: as it is */
+		assert(split_authority(a, &name, &port, &pv, &upper) == 0 &&
+		       !upper && port.len == 0 && name.len == a.len);
+#endif
+		*res = a;
+		return 0;
+	}
 
 	if (split_authority(a, &name, &port, &pv, &upper) != 0)
 		return -1;
