@@ -158,34 +158,55 @@ refused_head(const struct sl_flow *f, const struct sl_http_req *req)
 	return SL_HTTP_E_NONE;
 }
 
+/* A head answered (STOP) or taken out (KEEP), in the order of answers:
+ * what complete() returns for it. */
 static int
-complete(struct seg_ctx *c, const struct sl_http_req *req, uint32_t head_len,
-	 uint32_t seg_end)
+answered_in_order(struct seg_ctx *c, enum sl_req_action a, uint32_t head_len,
+		  uint32_t seg_end)
 {
-	struct sl_http_req e = {.error = (uint8_t)refused_head(c->f, req)};
-	enum sl_req_action a =
-		__builtin_expect(e.error == SL_HTTP_E_NONE, 1)
-			? emit(c, SL_EV_REQUEST, req, head_len, seg_end)
-			: emit(c, SL_EV_PARSE_ERROR, &e, head_len, seg_end);
+	int r = !c->buffered && seg_end >= head_len
+			? refusal_order(c, seg_end - head_len)
+			: STOP;
 
-	if (e.error != SL_HTTP_E_NONE && a == SL_REQ_CONTINUE) {
+	if (r != STOP)
+		c->f->state = SL_FLOW_HEAD; /* not answered after all */
+	else if (a == SL_REQ_KEEP)
+		r = KEPT; /* the stream goes on after the head */
+	return r;
+}
+
+/* A head refused for err before it is decided (refused_head). Apart, so
+ * that the error's request, a large struct, is made only here. */
+static __attribute__((noinline)) int
+refused(struct seg_ctx *c, enum sl_http_err err, uint32_t head_len,
+	uint32_t seg_end)
+{
+	struct sl_http_req e = {.error = (uint8_t)err};
+	enum sl_req_action a =
+		emit(c, SL_EV_PARSE_ERROR, &e, head_len, seg_end);
+
+	if (a == SL_REQ_CONTINUE) {
 		/* let through by a caller that does not answer errors: as
 		 * give_up, the stream is no longer read */
 		sl_flow_release_head(c->t, c->f);
 		c->f->state = SL_FLOW_PASS;
 		return STOP;
 	}
-	if (a == SL_REQ_STOP || a == SL_REQ_KEEP) {
-		int r = !c->buffered && seg_end >= head_len
-				? refusal_order(c, seg_end - head_len)
-				: STOP;
+	return answered_in_order(c, a, head_len, seg_end);
+}
 
-		if (r != STOP)
-			c->f->state = SL_FLOW_HEAD; /* not answered after all */
-		else if (a == SL_REQ_KEEP)
-			r = KEPT; /* the stream goes on after the head */
-		return r;
-	}
+static int
+complete(struct seg_ctx *c, const struct sl_http_req *req, uint32_t head_len,
+	 uint32_t seg_end)
+{
+	enum sl_http_err err = refused_head(c->f, req);
+	enum sl_req_action a;
+
+	if (__builtin_expect(err != SL_HTTP_E_NONE, 0))
+		return refused(c, err, head_len, seg_end);
+	a = emit(c, SL_EV_REQUEST, req, head_len, seg_end);
+	if (a == SL_REQ_STOP || a == SL_REQ_KEEP)
+		return answered_in_order(c, a, head_len, seg_end);
 	c->allowed++;
 	after_request(c->f, req);
 	if (a == SL_REQ_PARK) {
