@@ -75,8 +75,9 @@ form_start(uint8_t c)
 
 /*
  * Every proper prefix of a method a rule can name, or that frames the
- * response (HEAD). CONNECT is left out: glued, its head's target is an
- * authority, which sluice refuses under any other method.
+ * response (HEAD). CONNECT is left out (its six would not fit the five
+ * bits): glued, its head's target is an authority, which sluice refuses
+ * under any other method, or one no backend tunnels to.
  */
 static const char *const prefixes[] = {
 	"g",  "ge",  "h",    "he",    "hea",    "p",   "po",   "pos",   "pu",
