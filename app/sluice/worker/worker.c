@@ -531,6 +531,10 @@ resume_refused(struct sl_worker *w, struct sl_flow *f, struct sl_parked *e)
 	if (sl_flow_resume(w->flows, f, pl + e->rest_off, e->rest_len,
 			   on_resumed, &rs) == SL_SEG_FORWARD)
 		return 0;
+	/* answered and the backend's side reset, whatever the flow made of
+	 * the refusal's order: the connection is over */
+	f->parked = 0;
+	f->state = SL_FLOW_ABSORB;
 	sl_reply_send(w, e->m, f, &e->p, &rs.v);
 	return 1;
 }
