@@ -80,14 +80,12 @@ lanes_eq(__m128i v, char c)
 
 /*
  * The same, 16 bytes at a time while 17 are there (the byte after each
- * slash is read with it), the rest a byte at a time. Debug and fuzz
- * builds check every answer against the byte-wise scan.
+ * slash is read with it), the rest a byte at a time.
  */
 static int
-clean_path_len(const struct sl_norm_cfg *cfg, const char *p, uint32_t n)
+clean_path_vec(const struct sl_norm_cfg *cfg, const char *p, uint32_t n)
 {
 	uint32_t i = 0;
-	int r;
 #ifdef __SSE2__
 	int semi = cfg->path_params != SL_PARAMS_KEEP;
 
@@ -103,24 +101,21 @@ clean_path_len(const struct sl_norm_cfg *cfg, const char *p, uint32_t n)
 				(lanes_eq(nx, '/') | lanes_eq(nx, '.')));
 		uint32_t before = q != 0 ? (q & (0u - q)) - 1 : 0xffffu;
 
-		if (bad & before) {
-			i = UINT32_MAX;
-			break;
-		}
-		if (q != 0) {
-			i += (uint32_t)__builtin_ctz(q);
-			break;
-		}
+		if (bad & before)
+			return -1;
+		if (q != 0)
+			return (int)(i + (uint32_t)__builtin_ctz(q));
 	}
-	if (i == UINT32_MAX)
-		r = -1;
-	else if (i < n && p[i] == '?')
-		r = (int)i;
-	else
-		r = clean_path_from(cfg, p, n, i);
-#else
-	r = clean_path_from(cfg, p, n, i);
 #endif
+	return clean_path_from(cfg, p, n, i);
+}
+
+/* Debug and fuzz builds check every answer against the byte-wise scan. */
+static int
+clean_path_len(const struct sl_norm_cfg *cfg, const char *p, uint32_t n)
+{
+	int r = clean_path_vec(cfg, p, n);
+
 	assert(r == clean_path_from(cfg, p, n, 0));
 	return r;
 }
