@@ -46,23 +46,26 @@ emit(struct seg_ctx *c, uint8_t kind, const struct sl_http_req *req,
 }
 
 /*
- * An error leaves the stream's framing unknown: stop reading it as HTTP.
- * With no one to answer it (a resume without a callback) the stream is
- * absorbed, never passed: what follows would reach the backend unread.
+ * An error no one answered (a resume without a callback) or a caller
+ * let through: the stream is no longer read as HTTP. With no one to
+ * answer it, it is absorbed, never passed: what follows would reach
+ * the backend unread.
  */
+static int
+unanswered(struct seg_ctx *c)
+{
+	sl_flow_release_head(c->t, c->f);
+	c->f->state = c->fn == NULL ? SL_FLOW_ABSORB : SL_FLOW_PASS;
+	return STOP;
+}
+
+/* An error leaves the stream's framing unknown: stop reading it as HTTP. */
 static int
 give_up(struct seg_ctx *c, uint8_t kind, const struct sl_http_req *req,
 	uint32_t seg_end)
 {
-	if (c->fn == NULL) {
-		sl_flow_release_head(c->t, c->f);
-		c->f->state = SL_FLOW_ABSORB;
-		return STOP;
-	}
-	if (emit(c, kind, req, 0, seg_end) == SL_REQ_CONTINUE) {
-		sl_flow_release_head(c->t, c->f);
-		c->f->state = SL_FLOW_PASS;
-	}
+	if (c->fn == NULL || emit(c, kind, req, 0, seg_end) == SL_REQ_CONTINUE)
+		return unanswered(c);
 	return STOP;
 }
 
@@ -182,16 +185,13 @@ refused(struct seg_ctx *c, enum sl_http_err err, uint32_t head_len,
 	uint32_t seg_end)
 {
 	struct sl_http_req e = {.error = (uint8_t)err};
-	enum sl_req_action a =
-		emit(c, SL_EV_PARSE_ERROR, &e, head_len, seg_end);
+	enum sl_req_action a;
 
-	if (a == SL_REQ_CONTINUE) {
-		/* let through by a caller that does not answer errors: as
-		 * give_up, the stream is no longer read */
-		sl_flow_release_head(c->t, c->f);
-		c->f->state = SL_FLOW_PASS;
-		return STOP;
-	}
+	if (c->fn == NULL)
+		return unanswered(c);
+	a = emit(c, SL_EV_PARSE_ERROR, &e, head_len, seg_end);
+	if (a == SL_REQ_CONTINUE)
+		return unanswered(c);
 	return answered_in_order(c, a, head_len, seg_end);
 }
 
