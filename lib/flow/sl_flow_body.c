@@ -169,13 +169,14 @@ static uint8_t
 step(uint8_t st, uint8_t c, int *req)
 {
 	static const char ver[] = "http/";
+	uint8_t next;
 
 	switch (BL_STATE(st)) {
 	case BL_LEAD:
 		if (blank(c) || c == '\r' || c == '\n')
 			return st;
-		if (prefix_next(0, c) != 0)
-			return (uint8_t)(BL_MPRE | prefix_next(0, c) << 3);
+		if ((next = prefix_next(0, c)) != 0)
+			return (uint8_t)(BL_MPRE | next << 3);
 		return tchar(c) ? BL_METHOD | 1 << 3 : BL_DONE;
 	case BL_MPRE:
 		return prefix_byte((uint8_t)(st >> 3), c);

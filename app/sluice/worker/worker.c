@@ -507,16 +507,16 @@ static enum sl_req_action
 on_resumed(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 {
 	struct resuming *rs = arg;
-	struct sl_worker *w = rs->w;
+	struct sl_http_req e = {.error = SL_HTTP_E_BODY_REQUEST};
+	struct sl_flow_event x = *ev;
 
 	(void)f;
-	if (ev->kind != SL_EV_REQUEST) {
-		rs->v = sl_decide_invalid(w, ev);
-		return SL_REQ_STOP;
+	/* a head there: refused as a body read as a request would be */
+	if (ev->kind == SL_EV_REQUEST) {
+		x.kind = SL_EV_PARSE_ERROR;
+		x.req = &e;
 	}
-	w->ctr.invalid++;
-	w->ctr.parse_error[SL_HTTP_E_BODY_REQUEST]++;
-	rs->v = sl_verdict_stop(&w->pol->tpl400[SL_HTTP_E_BODY_REQUEST]);
+	rs->v = sl_decide_invalid(rs->w, &x);
 	return SL_REQ_STOP;
 }
 
