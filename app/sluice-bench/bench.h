@@ -147,6 +147,8 @@ void sl_bench_prime(struct sl_worker *w, struct rte_mbuf **data, uint32_t n,
 
 /* workers.c */
 struct sl_worker *sl_bench_worker(const struct sl_app *app, int track_only);
+/* The bench's rule: a token bucket per API key, count per period_ms. */
+void sl_bench_rule(struct sl_rule *r, uint64_t count, uint64_t period_ms);
 struct sl_policy *sl_bench_policy(struct sl_config *cfg, uint64_t count,
 				  uint64_t period_ms);
 struct sl_policy *sl_bench_cost_policy(struct sl_config *cfg, uint64_t count,

@@ -215,13 +215,7 @@ bench_rules(void)
 	struct sl_ruleset *rs;
 
 	sl_config_defaults(&c);
-	sl_rule_defaults(&r);
-	strcpy(r.name, "bench-key");
-	r.scope = SL_SCOPE_KEY;
-	r.algo = SL_ALGO_TOKEN_BUCKET;
-	r.limit.count = 1000000000;
-	r.limit.period_ms = 1000;
-	r.burst = r.limit.count;
+	sl_bench_rule(&r, 1000000000, 1000);
 	c.rules = &r;
 	c.n_rules = 1;
 	rs = sl_ruleset_build(&c);

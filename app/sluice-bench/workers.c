@@ -20,6 +20,18 @@ sl_bench_setup_ports(struct sl_app *app)
 }
 
 /* One key rule: generous enough to allow all, or tight enough to refuse. */
+void
+sl_bench_rule(struct sl_rule *r, uint64_t count, uint64_t period_ms)
+{
+	sl_rule_defaults(r);
+	strcpy(r->name, "bench-key");
+	r->scope = SL_SCOPE_KEY;
+	r->algo = SL_ALGO_TOKEN_BUCKET;
+	r->limit.count = count;
+	r->limit.period_ms = period_ms;
+	r->burst = count;
+}
+
 struct sl_policy *
 sl_bench_policy(struct sl_config *cfg, uint64_t count, uint64_t period_ms)
 {
@@ -38,13 +50,7 @@ sl_bench_cost_policy(struct sl_config *cfg, uint64_t count, uint64_t period_ms,
 
 	if (r == NULL)
 		rte_exit(EXIT_FAILURE, "out of memory\n");
-	sl_rule_defaults(r);
-	strcpy(r->name, "bench-key");
-	r->scope = SL_SCOPE_KEY;
-	r->algo = SL_ALGO_TOKEN_BUCKET;
-	r->limit.count = count;
-	r->limit.period_ms = period_ms;
-	r->burst = count;
+	sl_bench_rule(r, count, period_ms);
 	if (cost_header != NULL)
 		snprintf(r->cost_header, sizeof(r->cost_header), "%s",
 			 cost_header);
