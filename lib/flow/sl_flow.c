@@ -141,15 +141,18 @@ glued_method(const struct sl_flow *f, const struct sl_http_req *req)
 
 /*
  * Why a head that parsed is refused before it is decided, if it is: a
- * method glued to the body before it, or an upgrade behind responses
- * still due. A 101 switches the connection to bytes sluice passes
+ * method glued to the body before it, or an upgrade whose answer could
+ * be another's. A 101 switches the connection to bytes sluice passes
  * unread, so it must be the answer to the upgrade and nothing else;
  * behind a HEAD, a 204 or a 304 that is so only by framing, which a
  * backend that sends those a body anyway (a handler that serves HEAD
  * as GET) breaks: a 101 in that body would switch the connection while
  * the backend still reads requests. No client pipelines an upgrade; one
  * that did is answered in order (refusal_order): sent again once the
- * responses ahead of it came, the upgrade goes on.
+ * responses ahead of it came, the upgrade goes on, unless one of them
+ * declared a body it was framed without: that body may still be on its
+ * way (held by a window the client keeps shut), and nothing tells its
+ * bytes from the upgrade's answer.
  */
 static enum sl_http_err
 refused_head(const struct sl_flow *f, const struct sl_http_req *req)
@@ -158,6 +161,8 @@ refused_head(const struct sl_flow *f, const struct sl_http_req *req)
 		return SL_HTTP_E_BODY_REQUEST;
 	if (req->upgrade && sl_resp_due(&f->resp) > 0)
 		return SL_HTTP_E_UPGRADE_PIPELINED;
+	if (req->upgrade && sl_resp_unsure(&f->resp))
+		return SL_HTTP_E_UPGRADE_FRAMING;
 	return SL_HTTP_E_NONE;
 }
 

@@ -73,6 +73,11 @@ enum sl_http_err {
 	 * came: whether a 101 answers it rests on how those were framed
 	 * (lib/flow) */
 	SL_HTTP_E_UPGRADE_PIPELINED,
+	/* an upgrade on a connection where a response framed without a body
+	 * declared one: a backend that sends that body anyway puts it where
+	 * the upgrade's answer goes, and a 101 in it would read as that
+	 * answer (lib/flow) */
+	SL_HTTP_E_UPGRADE_FRAMING,
 	SL_HTTP_E__COUNT
 };
 
@@ -180,8 +185,9 @@ struct sl_resp {
 	uint8_t due;     /* responses due */
 	uint8_t ndigits; /* the chunked decoder's */
 	uint8_t done;    /* responses the last call completed */
-	uint8_t tunnel;  /* the last request due asks for one: 1 upgrade,
-			  * 2 CONNECT */
+	/* bits 0-1: the last request due asks for a tunnel, 1 upgrade, 2
+	 * CONNECT; bit 7: sl_resp_unsure */
+	uint8_t tunnel;
 	uint16_t served; /* responses completed on the connection (wraps) */
 };
 
@@ -221,7 +227,8 @@ void sl_resp_expect(struct sl_resp *r, int head);
  */
 void sl_resp_expect_tunnel(struct sl_resp *r, int connect);
 /* 1: the tunnel asked for is open; 0: its answer is still to come;
- * -1: refused, or where the answer cannot be told (framing lost). */
+ * -1: refused, or where the answer cannot be told (framing lost or
+ * unsure). */
 int sl_resp_tunnel(const struct sl_resp *r);
 /* The last request expected did not go after all. */
 void sl_resp_unexpect(struct sl_resp *r);
@@ -235,9 +242,19 @@ unsigned int sl_resp_consume_mark(struct sl_resp *r, const uint8_t *p,
 void sl_resp_lost(struct sl_resp *r);
 /* Responses still due; -1 when unknown (lost, or the stream left HTTP). */
 int sl_resp_due(const struct sl_resp *r);
+/*
+ * 1 once a response framed without a body (to HEAD, a 204, a 304)
+ * declared one (a length above 0, or chunked), for the rest of the
+ * connection. The client frames it so, and its count of responses due
+ * stands; but a backend that sends that body anyway (a handler serving
+ * HEAD as GET) puts it, whenever it comes, where a later response goes:
+ * a 101 there would read as an upgrade's answer (sl_resp_tunnel).
+ */
+int sl_resp_unsure(const struct sl_resp *r);
 /* Which response of the connection (as sl_resp_mark counts them) the
  * last request gets: expected already (sl_resp_expect) or about to be;
- * -1 when unknown. */
+ * -1 when unknown. As the client counts them: where unsure, not
+ * necessarily the backend's answer to it. */
 int sl_resp_ord_last(const struct sl_resp *r, int expected);
 /*
  * The field name (any case) in the head's field lines at p (from just

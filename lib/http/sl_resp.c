@@ -37,6 +37,10 @@ enum {
 #define F_CR       0x40 /* a CR ended the line: LF next */
 #define F_STATUS   0x80 /* in the status line (its reason phrase too) */
 
+/* tunnel */
+#define T_ASKED  0x03 /* 1 upgrade, 2 CONNECT */
+#define T_UNSURE 0x80 /* sl_resp_unsure */
+
 static const char CL[] = "content-length";
 static const char TE[] = "transfer-encoding";
 static const char CHUNKED[] = "chunked";
@@ -60,6 +64,12 @@ sl_resp_due(const struct sl_resp *r)
 }
 
 int
+sl_resp_unsure(const struct sl_resp *r)
+{
+	return (r->tunnel & T_UNSURE) != 0;
+}
+
+int
 sl_resp_ord_last(const struct sl_resp *r, int expected)
 {
 	int due = sl_resp_due(r);
@@ -79,14 +89,15 @@ sl_resp_expect(struct sl_resp *r, int head)
 	if (head)
 		r->heads |= 1u << r->due;
 	r->due++;
-	r->tunnel = 0;
+	r->tunnel &= T_UNSURE;
 }
 
 void
 sl_resp_expect_tunnel(struct sl_resp *r, int connect)
 {
 	if (r->due > 0)
-		r->tunnel = connect ? 2 : 1;
+		r->tunnel =
+			(uint8_t)((r->tunnel & T_UNSURE) | (connect ? 2 : 1));
 }
 
 int
@@ -94,7 +105,9 @@ sl_resp_tunnel(const struct sl_resp *r)
 {
 	if (r->state == R_TUNNEL)
 		return 1;
-	return r->state == R_LOST || r->tunnel == 0 ? -1 : 0;
+	if (r->state == R_LOST || sl_resp_unsure(r))
+		return -1;
+	return (r->tunnel & T_ASKED) == 0 ? -1 : 0;
 }
 
 void
@@ -104,7 +117,7 @@ sl_resp_unexpect(struct sl_resp *r)
 		return;
 	r->due--;
 	r->heads &= ~(1u << r->due);
-	r->tunnel = 0;
+	r->tunnel &= T_UNSURE;
 }
 
 static void
@@ -130,6 +143,9 @@ head_done(struct sl_resp *r)
 		return;
 	}
 	if ((r->heads & 1) || status == 204 || status == 304) {
+		if ((r->flags & F_CHUNKED) ||
+		    ((r->flags & F_CL) && r->left > 0))
+			r->tunnel |= T_UNSURE;
 		message_done(r);
 		return;
 	}
@@ -488,14 +504,15 @@ static void
 tunnel_answer(struct sl_resp *r)
 {
 	uint32_t st = r->status;
-	int asked = r->tunnel != 0 && r->due == 1;
+	int asked =
+		(r->tunnel & T_ASKED) != 0 && r->due == 1 && !sl_resp_unsure(r);
 
-	if (asked && (r->tunnel == 2 ? st / 100 == 2 : st == 101))
+	if (asked && ((r->tunnel & T_ASKED) == 2 ? st / 100 == 2 : st == 101))
 		r->state = R_TUNNEL;
 	else if (st == 101) /* a switch no request here asked for */
 		sl_resp_lost(r);
 	else if (asked && st >= 200)
-		r->tunnel = 0; /* refused: HTTP goes on */
+		r->tunnel &= T_UNSURE; /* refused: HTTP goes on */
 }
 
 /* A status line just ended at i: the first final one is marked. */

@@ -6,9 +6,10 @@ would: after its 200 every request in the tunnel is served. And, under
 /static/, Content-Length ignored (CL.0, as some servers do for
 endpoints that take no body): what follows a head is the next request.
 And, on a connection begun under /headget/, requests in turn with HEAD
-answered as GET, its body a 101 status line. Prints "up" once
-listening, and writes one line to LOG per request it served: "KEY PATH
-h1|h2|tunnel|cl0|headget".
+answered as GET, its body a 101 status line; under /headlate/ the same,
+the body sent only once the next request came (a body the client held
+back with its window). Prints "up" once listening, and writes one line
+to LOG per request it served: "KEY PATH h1|h2|tunnel|cl0|headget".
 
 usage: h2c_server.py ADDRESS PORT LOG
 """
@@ -105,20 +106,28 @@ def serve_cl0(c, head, data):
         head, data = got
 
 
-def serve_headget(c, head, data):
+def serve_headget(c, head, data, late):
     """Requests in turn; HEAD answered as GET, its body a 101 status line
-    (a handler that serves HEAD as GET, echoing)."""
+    (a handler that serves HEAD as GET, echoing), sent behind its head
+    or, when late, only once the next request came."""
+    body = b""
     while True:
         path, hdrs = fields(head)
         said(hdrs.get(b"x-api-key", b"-").decode(), path, "headget")
         if head.startswith(b"HEAD "):
-            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 36\r\n\r\n"
-                      b"HTTP/1.1 101 Switching Protocols\r\n\r\n")
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 36\r\n\r\n")
+            body = b"HTTP/1.1 101 Switching Protocols\r\n\r\n"
         else:
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nhg ok\n")
+        if body and not late:
+            c.sendall(body)
+            body = b""
         got = read_head(c, data)
         if got is None:
             return
+        if body:
+            c.sendall(body)
+            body = b""
         head, data = got
 
 
@@ -142,8 +151,8 @@ def serve(c):
         if path.startswith("/static/"):
             serve_cl0(c, head, rest)
             return
-        if path.startswith("/headget/"):
-            serve_headget(c, head, rest)
+        if path.startswith(("/headget/", "/headlate/")):
+            serve_headget(c, head, rest, path.startswith("/headlate/"))
             return
         said(hdrs.get(b"x-api-key", b"-").decode(), path, "h1")
         c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nh1 ok\n")

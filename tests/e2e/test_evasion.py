@@ -211,12 +211,15 @@ def h2c(res, t, log):
 # a head that ends the method, the head in the same segment or the next;
 # "headbody", a HEAD and an upgrade behind it in one segment, to a
 # backend that answers HEAD with a body holding a 101, then three
-# requests of a 1/min key a second apart.
+# requests of a 1/min key a second apart; "headlate", the upgrade sent
+# once the HEAD's head came, to such a backend that sends the body only
+# then, then the same three requests.
 # Prints the statuses seen and the 400's reason.
 SMUGGLER = r"""
 import json, re, socket, sys, time
 port, kind, split = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 s = socket.create_connection(("198.18.0.2", port), timeout=5)
+got = b""
 if kind == "request":
     body = b"GET /v1/admin HTTP/1.1\r\nHost: a\r\nX-API-Key: k-bad\r\n\r\n"
     msg = (b"POST /static/a HTTP/1.1\r\nHost: a\r\nX-API-Key: k-cl0\r\n"
@@ -231,6 +234,13 @@ elif kind == "headbody":
     # again by the kernel; then the key's requests
     msg += b"".join(b"GET /v1/search HTTP/1.1\r\nHost: a\r\nX-API-Key: k-hb\r\n\r\n"
                     for _ in range(3))
+elif kind == "headlate":
+    msg = b"HEAD /headlate/a HTTP/1.1\r\nHost: a\r\nX-API-Key: k-hl\r\n\r\n"
+    cut = len(msg)
+    msg += (b"GET /headlate/ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+            b"Upgrade: websocket\r\nX-API-Key: k-hl\r\n\r\n")
+    msg += b"".join(b"GET /v1/search HTTP/1.1\r\nHost: a\r\nX-API-Key: k-hl\r\n\r\n"
+                    for _ in range(3))
 else:
     msg = (b"POST /static/a HTTP/1.1\r\nHost: a\r\nX-API-Key: k-glue\r\n"
            b"Content-Length: 2\r\n\r\nPO"
@@ -239,7 +249,17 @@ else:
 cut = cut if split else len(msg)
 s.sendall(msg[:cut])
 time.sleep(0.3)
-if kind == "headbody":
+if kind == "headlate":
+    # the HEAD's head read, the upgrade sent; the key's requests after
+    while b"\r\n\r\n" not in got:
+        x = s.recv(4096)
+        if not x:
+            break
+        got += x
+    up = msg.index(b"GET /v1/search")
+    s.sendall(msg[cut:up])
+    cut = up
+if kind in ("headbody", "headlate"):
     time.sleep(1.5)
     rest = msg[cut:]
     for i in range(3):
@@ -250,7 +270,7 @@ if kind == "headbody":
         time.sleep(1)
 else:
     s.sendall(msg[cut:])
-buf = b""
+buf = got
 try:
     while True:
         x = s.recv(4096)
@@ -304,18 +324,37 @@ def cl0_glued(res, t, log):
            "the backend served no POST /v1/orders spelled across a body (%s)" % served)
 
 
+def head_late(res, t, log):
+    """An upgrade sent once a HEAD's head came, whose body (a 101) the
+    backend sends only then: that body would read as the upgrade's
+    answer. The upgrade is refused; none of three requests of a 1/min
+    key behind it reaches the backend unread."""
+    got = smuggle(t, "headlate", "1")
+    time.sleep(0.3)
+    with open(log) as f:
+        served = [ln.split() for ln in f if ln.split()[:1] == ["k-hl"]]
+    res.eq(got, [[200, 400], "upgrade_framing"],
+           "an upgrade behind a HEAD whose answer declared a body: 400 upgrade_framing")
+    res.eq([x[1] for x in served], ["/headlate/a"],
+           "the backend that sends a HEAD's body late served the HEAD alone (%s)" % served)
+
+
 def head_body(res, t, log):
     """An upgrade pipelined behind a HEAD, to a backend that answers HEAD
     with a body holding a 101 (a handler that serves HEAD as GET): the
     101 must not switch the connection to bytes sluice passes unread.
-    Three requests of a 1/min key follow on it: one is served."""
+    The upgrade waits for the HEAD's answer, which declares that body:
+    sent again, it is refused, and none of three requests of a 1/min key
+    behind it reaches the backend."""
     got = smuggle(t, "headbody", "1")
     time.sleep(0.3)
     with open(log) as f:
         served = [ln.split() for ln in f if ln.split()[:1] == ["k-hb"]]
-    res.eq([x[1] for x in served if x[1] == "/v1/search"], ["/v1/search"],
-           "behind a HEAD answered with a 101 in its body, one of three requests of a "
-           "1/min key served (%s; the client saw %s)" % (served, got))
+    res.eq(got, [[200, 101, 400], "upgrade_framing"],
+           "an upgrade pipelined behind a HEAD answered with a 101 in its body: "
+           "held, then 400 upgrade_framing")
+    res.eq([x[1] for x in served], ["/headget/a"],
+           "the backend that answers HEAD as GET served the HEAD alone (%s)" % served)
 
 
 def twins(res, t, cmac, smac, s):
@@ -378,6 +417,7 @@ def main():
             cl0(res, t, h2log)
             cl0_glued(res, t, h2log)
             head_body(res, t, h2log)
+            head_late(res, t, h2log)
             twins(res, t, cmac, smac, t.sluice)
             st = t.sluice.stats()
             print("  normalizer_drops: %s" % st["normalizer_drops"])

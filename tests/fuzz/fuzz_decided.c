@@ -21,7 +21,9 @@
  * not be a request whose target it holds (cl0_acts), nor the first
  * letters of the next head's method (cl0_glued). It
  * answers requests in order, some of them with a body whose second
- * segment begins with a 101 status line. Decided bytes are kept as the
+ * segment begins with a 101 status line, sent at once or only at its
+ * next answer (after the client read the head and sent on, a backend
+ * serving HEAD as GET holding it back). Decided bytes are kept as the
  * appliance keeps them: held (here a copy, at most two at once) or by
  * digest past that, and every hold is given back exactly once.
  */
@@ -57,6 +59,7 @@ static uint32_t park_rest = UINT32_MAX;
 static uint8_t srv[SRVMAX];
 static uint32_t srv_len, srv_pos, srv_rec, answered, s_next, s_isn;
 static uint8_t tunnel_ok, in_body, chunked;
+static uint8_t body_late; /* the last response's body is still to come */
 static uint64_t body_left;
 static struct sl_chunked chunk;
 /* Content-Length bodies the server read: where each starts, its length */
@@ -461,8 +464,10 @@ server_seg(struct sl_flow_table *t, const struct sl_flow_key *k, uint8_t fl,
  * to upgrade and how says so, else a response whose body's second
  * segment begins with a 101 status line (an echo), to HEAD too, as a
  * backend that serves HEAD as GET does: where sluice frames no body, a
- * 101 that must not answer an upgrade behind it. It is never asked to
- * CONNECT (server_reads). */
+ * 101 that must not answer an upgrade behind it. Where how says so, that
+ * body's segment comes only at the next answer, on its own (held back
+ * by a window the client keeps shut, while the client reads the head
+ * and sends on). It is never asked to CONNECT (server_reads). */
 static void
 server_answers(struct sl_flow_table *t, const struct sl_flow_key *k,
 	       uint8_t how)
@@ -471,6 +476,11 @@ server_answers(struct sl_flow_table *t, const struct sl_flow_key *k,
 				   "\r\n";
 	static const char s101[] = "HTTP/1.1 101 Switching Protocols\r\n\r\n";
 
+	if (body_late) {
+		server_seg(t, k, 0x18, s101, 36);
+		body_late = 0;
+		return;
+	}
 	if (answered >= srv_rec)
 		return;
 	if (recs[answered].upgrade && (how & 1)) {
@@ -480,7 +490,10 @@ server_answers(struct sl_flow_table *t, const struct sl_flow_key *k,
 		return;
 	}
 	server_seg(t, k, 0x18, head, sizeof(head) - 1);
-	server_seg(t, k, 0x18, s101, 36);
+	if (how & 2)
+		body_late = 1;
+	else
+		server_seg(t, k, 0x18, s101, 36);
 	answered++;
 }
 
@@ -539,7 +552,7 @@ static void
 reset(void)
 {
 	n_recs = srv_len = srv_pos = srv_rec = answered = n_cl = 0;
-	tunnel_ok = in_body = 0;
+	tunnel_ok = in_body = body_late = 0;
 	s_next = s_isn;
 }
 

@@ -627,6 +627,65 @@ upgrade_only_by_its_own_answer(void **state)
 	sl_flow_table_free(t);
 }
 
+/*
+ * A HEAD's response declared a body it is framed without, and the body
+ * had not come when the client, having read the head, asked to upgrade
+ * (a backend serving HEAD as GET, its body held back by a window the
+ * client keeps shut). That body, a 101 at its start, would come where
+ * the upgrade's answer goes: the upgrade is refused (upgrade_framing)
+ * at once, and nothing after the HEAD switches the connection. Without
+ * the declared length, the same upgrade waits for its own answer.
+ */
+static void
+upgrade_refused_behind_declared_body(void **state)
+{
+	static const char HEAD[] = "HEAD /a HTTP/1.1\r\nHost: a\r\n\r\n";
+	static const char UP[] = "GET /ws HTTP/1.1\r\nHost: a\r\n"
+				 "Connection: Upgrade\r\nUpgrade: websocket\r\n"
+				 "\r\n";
+	static const char *const ANSWER[] = {
+		"HTTP/1.1 200 OK\r\nContent-Length: 36\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX: y\r\n\r\n"};
+	static const char S101[] = "HTTP/1.1 101 Switching Protocols\r\n\r\n";
+	uint32_t lh = (uint32_t)strlen(HEAD), lu = (uint32_t)strlen(UP);
+	int i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		struct sl_flow_table *t = table(16, 4, 1024);
+		struct sl_flow_key k = key(1);
+		/* the refusal answered, as the worker answers it */
+		struct seen s = {.stop_at = i == 0 ? 2 : 0};
+		uint32_t la = (uint32_t)strlen(ANSWER[i]), c = 1000;
+		enum sl_seg_verdict want =
+			i == 0 ? SL_SEG_STOPPED : SL_SEG_FORWARD;
+
+		open_flow(t, &k, &s);
+		assert_int_equal(seg(t, &k, c, ACK, HEAD, lh, &s),
+				 SL_SEG_FORWARD);
+		c += lh;
+		srv(t, &k, SACK, c, ACK, ANSWER[i], la);
+		assert_int_equal(seg(t, &k, c, ACK, UP, lu, &s), want);
+		assert_int_equal(s.n, 2);
+		if (i == 1) {
+			assert_int_equal(s.kinds[1], SL_EV_REQUEST);
+			srv(t, &k, SACK + la, c + lu, ACK, S101, 36);
+			assert_int_equal(sl_flow_lookup(t, &k)->state,
+					 SL_FLOW_PASS);
+			sl_flow_table_free(t);
+			continue;
+		}
+		assert_int_equal(s.kinds[1], SL_EV_PARSE_ERROR);
+		assert_string_equal(s.targets[1], "upgrade_framing");
+		/* the HEAD's body comes now: nothing switches */
+		srv(t, &k, SACK + la, c, ACK, S101, 36);
+		assert_int_not_equal(sl_flow_lookup(t, &k)->state,
+				     SL_FLOW_PASS);
+		assert_int_equal(sl_flow_stats(t)->upgrades, 0);
+		sl_flow_table_free(t);
+	}
+}
+
 int
 main(void)
 {
@@ -638,6 +697,7 @@ main(void)
 		cmocka_unit_test(handshakes_not_evicted_for_each_other),
 		cmocka_unit_test(rst_and_syn_on_open),
 		cmocka_unit_test(upgrade_waits_for_server),
+		cmocka_unit_test(upgrade_refused_behind_declared_body),
 		cmocka_unit_test(reopened_by_the_backend),
 		cmocka_unit_test(upgrade_only_by_its_own_answer),
 		cmocka_unit_test(refusal_keeps_answer_order),

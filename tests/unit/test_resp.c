@@ -123,6 +123,66 @@ no_body(void **state)
 	parts_end(parts, 3, heads);
 }
 
+/*
+ * A response framed without a body that declared one leaves the
+ * connection unsure, a byte at a time or whole: a backend that sends
+ * that body anyway puts it where the next response goes. Declaring none
+ * (no length, a length of 0), or a body framed as declared, does not.
+ */
+static void
+unsure_after_declared_body(void **state)
+{
+	static const struct {
+		const char *s;
+		int head, unsure;
+	} cases[] = {
+		{"HTTP/1.1 200 OK\r\nContent-Length: 36\r\n\r\n", 1, 1},
+		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", 1, 1},
+		{"HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n", 0,
+		 1},
+		{"HTTP/1.1 204 No Content\r\ncontent-length:1\r\n\r\n", 0, 1},
+		{"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 1, 0},
+		{"HTTP/1.1 200 OK\r\nX: y\r\n\r\n", 1, 0},
+		{"HTTP/1.1 304 Not Modified\r\n\r\n", 0, 0},
+		{"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, 0},
+		{"HTTP/1.1 100 Continue\r\nContent-Length: 5\r\n\r\n"
+		 "HTTP/1.1 204 No Content\r\n\r\n",
+		 0, 0},
+	};
+	size_t i, j;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const uint8_t *b = (const uint8_t *)cases[i].s;
+		uint32_t n = (uint32_t)strlen(cases[i].s);
+		struct sl_resp whole, bytes;
+
+		sl_resp_init(&whole);
+		sl_resp_init(&bytes);
+		sl_resp_expect(&whole, cases[i].head);
+		sl_resp_expect(&bytes, cases[i].head);
+		sl_resp_expect(&whole, 0); /* an upgrade behind it */
+		sl_resp_expect(&bytes, 0);
+		sl_resp_expect_tunnel(&whole, 0);
+		sl_resp_expect_tunnel(&bytes, 0);
+		assert_int_equal(sl_resp_ord_last(&whole, 1), 2);
+		assert_int_equal(sl_resp_consume(&whole, b, n), 1);
+		for (j = 0; j < n; j++)
+			sl_resp_consume(&bytes, b + j, 1);
+		assert_int_equal(sl_resp_unsure(&whole), cases[i].unsure);
+		assert_int_equal(sl_resp_unsure(&bytes), cases[i].unsure);
+		/* the client's count stands either way */
+		assert_int_equal(sl_resp_due(&whole), 1);
+		/* as the client counts them; but a 101's, no longer told */
+		assert_int_equal(sl_resp_ord_last(&whole, 1), 2);
+		assert_int_equal(sl_resp_tunnel(&whole),
+				 cases[i].unsure ? -1 : 0);
+		/* a request after it: still unsure */
+		sl_resp_expect(&whole, 0);
+		assert_int_equal(sl_resp_unsure(&whole), cases[i].unsure);
+	}
+}
+
 /* What it cannot follow makes the count unknown, never wrong. */
 static void
 unknown(void **state)
@@ -404,6 +464,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(length_and_chunked),
 		cmocka_unit_test(no_body),
+		cmocka_unit_test(unsure_after_declared_body),
 		cmocka_unit_test(unknown),
 		cmocka_unit_test(unexpect),
 		cmocka_unit_test(marks),
