@@ -677,6 +677,7 @@ sl_http_err_name(enum sl_http_err e)
 		[SL_HTTP_E_BODY_REQUEST] = "body_request",
 		[SL_HTTP_E_UPGRADE_PIPELINED] = "upgrade_pipelined",
 		[SL_HTTP_E_UPGRADE_FRAMING] = "upgrade_framing",
+		[SL_HTTP_E_BACKSLASH] = "backslash",
 	};
 	return (unsigned)e < SL_HTTP_E__COUNT ? names[e] : "unknown";
 }

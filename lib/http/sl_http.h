@@ -78,6 +78,9 @@ enum sl_http_err {
 	 * the upgrade's answer goes, and a 101 in it would read as that
 	 * answer (lib/flow) */
 	SL_HTTP_E_UPGRADE_FRAMING,
+	/* a '\' in the path where escaped_slashes is reject: IIS reads it
+	 * as '/', nginx and most Linux servers as a byte of the segment */
+	SL_HTTP_E_BACKSLASH,
 	SL_HTTP_E__COUNT
 };
 

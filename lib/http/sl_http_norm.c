@@ -37,11 +37,11 @@ path_end(const char *p, uint32_t n)
 	return q != NULL ? (uint32_t)(q - p) : n;
 }
 
-/* Bytes the clean-path scan must look at: '/', '%', '#', '?', ';'. */
+/* Bytes the clean-path scan must look at: '/', '%', '#', '\\', '?', ';'. */
 enum { C_PLAIN, C_SLASH, C_DIRTY, C_QUERY, C_PARAM };
 static const uint8_t path_class[256] = {
-	['/'] = C_SLASH, ['%'] = C_DIRTY, ['#'] = C_DIRTY,
-	['?'] = C_QUERY, [';'] = C_PARAM,
+	['/'] = C_SLASH,  ['%'] = C_DIRTY, ['#'] = C_DIRTY,
+	['\\'] = C_DIRTY, ['?'] = C_QUERY, [';'] = C_PARAM,
 };
 
 /*
@@ -96,6 +96,7 @@ clean_path_vec(const struct sl_norm_cfg *cfg, const char *p, uint32_t n)
 			(const __m128i *)(const void *)(p + i + 1));
 		uint32_t q = lanes_eq(v, '?');
 		uint32_t bad = lanes_eq(v, '%') | lanes_eq(v, '#') |
+			       lanes_eq(v, '\\') |
 			       (semi ? lanes_eq(v, ';') : 0) |
 			       (lanes_eq(v, '/') &
 				(lanes_eq(nx, '/') | lanes_eq(nx, '.')));
@@ -150,6 +151,10 @@ read_byte(const struct sl_norm_cfg *cfg, const char *p, uint32_t n, uint32_t *i,
 			(*i)++;
 		return *i < n ? ((*i)++, B_SEP) : B_END;
 	}
+	/* a slash to IIS, a byte to nginx: where they may disagree, as
+	 * for %5C, refused unless the setting says which */
+	if (c == '\\' && cfg->escaped_slashes == SL_ESC_REJECT)
+		return -SL_HTTP_E_BACKSLASH;
 	if (c != '%') {
 		out[(*w)++] = (char)c;
 		(*i)++;

@@ -3,7 +3,7 @@
 
 A generated corpus of spellings of a few paths (escaped letters in either
 hex case, plain and escaped dot segments, doubled slashes, absolute form,
-escaped slashes, queries) goes through sluice to a real nginx. For each
+escaped slashes, backslashes, queries) goes through sluice to a real nginx. For each
 spelling that nginx served, the path it resolved ($uri in its access log)
 must be sluice's normal form (sluice --explain on the same bytes); the
 others must have been refused by sluice (400) or by nginx. Then the
@@ -64,7 +64,7 @@ for r in reqs:
 
 def spellings(rng, path, n):
     """n distinct spellings of path that an RFC 3986 server resolves to it,
-    plus some it may refuse (escaped slashes, a lone '%')."""
+    plus some it may refuse (escaped slashes, a lone '%', a backslash)."""
     out = {path}
     segs = path.strip("/").split("/")
 
@@ -102,6 +102,9 @@ def spellings(rng, path, n):
         elif r < 0.2:
             p += "?q=%2e%2e/x&y=//"
         out.add(p)
+    # a '\' for a '/': a separator to IIS, a byte to nginx (sluice: 400)
+    if path.count("/") > 1:
+        out.add("/" + path[1:].replace("/", "\\", 1))
     return sorted(out)
 
 

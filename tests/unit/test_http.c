@@ -638,6 +638,18 @@ norm_escapes_and_slashes(void **state)
 	assert_string_equal(p, "/a\\b");
 	expect_refused("GET", "/v1%2Fsearch", "h", &NORM, SL_HTTP_E_ESC_SLASH);
 	expect_refused("GET", "/v1%5csearch", "h", &NORM, SL_HTTP_E_ESC_SLASH);
+	/* a raw '\' is a '/' to IIS, a byte to nginx: refused unless the
+	 * setting says which (any place: the vector scan's lanes and tail) */
+	expect_refused("GET", "/v1\\search", "h", &NORM, SL_HTTP_E_BACKSLASH);
+	expect_refused("GET", "/v1/search/abcdefghijklm\\", "h", &NORM,
+		       SL_HTTP_E_BACKSLASH);
+	expect_refused("GET", "/v1/search/abcdefghijklmnopqrstuvwxyz\\x", "h",
+		       &NORM, SL_HTTP_E_BACKSLASH);
+	expect_path("/v1/search?q=a\\b", "/v1/search");
+	assert_int_equal(norm("GET", "/v1\\search", "h", &dec, p, h), 0);
+	assert_string_equal(p, "/v1\\search");
+	assert_int_equal(norm("GET", "/a\\..\\b", "h", &keep, p, h), 0);
+	assert_string_equal(p, "/a\\..\\b");
 	expect_refused("GET", "/v1/%", "h", &NORM, SL_HTTP_E_PCT);
 	expect_refused("GET", "/v1/%4", "h", &NORM, SL_HTTP_E_PCT);
 	expect_refused("GET", "/v1/%4g", "h", &NORM, SL_HTTP_E_PCT);
