@@ -418,6 +418,19 @@ on_upgrade(struct pstate *s, struct sl_str v)
 	return 0;
 }
 
+/*
+ * A comma in a credential is two of them: it is how a server joins a
+ * field sent twice (Node does, for any field it does not know), so a
+ * backend that takes the first of the list serves "k1, x" as k1, each
+ * x a new identity to a limit keyed on the whole. No key or token
+ * holds one (RFC 6750's b64token has none).
+ */
+static int
+listed(struct sl_str v)
+{
+	return memchr(v.p, ',', v.len) != NULL;
+}
+
 static int
 on_authorization(struct pstate *s, struct sl_str v)
 {
@@ -432,7 +445,7 @@ on_authorization(struct pstate *s, struct sl_str v)
 		return fail(s, SL_HTTP_E_AUTH_SCHEME);
 	while (i < v.len && v.p[i] == ' ')
 		i++;
-	if (s->bearer.len != 0)
+	if (s->bearer.len != 0 || listed(v))
 		return fail(s, SL_HTTP_E_DUP_IDENT);
 	s->bearer = (struct sl_str){v.p + i, v.len - i};
 	return 0;
@@ -442,7 +455,7 @@ on_authorization(struct pstate *s, struct sl_str v)
 static int
 set_once(struct pstate *s, struct sl_str *dst, struct sl_str v)
 {
-	if (dst->p != NULL)
+	if (dst->p != NULL || listed(v))
 		return fail(s, SL_HTTP_E_DUP_IDENT);
 	*dst = v;
 	return 0;

@@ -260,13 +260,17 @@ def run(res, binary, t, tmp, corpus, corpus_by_path):
              ("X-API-Key: k-revoked\r\nAuthorization: Bearer k-random\r\n", "403"),
              ("X-API-Key: k-same\r\nAuthorization: Bearer k-same\r\n", "200"),
              ("Authorization: Bearer\tk-x\r\n", "400"),
+             ("X-API-Key: k-revoked, k-x\r\n", "400"),
+             ("Authorization: Bearer k-revoked,k-x\r\n", "400"),
              ("", "400")]
     reqs = [{"dst": "198.18.0.2", "port": PORT,
-             "head": head("/free" if i < 5 else "http://other.test/free", "c%d" % i, extra=x)}
+             "head": head("/free" if i < len(cases) - 1 else "http://other.test/free",
+                          "c%d" % i, extra=x)}
             for i, (x, _) in enumerate(cases)]
     res.eq(send(t, tmp, reqs, "creds"), [c for _, c in cases],
            "two keys: 400; a revoked key in either header: 403; the same key twice: "
-           "served; Bearer<TAB>: 400; absolute-form authority that is not Host: 400")
+           "served; Bearer<TAB>: 400; two keys in one field, as a server joins two: 400; "
+           "absolute-form authority that is not Host: 400")
     st = t.sluice.stats()
     res.check(st["invalid"] > 0 and st["blocked"] >= 4,
               "counted: invalid %d, blocked %d" % (st["invalid"], st["blocked"]))

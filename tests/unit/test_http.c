@@ -177,6 +177,14 @@ strictness(void **state)
 		{"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x\r\n"
 		 "Authorization: Bearer y\r\n\r\n",
 		 SL_HTTP_E_DUP_IDENT},
+		/* the same two, joined as a server joins a field sent twice */
+		{"GET / HTTP/1.1\r\nHost: a\r\nX-API-Key: 1, 2\r\n\r\n",
+		 SL_HTTP_E_DUP_IDENT},
+		{"GET / HTTP/1.1\r\nHost: a\r\nX-API-Key: 1,\r\n\r\n",
+		 SL_HTTP_E_DUP_IDENT},
+		{"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x,y\r\n"
+		 "\r\n",
+		 SL_HTTP_E_DUP_IDENT},
 		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n",
 		 SL_HTTP_E_CL_BAD},
 		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n",
