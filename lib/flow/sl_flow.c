@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <stddef.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sl_flow_priv.h"
 
@@ -78,8 +79,11 @@ after_request(struct sl_flow *f, const struct sl_http_req *req)
 {
 	f->requests++;
 	f->body_line = 0; /* the body before it, read to its end */
-	sl_resp_expect(&f->resp, req->method.len == 4 &&
-					 memcmp(req->method.p, "HEAD", 4) == 0);
+	/* in any case, as a server that upper-cases methods frames its
+	 * answer (sl_method_bit_any_case) */
+	sl_resp_expect(&f->resp,
+		       req->method.len == 4 &&
+			       strncasecmp(req->method.p, "HEAD", 4) == 0);
 	if (req->upgrade && !req->chunked &&
 	    !(req->has_cl && req->content_length > 0)) {
 		f->state = SL_FLOW_UPGRADE;

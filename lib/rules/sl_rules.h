@@ -293,6 +293,10 @@ int sl_cidr_parse(const char *s, struct sl_cidr *out);
 
 /* Method name to its sl_method bit, 0 if not one we know. */
 uint32_t sl_method_bit(const char *m, size_t len);
+/* A request's method in any case: RFC 9110's are case-sensitive, but a
+ * lenient server (Werkzeug upper-cases them) serves "post" as POST, so
+ * every rule naming POST must see it. */
+uint32_t sl_method_bit_any_case(const char *m, size_t len);
 
 /* ---- the compiled rule set: what the data path reads ---- */
 

@@ -489,7 +489,7 @@ void
 sl_match_req_init(struct sl_match_req *m, const struct sl_http_req *req,
 		  const struct sl_http_norm *n)
 {
-	m->method = sl_method_bit(req->method.p, req->method.len);
+	m->method = sl_method_bit_any_case(req->method.p, req->method.len);
 	m->path = n->path.p;
 	m->path_len = n->path.len;
 	m->host = n->host.p;

@@ -324,6 +324,34 @@ def cl0_glued(res, t, log):
            "the backend served no POST /v1/orders spelled across a body (%s)" % served)
 
 
+# Requests one per connection, each method as given, to the backend
+# that serves whatever method it reads (as one that upper-cases them
+# serves "post" as POST); prints the statuses.
+CASED = r"""
+import json, socket, sys
+port, out = int(sys.argv[1]), []
+for m in sys.argv[2:]:
+    s = socket.create_connection(("198.18.0.2", port), timeout=5)
+    s.sendall(m.encode() + b" /v1/orders HTTP/1.1\r\nHost: a\r\nX-API-Key: k-case\r\n"
+              b"Content-Length: 0\r\n\r\n")
+    got = s.recv(4096)
+    out.append(int(got.split(b" ")[1]) if got.startswith(b"HTTP/1.") else 0)
+    s.close()
+print(json.dumps(out))
+"""
+
+
+def method_case(res, t, log):
+    """A POST-only 1/min rule against the method in other cases: a
+    backend that upper-cases methods (Werkzeug) serves each as POST."""
+    out = t.client("/usr/bin/python3", "-c", CASED, str(H2C_PORT), "post", "Post", "pOsT")
+    time.sleep(0.3)
+    with open(log) as f:
+        served = [ln.split() for ln in f if ln.split()[:1] == ["k-case"]]
+    res.eq((json.loads(out.stdout or "null"), len(served)), ([200, 429, 429], 1),
+           "POST spelt post, Post, pOsT under a 1/min POST rule: one served (%s)" % served)
+
+
 def head_late(res, t, log):
     """An upgrade sent once a HEAD's head came, whose body (a 101) the
     backend sends only then: that body would read as the upgrade's
@@ -418,6 +446,7 @@ def main():
             cl0_glued(res, t, h2log)
             head_body(res, t, h2log)
             head_late(res, t, h2log)
+            method_case(res, t, h2log)
             twins(res, t, cmac, smac, t.sluice)
             st = t.sluice.stats()
             print("  normalizer_drops: %s" % st["normalizer_drops"])

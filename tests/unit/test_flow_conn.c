@@ -639,29 +639,36 @@ upgrade_only_by_its_own_answer(void **state)
 static void
 upgrade_refused_behind_declared_body(void **state)
 {
-	static const char HEAD[] = "HEAD /a HTTP/1.1\r\nHost: a\r\n\r\n";
+	/* the third, "head": framed as HEAD, as a server that upper-cases
+	 * methods reads it */
+	static const char *const HEAD[] = {
+		"HEAD /a HTTP/1.1\r\nHost: a\r\n\r\n",
+		"HEAD /a HTTP/1.1\r\nHost: a\r\n\r\n",
+		"head /a HTTP/1.1\r\nHost: a\r\n\r\n"};
 	static const char UP[] = "GET /ws HTTP/1.1\r\nHost: a\r\n"
 				 "Connection: Upgrade\r\nUpgrade: websocket\r\n"
 				 "\r\n";
 	static const char *const ANSWER[] = {
 		"HTTP/1.1 200 OK\r\nContent-Length: 36\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nX: y\r\n\r\n"};
+		"HTTP/1.1 200 OK\r\nX: y\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 36\r\n\r\n"};
 	static const char S101[] = "HTTP/1.1 101 Switching Protocols\r\n\r\n";
-	uint32_t lh = (uint32_t)strlen(HEAD), lu = (uint32_t)strlen(UP);
+	uint32_t lu = (uint32_t)strlen(UP);
 	int i;
 
 	(void)state;
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 3; i++) {
 		struct sl_flow_table *t = table(16, 4, 1024);
 		struct sl_flow_key k = key(1);
 		/* the refusal answered, as the worker answers it */
-		struct seen s = {.stop_at = i == 0 ? 2 : 0};
+		struct seen s = {.stop_at = i != 1 ? 2 : 0};
 		uint32_t la = (uint32_t)strlen(ANSWER[i]), c = 1000;
+		uint32_t lh = (uint32_t)strlen(HEAD[i]);
 		enum sl_seg_verdict want =
-			i == 0 ? SL_SEG_STOPPED : SL_SEG_FORWARD;
+			i != 1 ? SL_SEG_STOPPED : SL_SEG_FORWARD;
 
 		open_flow(t, &k, &s);
-		assert_int_equal(seg(t, &k, c, ACK, HEAD, lh, &s),
+		assert_int_equal(seg(t, &k, c, ACK, HEAD[i], lh, &s),
 				 SL_SEG_FORWARD);
 		c += lh;
 		srv(t, &k, SACK, c, ACK, ANSWER[i], la);

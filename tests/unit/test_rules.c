@@ -74,6 +74,18 @@ match(const struct sl_ruleset *rs, const char *method, const char *target,
 	return sl_ruleset_match(rs, &m, out, 32);
 }
 
+/* The method bit the data path matches a request's method by. */
+static uint32_t
+request_method(const char *method)
+{
+	struct sl_http_req q = {.method = {method, (uint32_t)strlen(method)}};
+	struct sl_http_norm n = {.path = {"/", 1}, .host = {"h", 1}};
+	struct sl_match_req m;
+
+	sl_match_req_init(&m, &q, &n);
+	return m.method;
+}
+
 static void
 ruleset_matching(void **state)
 {
@@ -93,6 +105,19 @@ ruleset_matching(void **state)
 	assert_string_equal(sl_ruleset_rule(rs, r[0])->name, "login");
 	assert_int_equal(match(rs, "POST", "/v1/logout", "h", NULL, NULL, r),
 			 0);
+	/* a request's method in any case: a server that upper-cases it
+	 * serves POST; a config's is written exactly */
+	assert_int_equal(request_method("post"), SL_M_POST);
+	assert_int_equal(request_method("pOsT"), SL_M_POST);
+	assert_int_equal(request_method("head"), SL_M_HEAD);
+	assert_int_equal(request_method("POSTS"), 0);
+	assert_int_equal(request_method("OPTIONSX"), 0);
+	assert_int_equal(request_method("options"), SL_M_OPTIONS);
+	assert_int_equal(request_method("DeLeTe"), SL_M_DELETE);
+	assert_int_equal(request_method("G\xc5T"), 0); /* E | 0x80: no letter */
+	assert_int_equal(request_method("G%T"), 0);
+	assert_int_equal(request_method("GE"), 0);
+	assert_int_equal(sl_method_bit("post", 4), 0);
 	/* hosts arrive normalised (sl_http_normalize); a port is ignored */
 	assert_int_equal(
 		match(rs, "GET", "/", "api.example.com:8080", NULL, NULL, r),
