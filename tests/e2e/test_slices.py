@@ -99,6 +99,11 @@ def seen(topo):
     return r.get("allowed", 0) + r.get("rejected", 0)
 
 
+def refused(topo):
+    return sltest.telemetry(topo.sluice.prefix, "/sluice/rules").get("spread", {}).get(
+        "rejected", 0)
+
+
 def regions(topo):
     return sltest.telemetry(topo.sluice.prefix, "/sluice/regions")
 
@@ -298,11 +303,13 @@ def phases(res, topos, ports, conf, tmp):
         # what a is offered is counted over the window its service is
         # (curl's pace under load is not steady across the 12 s)
         time.sleep(max(0.0, t9 + 6 - time.time()))
-        t_a, n_a = time.time(), seen(a)
+        t_a, n_a, r_a = time.time(), seen(a), refused(a)
         time.sleep(max(0.0, t9 + 12 - time.time()))
         moved = (t9, t9 + 12)
         a_window = (t_a, time.time())
         a_offered = (seen(a) - n_a) / (a_window[1] - a_window[0])
+        # what a said of it: its refusals there, its slice at the end
+        a_said = (refused(a) - r_a, slice_of(a))
     finally:
         if agg is not None:
             agg.kill()
@@ -358,7 +365,8 @@ def phases(res, topos, ports, conf, tmp):
     ra = rate_in(ta, *a_window)
     res.check(ra >= 0.9 * a_offered,
               "the client moved: a, now the tenth, is served %.2f/s of the %.2f/s it offers "
-              "from %.1f s after" % (ra, a_offered, a_window[0] - moved[0]))
+              "from %.1f s after (refused there %d; its slice at the end %s)"
+              % (ra, a_offered, a_window[0] - moved[0], a_said[0], a_said[1]))
     with open(os.path.join(tmp, "aggregator.log")) as f:
         lines = [json.loads(x) for x in f if x.startswith("{")]
     res.check(any(x.get("event") == "rebalance" for x in lines),
