@@ -104,6 +104,11 @@ def refused(topo):
         "rejected", 0)
 
 
+def degraded(topo):
+    """Requests a region's store failures left to the rule's policy."""
+    return sltest.telemetry(topo.sluice.prefix, "/sluice/store").get("store_degraded", 0)
+
+
 def regions(topo):
     return sltest.telemetry(topo.sluice.prefix, "/sluice/regions")
 
@@ -303,13 +308,15 @@ def phases(res, topos, ports, conf, tmp):
         # what a is offered is counted over the window its service is
         # (curl's pace under load is not steady across the 12 s)
         time.sleep(max(0.0, t9 + 6 - time.time()))
-        t_a, n_a, r_a = time.time(), seen(a), refused(a)
+        t_a, n_a, r_a, d_a = time.time(), seen(a), refused(a), degraded(a)
         time.sleep(max(0.0, t9 + 12 - time.time()))
         moved = (t9, t9 + 12)
         a_window = (t_a, time.time())
         a_offered = (seen(a) - n_a) / (a_window[1] - a_window[0])
-        # what a said of it: its refusals there, its slice at the end
-        a_said = (refused(a) - r_a, slice_of(a))
+        # what a said of it: its refusals there, those its store's
+        # failures decided (timeout_ms 20 under the suite's load), its
+        # slice at the end
+        a_said = (refused(a) - r_a, degraded(a) - d_a, slice_of(a))
     finally:
         if agg is not None:
             agg.kill()
@@ -365,8 +372,8 @@ def phases(res, topos, ports, conf, tmp):
     ra = rate_in(ta, *a_window)
     res.check(ra >= 0.9 * a_offered,
               "the client moved: a, now the tenth, is served %.2f/s of the %.2f/s it offers "
-              "from %.1f s after (refused there %d; its slice at the end %s)"
-              % (ra, a_offered, a_window[0] - moved[0], a_said[0], a_said[1]))
+              "from %.1f s after (refused there %d, decided by store failure %d; its "
+              "slice at the end %s)" % ((ra, a_offered, a_window[0] - moved[0]) + a_said))
     with open(os.path.join(tmp, "aggregator.log")) as f:
         lines = [json.loads(x) for x in f if x.startswith("{")]
     res.check(any(x.get("event") == "rebalance" for x in lines),
