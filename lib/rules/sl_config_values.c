@@ -86,58 +86,21 @@ sl_cidr_parse(const char *s, struct sl_cidr *out)
 	return 0;
 }
 
-/* The first n (< 8) bytes of s, as one word (the rest zero). */
-static inline uint64_t
-word(const char *s, size_t n)
-{
-	uint64_t w = 0;
-
-	memcpy(&w, s, n);
-	return w;
-}
-
-/*
- * Every byte with its 0x20 bit cleared: a letter's two cases meet, and a
- * byte that is no letter meets none of the names' capitals, so one
- * compare per name. Clients send capitals: those are found as a
- * config's are, this only where they are not.
- */
-static uint32_t
-folded(const char *m, size_t len)
-{
-	uint64_t w;
-
-	if (len < 3 || len > 7)
-		return 0;
-	w = word(m, len) & 0xdfdfdfdfdfdfdfdfULL;
-	switch (len) {
-	case 3:
-		return w == word("GET", 3)   ? SL_M_GET
-		       : w == word("PUT", 3) ? SL_M_PUT
-					     : 0;
-	case 4:
-		return w == word("POST", 4)   ? SL_M_POST
-		       : w == word("HEAD", 4) ? SL_M_HEAD
-					      : 0;
-	case 5:
-		return w == word("PATCH", 5)   ? SL_M_PATCH
-		       : w == word("TRACE", 5) ? SL_M_TRACE
-					       : 0;
-	case 6:
-		return w == word("DELETE", 6) ? SL_M_DELETE : 0;
-	default:
-		return w == word("OPTIONS", 7)   ? SL_M_OPTIONS
-		       : w == word("CONNECT", 7) ? SL_M_CONNECT
-						 : 0;
-	}
-}
-
+/* Clients send capitals: those are found as a config's are, and only a
+ * method that is not one is folded and looked up again. */
 uint32_t
 sl_method_bit_any_case(const char *m, size_t len)
 {
 	uint32_t b = sl_method_bit(m, len);
+	char up[8];
+	size_t i;
 
-	return b != 0 ? b : folded(m, len);
+	if (b != 0 || len > sizeof(up))
+		return b;
+	for (i = 0; i < len; i++)
+		up[i] = m[i] >= 'a' && m[i] <= 'z' ? (char)(m[i] - 'a' + 'A')
+						   : m[i];
+	return sl_method_bit(up, len);
 }
 
 uint32_t
