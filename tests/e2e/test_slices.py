@@ -93,15 +93,16 @@ def rate_in(times, t0, t1):
     return sum(1 for t in times if t0 <= t < t1) / (t1 - t0)
 
 
+def decided(topo):
+    """(admitted + refused, refused) of the spread rule in this region,
+    from one reading."""
+    r = sltest.telemetry(topo.sluice.prefix, "/sluice/rules").get("spread", {})
+    return r.get("allowed", 0) + r.get("rejected", 0), r.get("rejected", 0)
+
+
 def seen(topo):
     """Requests of the spread rule this region decided (admitted + refused)."""
-    r = sltest.telemetry(topo.sluice.prefix, "/sluice/rules").get("spread", {})
-    return r.get("allowed", 0) + r.get("rejected", 0)
-
-
-def refused(topo):
-    return sltest.telemetry(topo.sluice.prefix, "/sluice/rules").get("spread", {}).get(
-        "rejected", 0)
+    return decided(topo)[0]
 
 
 def degraded(topo):
@@ -308,15 +309,16 @@ def phases(res, topos, ports, conf, tmp):
         # what a is offered is counted over the window its service is
         # (curl's pace under load is not steady across the 12 s)
         time.sleep(max(0.0, t9 + 6 - time.time()))
-        t_a, n_a, r_a, d_a = time.time(), seen(a), refused(a), degraded(a)
+        t_a, (n_a, r_a), d_a = time.time(), decided(a), degraded(a)
         time.sleep(max(0.0, t9 + 12 - time.time()))
         moved = (t9, t9 + 12)
         a_window = (t_a, time.time())
-        a_offered = (seen(a) - n_a) / (a_window[1] - a_window[0])
+        n_end, r_end = decided(a)
+        a_offered = (n_end - n_a) / (a_window[1] - a_window[0])
         # what a said of it: its refusals there, those its store's
         # failures decided (timeout_ms 20 under the suite's load), its
         # slice at the end
-        a_said = (refused(a) - r_a, degraded(a) - d_a, slice_of(a))
+        a_said = (r_end - r_a, degraded(a) - d_a, slice_of(a))
     finally:
         if agg is not None:
             agg.kill()
