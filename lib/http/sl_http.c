@@ -36,6 +36,7 @@ struct pstate {
 	struct sl_http_req *req;
 	struct sl_str bearer;
 	uint8_t host_seen;
+	uint8_t auth_seen;
 	uint8_t te_seen;
 	uint8_t te_chunked_last;
 	uint8_t conn_upgrade;
@@ -431,11 +432,19 @@ listed(struct sl_str v)
 	return memchr(v.p, ',', v.len) != NULL;
 }
 
+/*
+ * Authorization is one credential (RFC 9110 11.6.2, no list): of two
+ * fields a backend may take either, Go's the first, a framework that
+ * keeps the last the other, so a Bearer beside a Basic or a second
+ * Bearer would be keyed on one while the backend serves the other.
+ */
 static int
 on_authorization(struct pstate *s, struct sl_str v)
 {
 	uint32_t i = 6;
 
+	if (s->auth_seen++)
+		return fail(s, SL_HTTP_E_DUP_IDENT);
 	if (v.len <= 6 || !ieq(v.p, "bearer", 6) || tchar[(uint8_t)v.p[6]])
 		return 0; /* another scheme */
 	/* RFC 9110 11.4: only SP after the scheme. A server that reads
@@ -445,7 +454,7 @@ on_authorization(struct pstate *s, struct sl_str v)
 		return fail(s, SL_HTTP_E_AUTH_SCHEME);
 	while (i < v.len && v.p[i] == ' ')
 		i++;
-	if (s->bearer.len != 0 || listed(v))
+	if (listed(v))
 		return fail(s, SL_HTTP_E_DUP_IDENT);
 	s->bearer = (struct sl_str){v.p + i, v.len - i};
 	return 0;

@@ -177,6 +177,17 @@ strictness(void **state)
 		{"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x\r\n"
 		 "Authorization: Bearer y\r\n\r\n",
 		 SL_HTTP_E_DUP_IDENT},
+		/* a Bearer beside another scheme, either first, or beside an
+		 * empty one: a backend may serve the one sluice did not key */
+		{"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x\r\n"
+		 "Authorization: Basic eDp5\r\n\r\n",
+		 SL_HTTP_E_DUP_IDENT},
+		{"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Basic eDp5\r\n"
+		 "Authorization: Bearer x\r\n\r\n",
+		 SL_HTTP_E_DUP_IDENT},
+		{"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer  \r\n"
+		 "Authorization: Bearer x\r\n\r\n",
+		 SL_HTTP_E_DUP_IDENT},
 		/* the same two, joined as a server joins a field sent twice */
 		{"GET / HTTP/1.1\r\nHost: a\r\nX-API-Key: 1, 2\r\n\r\n",
 		 SL_HTTP_E_DUP_IDENT},
