@@ -298,9 +298,9 @@ def phases(res, topos, ports, conf, tmp):
         t9 = time.time()
         # within 5 rounds of the aggregator seeing it: the demand reaches
         # the coordinator within 250 ms and its report within a second;
-        # a's smoothed demand falls by 0.8 a round, b's slice grows by at
-        # most half the limit a round; and 0.5 s for the test (the curls'
-        # start, polling the telemetry)
+        # a's demand is held a round at its last reading, then falls by
+        # 0.8 a round, b's slice grows by at most half the limit a round;
+        # and 0.5 s for the test (the curls' start, polling the telemetry)
         ok, took = wait_for(lambda: (slice_of(b)[1] or 0) >= 8000,
                             5 * REBALANCE_MS / 1000 + 1.75)
         res.check(ok, "the demand moved to b: b holds >= 80 %% of the limit %.1f s later (at "

@@ -161,6 +161,42 @@ def check_maxmin(res):
     res.eq(idle, 0, "with demand anywhere, the whole limit is handed out")
 
 
+def check_estimate(res):
+    """A region's demand read from counts over one report's span each."""
+    def run(readings):
+        sm = last = 0.0
+        out = []
+        for raw in readings:
+            sm, last, d = agg.estimate(sm, last, raw)
+            out.append(d)
+        return out
+
+    s3 = agg.static_parts({"a": 1, "b": 1, "c": 1}, ["a", "b", "c"])
+    # a client at a steady 2/s whose arrivals straddle the reports' edges
+    # reads 1, 3, 1, 3 beside a flood in b: the limit is 20/s, so 2/s is
+    # 1000 parts of demand, and its slice must stay above it
+    dem = run([2, 2, 1, 3, 1, 3, 1, 3, 3, 1, 2, 1, 3])[2:]
+    slices = [agg.compute_maxmin(s3, {"a": d / 20 * agg.PARTS, "b": 1e6}, 100, 0.2)["a"]
+              for d in dem]
+    res.check(min(dem) >= 2 and min(slices) >= 1200,
+              "a steady 2/s read as 1, 3, 1, 3 (a count's edges): demand read %s, a's "
+              "slices %s (>= its 2/s and the margin, 1200 parts, in every round)"
+              % ([round(d, 2) for d in dem], slices))
+    sm = 0.0
+    old = []
+    for raw in [2, 2, 1, 3, 1, 3, 1, 3, 3, 1, 2, 1, 3]:
+        sm = agg.ALPHA * raw + (1 - agg.ALPHA) * sm
+        old.append(sm)
+    res.check(min(old[2:]) < 1.5, "smoothed alone, the same readings fall to %.2f/s"
+              % min(old[2:]))
+    # a flood that left: 40/s, then 2/s from the second reading on
+    dem = run([40, 40, 40, 2, 2, 2, 2])
+    res.check(dem[3] == 40 and dem[5] <= 2.4 * 1.1,
+              "a flood that left: held one round (%.1f/s), down to its 2/s and less "
+              "than the margin by the third reading after (%s)"
+              % (dem[3], [round(d, 2) for d in dem]))
+
+
 def report(db, node, top, total, age_ms=0, span=1000, lim=None):
     db.sadd("sl:usage:rules", RULE)
     u = {"t": int(time.time() * 1000) - age_ms, "i": span, "total": total, "top": top}
@@ -285,10 +321,10 @@ def check_cli(res, tmp, ports):
         got = [db.hgetall("sl:slice:{%s}" % RULE) for db in dbs]
         parts = [int(g.get(HOT.encode(), 0)) for g in got]
         said = {g.get(b"p", b"").decode() for g in got}
-        # one round from nothing: the demand smoothed to 0.8 x 2/s, a
-        # tenth of a second's 20: 800 parts, and the margin
+        # one round from nothing: its reading of 2/s (never read below
+        # it), a tenth of a second's 20: 1000 parts, and the margin
         res.check(r.returncode == 0 and said == {want} and sum(parts) <= agg.PARTS and
-                  ((parts[1] >= 960) if not pol else parts[1] == 200),
+                  ((parts[1] >= 1200) if not pol else parts[1] == 200),
                   "sluice-aggregator --once %s: b's 2/s of a flooded 20/s limit gets %s "
                   "parts (%s; %s)" % (" ".join(pol) or "(max-min)",
                                       "its demand and the margin" if not pol else "the floor",
@@ -353,6 +389,7 @@ def main():
     res = sltest.Results("aggregator")
     check_slices(res)
     check_maxmin(res)
+    check_estimate(res)
     with tempfile.TemporaryDirectory() as tmp:
         run_rounds(res, tmp)
         check_cluster(res, tmp)
