@@ -61,8 +61,10 @@ lint_hosts(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 }
 
 /* Rules whose match no request can meet: a query in a path field (the
- * path matched is the target's path, never its query), and an exact
- * path outside the rule's own path_prefix (a request must meet both). */
+ * path matched is the target's path, never its query), an exact path
+ * outside the rule's own path_prefix (a request must meet both), a user
+ * rule with no header to read users from, and CONNECT alone (refused,
+ * 400 connect, before any rule). */
 static uint32_t
 lint_never(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 {
@@ -75,7 +77,21 @@ lint_never(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 				: strchr(r->path_prefix, '?') ? r->path_prefix
 							      : NULL;
 
-		if (q != NULL)
+		if (r->scope == SL_SCOPE_USER &&
+		    c->identity.user_header[0] == '\0')
+			snprintf(msg, sizeof(msg),
+				 "rule '%s' can never match: scope: user keys "
+				 "on the header identity.user_header names, "
+				 "and none is set; set it, or key the rule "
+				 "another way",
+				 r->name);
+		else if (r->methods == SL_M_CONNECT)
+			snprintf(msg, sizeof(msg),
+				 "rule '%s' can never match: CONNECT is "
+				 "refused (400 connect) before any rule is "
+				 "matched; drop the rule",
+				 r->name);
+		else if (q != NULL)
 			snprintf(msg, sizeof(msg),
 				 "rule '%s' can never match: '%.200s' holds a "
 				 "query ('?'), and a rule matches the target's "

@@ -156,6 +156,40 @@ f_methods(struct loader *L, yaml_node_t *v, void *o)
  * normal form of the request section (parsed before the rules), so that
  * a rule can never name a spelling no request resolves to.
  */
+/*
+ * A byte no request target carries raw (a request line is split at its
+ * blanks, and sluice refuses control and non-ASCII bytes in it): a rule
+ * naming one matches only its escape, which the normal form keeps.
+ * Returns whether it said so, with that spelling.
+ */
+static int
+check_raw_bytes(struct loader *L, yaml_node_t *v, const char *what,
+		const char *path)
+{
+	char esc[SL_TEXT_MAX];
+	size_t i, o = 0, bad = 0;
+
+	for (i = 0; path[i] != '\0' && o + 4 < sizeof(esc); i++) {
+		uint8_t b = (uint8_t)path[i];
+
+		if (b > 0x20 && b < 0x7f) {
+			esc[o++] = (char)b;
+			continue;
+		}
+		o += (size_t)snprintf(esc + o, sizeof(esc) - o, "%%%02X", b);
+		bad++;
+	}
+	esc[o] = '\0';
+	if (bad == 0)
+		return 0;
+	sl_cfg_error_at(L, v,
+			"%s: '%s' holds a byte no request target carries "
+			"raw (a blank, a control or a non-ASCII byte): "
+			"requests for it are spelt '%s'",
+			what, path, esc);
+	return 1;
+}
+
 static void
 check_normal(struct loader *L, yaml_node_t *v, const char *what,
 	     const char *path)
@@ -168,6 +202,8 @@ check_normal(struct loader *L, yaml_node_t *v, const char *what,
 		sl_cfg_error_at(L, v, "%s: must start with '/'", what);
 		return;
 	}
+	if (check_raw_bytes(L, v, what, path))
+		return;
 	n = sl_http_normalize_path(&L->cfg->request, path, len, out);
 	if (n < 0)
 		sl_cfg_error_at(

@@ -75,6 +75,11 @@ def never_bound(binary, res):
          ":4: warning: rule 'q' can never match: '/login?next=1' holds a query"),
         ("  - {name: b, scope: ip, match: {path: /x/y, path_prefix: /v1}, limit: 5/min}\n",
          ":4: warning: rule 'b' can never match: a request must meet both"),
+        ("  - {name: u, scope: user, limit: 5/min}\n  - {name: i, scope: ip, limit: 9/s}\n",
+         ":4: warning: rule 'u' can never match: scope: user keys on the header "
+         "identity.user_header names, and none is set"),
+        ("  - {name: c, scope: ip, match: {methods: [CONNECT]}, limit: 5/min}\n",
+         ":4: warning: rule 'c' can never match: CONNECT is refused (400 connect)"),
         ("  - {name: k, scope: key, limit: 5/min}\n",
          ":4: warning: every rule is keyed on an API key or a user"),
         ("  - {name: s, scope: ip, limit: 5/min, shadow: true}\n",

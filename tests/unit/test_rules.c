@@ -307,7 +307,11 @@ paths_in_normal_form(void **state)
 		"  - {name: f, scope: ip, limit: 1/s, match: {path: v1}}\n"
 		"  - {name: g, scope: ip, limit: 1/s, match: {path: /a%zz}}\n"
 		"  - {name: h, scope: ip, limit: 1/s, match: {path: "
-		"'/v1/{id}/*', path_case: insensitive}}\n";
+		"'/v1/{id}/*', path_case: insensitive}}\n"
+		"  - {name: i, scope: ip, limit: 1/s, match: {path: "
+		"'/v1/a b'}}\n"
+		"  - {name: j, scope: ip, limit: 1/s, match: {path_prefix: "
+		"\"/caf\xc3\xa9\\t\"}}\n";
 	static const char ok[] =
 		"rules:\n"
 		"  - {name: r, scope: endpoint, limit: 1/s, match: {path: "
@@ -332,6 +336,14 @@ paths_in_normal_form(void **state)
 				    "as a request would be "
 				    "(bad_percent_encoding)"));
 	assert_null(strstr(err, "t.yaml:11:"));
+	/* a blank, a non-ASCII or a control byte: only the escape is sent */
+	assert_non_null(strstr(err, "t.yaml:12:52: path: '/v1/a b' holds a "
+				    "byte no request target carries raw"));
+	assert_non_null(strstr(err, "requests for it are spelt '/v1/a%20b'"));
+	assert_non_null(strstr(err,
+			       "t.yaml:13:59: path_prefix: '/caf\xc3\xa9\t' "
+			       "holds a byte no request target"));
+	assert_non_null(strstr(err, "spelt '/caf%C3%A9%09'"));
 	c = load(ok, err, sizeof(err));
 	if (c == NULL)
 		fail_msg("%s", err);
