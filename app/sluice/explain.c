@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sl_http.h"
 #include "sl_ident.h"
@@ -68,6 +69,23 @@ peer_addr(const char *s, uint8_t *af, uint8_t addr[16])
 	return -1;
 }
 
+/* The override a rule's limit and burst above came from: its line in
+ * the file, when it ends, and why it was given. */
+static void
+print_override(const struct sl_override *o)
+{
+	char when[32];
+	struct tm tm;
+	time_t t = (time_t)o->expires;
+
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	printf(",\"override\":{\"line\":%u,\"expires\":\"%s\",\"reason\":",
+	       o->line, when);
+	json_str(stdout, o->reason, (uint32_t)strlen(o->reason));
+	printf("}");
+}
+
 static void
 print_rules(const struct sl_ruleset *rs, const struct sl_http_req *req,
 	    const struct sl_identity *id, const struct sl_match_req *m)
@@ -78,23 +96,35 @@ print_rules(const struct sl_ruleset *rs, const struct sl_http_req *req,
 	printf(",\"rules\":[");
 	for (i = 0; i < n; i++) {
 		const struct sl_rule *r = sl_ruleset_rule(rs, idx[i]);
+		const struct sl_override *o = NULL;
+		const struct sl_rate *lim = &r->limit;
+		uint64_t burst = r->burst;
 		struct sl_scope_id s;
 		uint64_t k[2];
 
 		sl_scope_of(r->scope, req, id, &s);
 		sl_bucket_words(sl_ruleset_rule_id(rs, idx[i]), &s, k);
+		if (s.kind != 0xff)
+			o = sl_ruleset_override(rs, idx[i], s.kind, s.b, s.len,
+						(int64_t)time(NULL));
+		if (o != NULL) {
+			lim = &o->limit;
+			burst = o->burst;
+		}
 		printf("%s{\"name\":", i ? "," : "");
 		json_str(stdout, r->name, (uint32_t)strlen(r->name));
 		printf(",\"scope\":\"%s\",\"shadow\":%s,"
 		       "\"algorithm\":\"%s\",\"limit\":%llu,"
 		       "\"period_ms\":%llu,\"burst\":%llu,\"cost\":%u,"
-		       "\"bucket\":\"%016llx%016llx\"}",
+		       "\"bucket\":\"%016llx%016llx\"",
 		       sl_scope_name(r->scope), r->shadow ? "true" : "false",
-		       sl_algo_name(r->algo),
-		       (unsigned long long)r->limit.count,
-		       (unsigned long long)r->limit.period_ms,
-		       (unsigned long long)r->burst, r->cost,
+		       sl_algo_name(r->algo), (unsigned long long)lim->count,
+		       (unsigned long long)lim->period_ms,
+		       (unsigned long long)burst, r->cost,
 		       (unsigned long long)k[0], (unsigned long long)k[1]);
+		if (o != NULL)
+			print_override(o);
+		printf("}");
 	}
 	printf("]");
 }

@@ -322,6 +322,16 @@ apply_prefix(uint8_t addr[16], uint8_t prefix)
 	}
 }
 
+int
+sl_ident_group_addr(uint8_t *af, uint8_t addr[16], uint8_t ipv6_prefix)
+{
+	if (one_family(af, addr) != 0)
+		return -1;
+	if (*af == AF6)
+		apply_prefix(addr, ipv6_prefix);
+	return 0;
+}
+
 static int
 client_ip(const struct sl_ident_cfg *cfg, const struct sl_http_req *req,
 	  uint8_t af, const uint8_t peer[16], struct sl_identity *out)

@@ -60,6 +60,15 @@ int sl_ident_extract(const struct sl_ident_cfg *cfg,
 		     const uint8_t peer[16], struct sl_identity *out);
 
 /*
+ * An address as a client at it is counted: *af 4 or 6, addr in network
+ * order (the first 4 bytes for IPv4), rewritten in place. A mapped or
+ * compatible IPv6 address becomes its IPv4 one, an IPv6 address is cut
+ * to ipv6_prefix bits. Returns -1 for the unspecified address, which no
+ * client has (its requests are refused).
+ */
+int sl_ident_group_addr(uint8_t *af, uint8_t addr[16], uint8_t ipv6_prefix);
+
+/*
  * Hash of an identity's kind and bytes (a table index, never trusted
  * alone). Computed on demand: only rejections need it.
  */

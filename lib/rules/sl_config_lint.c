@@ -5,10 +5,13 @@
  * never match. Told, never refused (a config that parses is applied as
  * written; --check-config --strict makes a warning fail the check).
  */
+#include <arpa/inet.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sl_config_priv.h"
+#include "sl_ident.h"
 
 /*
  * Rules that match hosts by name, and none that matches any host: a
@@ -191,6 +194,163 @@ lint_options(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 	return n;
 }
 
+static const char *const names_a[] = {
+	[SL_SCOPE_KEY] = "an API key (key:)",
+	[SL_SCOPE_USER] = "a user (user:)",
+	[SL_SCOPE_IP] = "an address (ip:)",
+};
+static const char *const counts_per[] = {
+	[SL_SCOPE_KEY] = "per API key",
+	[SL_SCOPE_USER] = "per user",
+	[SL_SCOPE_IP] = "per client address",
+	[SL_SCOPE_ENDPOINT] = "every client in one bucket",
+	[SL_SCOPE_GLOBAL] = "every client in one bucket",
+};
+
+/* Where an IPv6 override's address has bits beyond the group its
+ * clients are counted in, the group it stands for, into buf. */
+static int
+v6_group(const struct sl_config *c, const struct sl_override *o, char *buf,
+	 size_t size)
+{
+	struct sl_cidr a;
+	uint8_t whole[16];
+
+	if (o->kind != SL_SCOPE_IP || sl_cidr_parse(o->key, &a) != 0 ||
+	    a.af != 6)
+		return 0;
+	memcpy(whole, a.addr, 16);
+	if (sl_ident_group_addr(&a.af, a.addr, c->identity.ipv6_prefix) != 0 ||
+	    a.af != 6 || memcmp(whole, a.addr, 16) == 0)
+		return 0;
+	inet_ntop(AF_INET6, a.addr, buf, (socklen_t)size);
+	return 1;
+}
+
+/* An override's identity as the data path looks it up. */
+struct ovr_id {
+	uint32_t rule, idx, len;
+	uint8_t kind;
+	uint8_t b[SL_KEY_MAX];
+};
+
+static int
+cmp_ovr_id(const void *pa, const void *pb)
+{
+	const struct ovr_id *a = pa, *b = pb;
+
+	if (a->rule != b->rule)
+		return a->rule < b->rule ? -1 : 1;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if (a->len != b->len)
+		return a->len < b->len ? -1 : 1;
+	if (memcmp(a->b, b->b, a->len) != 0)
+		return memcmp(a->b, b->b, a->len);
+	return a->idx < b->idx ? -1 : 1;
+}
+
+static int
+same_id(const struct ovr_id *a, const struct ovr_id *b)
+{
+	return a->rule == b->rule && a->kind == b->kind && a->len == b->len &&
+	       memcmp(a->b, b->b, a->len) == 0;
+}
+
+static void
+ovr_id_of(const struct sl_config *c, uint32_t i, struct ovr_id *out)
+{
+	const struct sl_override *o = &c->overrides[i];
+	struct sl_cidr a;
+
+	out->rule = o->rule;
+	out->kind = o->kind;
+	out->idx = i;
+	out->len = (uint32_t)strlen(o->key);
+	memcpy(out->b, o->key, out->len);
+	if (o->kind == SL_SCOPE_IP && sl_cidr_parse(o->key, &a) == 0 &&
+	    sl_ident_group_addr(&a.af, a.addr, c->identity.ipv6_prefix) == 0) {
+		out->len = a.af == 4 ? 4 : 16;
+		memcpy(out->b, a.addr, out->len);
+	}
+}
+
+/* Two overrides of one rule for one identity (an IPv6 group counts as
+ * one): the later is the one looked up, the earlier never applies, even
+ * once the later has expired. */
+static uint32_t
+lint_repeated(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
+{
+	struct ovr_id *ids;
+	char msg[512];
+	uint32_t i, won = 0, n = 0;
+
+	if (c->n_overrides < 2)
+		return 0;
+	ids = malloc(c->n_overrides * sizeof(*ids));
+	if (ids == NULL)
+		return 0;
+	for (i = 0; i < c->n_overrides; i++)
+		ovr_id_of(c, i, &ids[i]);
+	qsort(ids, c->n_overrides, sizeof(*ids), cmp_ovr_id);
+	/* backwards: the last of each run is the one looked up */
+	for (i = c->n_overrides; i-- > 0;) {
+		const struct sl_override *o = &c->overrides[ids[i].idx];
+
+		if (i + 1 == c->n_overrides || !same_id(&ids[i], &ids[i + 1])) {
+			won = o->line;
+			continue;
+		}
+		snprintf(msg, sizeof(msg),
+			 "override of rule '%s' never applies: the one on "
+			 "line %u names the same %s and is the one looked "
+			 "up, even once it has expired; keep one of them",
+			 c->rules[o->rule].name, won,
+			 o->kind == SL_SCOPE_IP ? "client" : "identity");
+		fn(arg, o->line, msg);
+		n++;
+	}
+	free(ids);
+	return n;
+}
+
+/* Overrides that do not do what they seem to: one naming another kind
+ * of identity than its rule counts by never applies; an IPv6 address
+ * applies to every client of its group. */
+static uint32_t
+lint_overrides(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
+{
+	char msg[768], grp[INET6_ADDRSTRLEN];
+	uint32_t i, n = 0;
+
+	for (i = 0; i < c->n_overrides; i++) {
+		const struct sl_override *o = &c->overrides[i];
+		const struct sl_rule *r = &c->rules[o->rule];
+
+		if (r->scope != o->kind)
+			snprintf(msg, sizeof(msg),
+				 "override of rule '%s' never applies: it "
+				 "names %s, and the rule counts %s; name "
+				 "what the rule counts by, or override "
+				 "another rule",
+				 r->name, names_a[o->kind],
+				 counts_per[r->scope]);
+		else if (v6_group(c, o, grp, sizeof(grp)))
+			snprintf(msg, sizeof(msg),
+				 "override of rule '%s': '%.60s' stands for "
+				 "%s/%u, every client in it, as IPv6 clients "
+				 "are counted (identity.ipv6_prefix); write "
+				 "that prefix's address to say so",
+				 r->name, o->key, grp,
+				 (unsigned)c->identity.ipv6_prefix);
+		else
+			continue;
+		fn(arg, o->line, msg);
+		n++;
+	}
+	return n;
+}
+
 /* A store shared by several appliances without saying how many: while
  * it is out, fail_open divides each limit by expected_appliances (1). */
 static uint32_t
@@ -218,5 +378,6 @@ sl_config_lint(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 {
 	return lint_hosts(c, fn, arg) + lint_never(c, fn, arg) +
 	       lint_unbound(c, fn, arg) + lint_options(c, fn, arg) +
-	       lint_store(c, fn, arg) + sl_config_lint_covered(c, fn, arg);
+	       lint_store(c, fn, arg) + lint_overrides(c, fn, arg) +
+	       lint_repeated(c, fn, arg) + sl_config_lint_covered(c, fn, arg);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sl_config_priv.h"
+#include "sl_ident.h"
 #include <arpa/inet.h>
 #include <time.h>
 
@@ -571,8 +572,23 @@ f_oip(struct loader *L, yaml_node_t *v, void *o)
 	struct sl_cidr cidr;
 
 	ovr_id(L, v, o, SL_SCOPE_IP, "ip");
-	if (x->o->key[0] && sl_cidr_parse(x->o->key, &cidr) != 0)
+	if (x->o->key[0] == '\0')
+		return;
+	if (sl_cidr_parse(x->o->key, &cidr) != 0)
 		sl_cfg_error_at(L, v, "ip: '%s' is not an address", x->o->key);
+	else if (cidr.prefix != (cidr.af == 4 ? 32 : 128))
+		/* it was keyed on the range's first address alone */
+		sl_cfg_error_at(L, v,
+				"ip: '%s' is a range; an override names one "
+				"address (an IPv6 one stands for its "
+				"identity.ipv6_prefix, as its clients are "
+				"counted)",
+				x->o->key);
+	else if (sl_ident_group_addr(&cidr.af, cidr.addr, 128) != 0)
+		sl_cfg_error_at(L, v,
+				"ip: '%s' is no client's address (its "
+				"requests are refused, 400 client_address)",
+				x->o->key);
 }
 
 static void
@@ -648,6 +664,7 @@ sl_cfg_overrides(struct loader *L, yaml_node_t *v, void *o)
 
 		memset(x.o, 0, sizeof(*x.o));
 		x.o->rule = UINT32_MAX;
+		x.o->line = (uint32_t)it->start_mark.line + 1;
 		sl_cfg_walk_map(L, it, "override", override_fields, &x);
 		if (x.o->rule == UINT32_MAX && L->nerr == before)
 			sl_cfg_error_at(L, it, "override: 'rule' is required");

@@ -130,6 +130,7 @@ struct sl_override {
 	uint64_t burst;
 	int64_t expires; /* Unix seconds */
 	char reason[SL_TEXT_MAX];
+	uint32_t line; /* where it was written, for messages */
 	/* its rule global: the limit and burst as written (those above
 	 * are this region's slice of them) */
 	uint64_t global_count, global_burst;

@@ -177,7 +177,11 @@ build_overrides(struct sl_ruleset *rs)
 		struct sl_cidr a;
 
 		rs->has_ovr[o->rule] = 1;
-		if (o->kind == SL_SCOPE_IP && sl_cidr_parse(o->key, &a) == 0) {
+		/* keyed as a client at the address is counted: a mapped
+		 * IPv6 address is its IPv4 one, an IPv6 one its group */
+		if (o->kind == SL_SCOPE_IP && sl_cidr_parse(o->key, &a) == 0 &&
+		    sl_ident_group_addr(&a.af, a.addr,
+					c->identity.ipv6_prefix) == 0) {
 			o->id_len = a.af == 4 ? 4 : 16;
 			memcpy(o->id, a.addr, o->id_len);
 			ht_put(&rs->ovr,

@@ -105,6 +105,14 @@ def main():
             r = ctl("override", "prune", "--reason", "cleanup")
             res.eq(r.returncode, 0, "prune")
             res.check("short window" not in open(conf).read(), "expired overrides pruned")
+            r = ctl("override", "add", "--rule", "key-ops", "--user", "u-1", "--limit", "1/s",
+                    "--expires", "+1h", "--reason", "wrong kind")
+            res.check(r.returncode == 0 and "override of rule 'key-ops' never applies: it names "
+                      "a user" in r.stderr,
+                      "an override of another kind than its rule counts: written, and the "
+                      "checker's warning shown (%r)" % r.stderr.strip()[-160:])
+            r = ctl("override", "rm", "--rule", "key-ops", "--user", "u-1", "--reason", "oops")
+            res.eq(r.returncode, 0, "and removed")
 
             # each read-out says what the telemetry says, not just exit 0
             st = t.sluice.stats()

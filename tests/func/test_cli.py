@@ -80,6 +80,19 @@ def never_bound(binary, res):
          "identity.user_header names, and none is set"),
         ("  - {name: c, scope: ip, match: {methods: [CONNECT]}, limit: 5/min}\n",
          ":4: warning: rule 'c' can never match: CONNECT is refused (400 connect)"),
+        ("  - {name: k, scope: key, limit: 5/min}\n  - {name: i, scope: ip, limit: 9/s}\n"
+         "overrides:\n  - {rule: i, key: k1, limit: 9/min, expires: 2099-01-01T00:00:00Z}\n",
+         ":7: warning: override of rule 'i' never applies: it names an API key (key:), and "
+         "the rule counts per client address"),
+        ("  - {name: i, scope: ip, limit: 9/s}\noverrides:\n"
+         "  - {rule: i, ip: '2001:2::10', limit: 9/min, expires: 2099-01-01T00:00:00Z}\n",
+         ":6: warning: override of rule 'i': '2001:2::10' stands for 2001:2::/64, every "
+         "client in it"),
+        ("  - {name: i, scope: ip, limit: 9/s}\noverrides:\n"
+         "  - {rule: i, ip: 198.18.0.7, limit: 9/min, expires: 2099-01-01T00:00:00Z}\n"
+         "  - {rule: i, ip: '::ffff:198.18.0.7', limit: 8/min, expires: 2000-01-01T00:00:00Z}\n",
+         ":6: warning: override of rule 'i' never applies: the one on line 7 names the same "
+         "client and is the one looked up, even once it has expired"),
         ("  - {name: k, scope: key, limit: 5/min}\n",
          ":4: warning: every rule is keyed on an API key or a user"),
         ("  - {name: s, scope: ip, limit: 5/min, shadow: true}\n",
@@ -162,6 +175,34 @@ def explain_heads(binary, res):
     got = [v.get("path", v.get("refused")) for v in views]
     res.eq((r.returncode, got), (0, ["/v1/search", "target", "/v1/x", "/c", "incomplete"]),
            "--explain: each head of a pipelined input in turn")
+    explain_overrides(binary, res)
+
+
+def explain_overrides(binary, res):
+    """The limit an override gives, its line and reason, for the client
+    it names: a mapped address its IPv4 client, an IPv6 address its
+    group; an expired one not at all."""
+    conf = ("version: 1\nrules:\n  - {name: a, scope: ip, limit: 10/s}\noverrides:\n"
+            "  - {rule: a, ip: '::ffff:198.18.0.7', limit: 70/s, burst: 80, reason: partner,"
+            " expires: 2099-01-01T00:00:00Z}\n"
+            "  - {rule: a, ip: '2001:2::', limit: 90/s, expires: 2099-01-01T00:00:00Z}\n"
+            "  - {rule: a, ip: 198.18.0.8, limit: 50/s, expires: 2001-01-01T00:00:00Z}\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "o.yaml")
+        with open(path, "w") as f:
+            f.write(conf)
+        got = []
+        for peer in ("198.18.0.7", "2001:2::99", "198.18.0.8", "198.18.0.9"):
+            r = subprocess.run([binary, "--", "--config", path, "--explain", "-", "--peer", peer],
+                               input="GET / HTTP/1.1\r\nHost: a\r\n\r\n", capture_output=True,
+                               text=True, timeout=30)
+            rule = json.loads(r.stdout)["rules"][0]
+            o = rule.get("override")
+            got.append((rule["limit"], rule["burst"], o and (o["line"], o["reason"])))
+    res.eq(got, [(70, 80, (5, "partner")), (90, 90, (6, "")), (10, 10, None), (10, 10, None)],
+           "--explain: an override's limit, burst, line and reason for the client it names "
+           "(a mapped address its IPv4 client, an IPv6 one its /64); an expired one and "
+           "another client the rule's own")
 
 
 def unit(binary, res):

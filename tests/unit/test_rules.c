@@ -288,6 +288,57 @@ routes(void **state)
 	assert_false(sl_route_match("/", "/a", 2, 0));
 }
 
+/*
+ * An address override is keyed as a client at the address is counted:
+ * a mapped IPv6 address is its IPv4 one, an IPv6 address its
+ * identity.ipv6_prefix group; a range or no client's address is refused.
+ */
+static void
+overrides_keyed_as_clients(void **state)
+{
+	static const char y[] =
+		"identity: {ipv6_prefix: 48}\n"
+		"rules:\n"
+		"  - {name: a, scope: ip, limit: 1/s}\n"
+		"overrides:\n"
+		"  - {rule: a, ip: '::ffff:198.18.0.7', limit: 7/s, expires: "
+		"2030-01-01T00:00:00Z}\n"
+		"  - {rule: a, ip: '2001:2:0:5::10', limit: 9/s, expires: "
+		"2030-01-01T00:00:00Z}\n";
+	static const char bad[] =
+		"rules:\n"
+		"  - {name: a, scope: ip, limit: 1/s}\n"
+		"overrides:\n"
+		"  - {rule: a, ip: 198.18.1.0/24, limit: 7/s, expires: "
+		"2030-01-01T00:00:00Z}\n"
+		"  - {rule: a, ip: '::', limit: 7/s, expires: "
+		"2030-01-01T00:00:00Z}\n";
+	uint8_t v4[4] = {198, 18, 0, 7}, v6[16] = {0x20, 0x01, 0, 2};
+	int64_t t2029 = 1861920000;
+	char err[2048];
+	struct sl_config *c = load(y, err, sizeof(err));
+	struct sl_ruleset *rs;
+	const struct sl_override *o;
+
+	(void)state;
+	if (c == NULL)
+		fail_msg("%s", err);
+	rs = sl_ruleset_build(c);
+	sl_config_free(c);
+	assert_non_null(rs);
+	o = sl_ruleset_override(rs, 0, SL_SCOPE_IP, v4, 4, t2029);
+	assert_non_null(o);
+	assert_int_equal(o->limit.count, 7);
+	o = sl_ruleset_override(rs, 0, SL_SCOPE_IP, v6, 16, t2029);
+	assert_non_null(o);
+	assert_int_equal(o->limit.count, 9);
+	sl_ruleset_free(rs);
+	assert_null(load(bad, err, sizeof(err)));
+	assert_non_null(strstr(err, "t.yaml:4:19: ip: '198.18.1.0/24' is a "
+				    "range"));
+	assert_non_null(strstr(err, "t.yaml:5:19: ip: '::' is no client's"));
+}
+
 static void
 paths_in_normal_form(void **state)
 {
@@ -365,6 +416,7 @@ main(void)
 		cmocka_unit_test(rule_ids_survive_reorder),
 		cmocka_unit_test(ruleset_blocklist),
 		cmocka_unit_test(ruleset_overrides_expire),
+		cmocka_unit_test(overrides_keyed_as_clients),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
