@@ -708,6 +708,29 @@ f_bkeys(struct loader *L, yaml_node_t *v, void *o)
 	}
 }
 
+/*
+ * A mapped (::ffff:a.b.c.d) or compatible (::a.b.c.d) range is an IPv4
+ * one: a client at such an address is counted and blocked as its IPv4
+ * address (sl_ident), so the range as written would block nobody.
+ */
+static void
+v4_range(struct sl_cidr *b)
+{
+	static const uint8_t zero[10];
+	const uint8_t *a = b->addr;
+	int mapped = a[10] == 0xff && a[11] == 0xff;
+	int compat = a[10] == 0 && a[11] == 0 &&
+		     (a[12] | a[13] | a[14] || a[15] > 1);
+
+	if (b->af != 6 || b->prefix < 96 || memcmp(a, zero, 10) != 0 ||
+	    !(mapped || compat))
+		return;
+	memmove(b->addr, b->addr + 12, 4);
+	memset(b->addr + 4, 0, 12);
+	b->af = 4;
+	b->prefix = (uint8_t)(b->prefix - 96);
+}
+
 static void
 f_bcidrs(struct loader *L, yaml_node_t *v, void *o)
 {
@@ -732,7 +755,7 @@ f_bcidrs(struct loader *L, yaml_node_t *v, void *o)
 					"(address/prefix, no host bits)",
 					s);
 		else
-			c->n_block_cidrs++;
+			v4_range(&c->block_cidrs[c->n_block_cidrs++]);
 	}
 }
 

@@ -339,6 +339,43 @@ overrides_keyed_as_clients(void **state)
 	assert_non_null(strstr(err, "t.yaml:5:19: ip: '::' is no client's"));
 }
 
+/* A mapped or compatible range in the blocklist blocks the IPv4 clients
+ * it names (they are counted as IPv4), not nobody. */
+static void
+blocklist_mapped_ranges(void **state)
+{
+	static const char y[] =
+		"rules:\n"
+		"  - {name: a, scope: ip, limit: 1/s}\n"
+		"blocklist:\n"
+		"  cidrs: ['::ffff:198.18.0.7/128', '::ffff:198.18.1.0/120',\n"
+		"          '::198.18.2.0/120', '::1/128', '2001:2::/64']\n";
+	uint8_t a[4] = {198, 18, 0, 7}, b[4] = {198, 18, 1, 200},
+		c4[4] = {198, 18, 2, 9}, d[4] = {198, 18, 3, 1},
+		one[16] = {[15] = 1}, v6[16] = {0x20, 0x01, 0, 2, [15] = 5};
+	char err[2048];
+	struct sl_config *c = load(y, err, sizeof(err));
+	struct sl_ruleset *rs;
+
+	(void)state;
+	if (c == NULL)
+		fail_msg("%s", err);
+	assert_int_equal(c->block_cidrs[0].af, 4);
+	assert_int_equal(c->block_cidrs[0].prefix, 32);
+	assert_int_equal(c->block_cidrs[1].prefix, 24);
+	assert_int_equal(c->block_cidrs[3].af, 6); /* ::1 is no IPv4 */
+	rs = sl_ruleset_build(c);
+	sl_config_free(c);
+	assert_non_null(rs);
+	assert_true(sl_ruleset_ip_blocked(rs, 4, a));
+	assert_true(sl_ruleset_ip_blocked(rs, 4, b));
+	assert_true(sl_ruleset_ip_blocked(rs, 4, c4));
+	assert_false(sl_ruleset_ip_blocked(rs, 4, d));
+	assert_true(sl_ruleset_ip_blocked(rs, 6, one));
+	assert_true(sl_ruleset_ip_blocked(rs, 6, v6));
+	sl_ruleset_free(rs);
+}
+
 static void
 paths_in_normal_form(void **state)
 {
@@ -417,6 +454,7 @@ main(void)
 		cmocka_unit_test(ruleset_blocklist),
 		cmocka_unit_test(ruleset_overrides_expire),
 		cmocka_unit_test(overrides_keyed_as_clients),
+		cmocka_unit_test(blocklist_mapped_ranges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
