@@ -454,7 +454,12 @@ on_authorization(struct pstate *s, struct sl_str v)
 		return fail(s, SL_HTTP_E_AUTH_SCHEME);
 	while (i < v.len && v.p[i] == ' ')
 		i++;
-	if (listed(v))
+	/* a b64token has no blank either (RFC 6750 2.1): "Bearer k1 k2" is
+	 * k1 to a backend that splits the field at its blanks, the common
+	 * way to take the token, and each k2 a new key to a limit keyed on
+	 * the whole */
+	if (listed(v) || memchr(v.p + i, ' ', v.len - i) != NULL ||
+	    memchr(v.p + i, '\t', v.len - i) != NULL)
 		return fail(s, SL_HTTP_E_DUP_IDENT);
 	s->bearer = (struct sl_str){v.p + i, v.len - i};
 	return 0;

@@ -262,6 +262,7 @@ def run(res, binary, t, tmp, corpus, corpus_by_path):
              ("Authorization: Bearer\tk-x\r\n", "400"),
              ("X-API-Key: k-revoked, k-x\r\n", "400"),
              ("Authorization: Bearer k-revoked,k-x\r\n", "400"),
+             ("Authorization: Bearer k-revoked k-x\r\n", "400"),
              ("Authorization: Bearer k-x\r\nAuthorization: Basic eDp5\r\n", "400"),
              ("Authorization: Basic eDp5\r\nAuthorization: Bearer k-x\r\n", "400"),
              ("", "400")]
@@ -272,7 +273,8 @@ def run(res, binary, t, tmp, corpus, corpus_by_path):
     res.eq(send(t, tmp, reqs, "creds"), [c for _, c in cases],
            "two keys: 400; a revoked key in either header: 403; the same key twice: "
            "served; Bearer<TAB>: 400; two keys in one field, as a server joins two: 400; "
-           "a Bearer beside a Basic, either first: 400; absolute-form authority that is not Host: 400")
+           "two tokens in one Bearer field: 400; a Bearer beside a Basic, either first: 400; "
+           "absolute-form authority that is not Host: 400")
     st = t.sluice.stats()
     res.check(st["invalid"] > 0 and st["blocked"] >= 4,
               "counted: invalid %d, blocked %d" % (st["invalid"], st["blocked"]))

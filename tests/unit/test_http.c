@@ -188,6 +188,14 @@ strictness(void **state)
 		{"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer  \r\n"
 		 "Authorization: Bearer x\r\n\r\n",
 		 SL_HTTP_E_DUP_IDENT},
+		/* two tokens in one Bearer field: the first to a backend that
+		 * splits it at its blanks */
+		{"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x y\r\n"
+		 "\r\n",
+		 SL_HTTP_E_DUP_IDENT},
+		{"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer  x\ty\r\n"
+		 "\r\n",
+		 SL_HTTP_E_DUP_IDENT},
 		/* the same two, joined as a server joins a field sent twice */
 		{"GET / HTTP/1.1\r\nHost: a\r\nX-API-Key: 1, 2\r\n\r\n",
 		 SL_HTTP_E_DUP_IDENT},
