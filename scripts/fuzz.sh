@@ -24,7 +24,7 @@ declare -A SRC=(
 	[flow]="$flow_src"
 	[decided]="$flow_src"
 	# every sl_config*.c, so a new section file cannot be left out of the harness
-	[config]="$(echo lib/rules/sl_config*.c) lib/http/sl_http_norm.c lib/http/sl_http.c"
+	[config]="$(echo lib/rules/sl_config*.c) lib/http/sl_http_norm.c lib/http/sl_http.c lib/ident/sl_ident.c"
 )
 names=("$@")
 [ ${#names[@]} -eq 0 ] && names=(http norm resp frame flow decided config)
