@@ -43,7 +43,7 @@ static const char CONFIG[] =
 	"  coordinator_timeout_ms: 5\n"
 	"identity:\n"
 	"  api_key_header: X-API-Key\n"
-	"tiers: [free]\n"
+	"tiers: [free, pro]\n"
 	"rules:\n"
 	"  - {name: two, scope: key, match: {path_prefix: /two}, limit: "
 	"2/min}\n"
@@ -907,6 +907,94 @@ request_after_fin(void **state)
 	done(w);
 }
 
+/* The tier asks the worker sent the authority since the last call. */
+static unsigned int
+tier_asks(struct sl_worker *w)
+{
+	struct sl_coord_msg m[16];
+	unsigned int n, i, asks = 0;
+
+	while ((n = rte_ring_dequeue_burst_elem(app.lanes->ask[w->queue], m,
+						sizeof(m[0]), 16, NULL)) > 0)
+		for (i = 0; i < n; i++)
+			asks += m[i].type == SL_CO_TIER;
+	return asks;
+}
+
+static void
+tier_says(struct sl_worker *w, const char *key, uint8_t found, const char *tier)
+{
+	struct sl_coord_msg a;
+	uint64_t k[2] = {sl_hash64(key, (uint32_t)strlen(key), 0x7431),
+			 sl_hash64(key, (uint32_t)strlen(key), 0x7432)};
+
+	memset(&a, 0, sizeof(a));
+	a.type = SL_CO_TIER_ANSWER;
+	a.k1 = k[0];
+	a.k2 = k[1];
+	a.tier.found = found;
+	a.tier.len = (uint8_t)strlen(tier);
+	memcpy(a.tier.text, tier, a.tier.len);
+	sl_tier_answer(w, &a);
+}
+
+/*
+ * A key's tier from the keys hash: the default until the first answer;
+ * once known, it stands while it is asked again at its TTL and while
+ * the store cannot say (then asked again within a second), instead of
+ * dropping the key to the default tier meanwhile.
+ */
+static void
+tier_cache(void **state)
+{
+	struct sl_worker *w = worker(1);
+	const uint64_t s = 1000000000ULL;
+	int pro;
+	/* as if a store stood behind the authority: what the worker asks
+	 * it is read off the ring here, and answered by hand */
+	struct sl_lanes *lanes = (struct sl_lanes *)(uintptr_t)app.lanes;
+	uint8_t had = lanes->store;
+
+	(void)state;
+	lanes->store = 1;
+	w->pol = app.policy;
+	pro = sl_ruleset_tier_index(w->pol->rs, "pro", 3);
+	assert_true(pro > 0);
+	w->now_ns = 10 * s;
+	assert_int_equal(sl_tier_of(w, "k-t", 3), 0); /* the default */
+	assert_int_equal(tier_asks(w), 1);
+	assert_int_equal(sl_tier_of(w, "k-t", 3), 0);
+	assert_int_equal(tier_asks(w), 0); /* asked already */
+	tier_says(w, "k-t", SL_TIER_NAMED, "pro");
+	assert_int_equal(sl_tier_of(w, "k-t", 3), pro);
+	/* its TTL past: asked again, pro meanwhile */
+	w->now_ns += 61 * s;
+	assert_int_equal(sl_tier_of(w, "k-t", 3), pro);
+	assert_int_equal(tier_asks(w), 1);
+	/* the store cannot say: still pro, asked again within a second */
+	tier_says(w, "k-t", SL_TIER_UNSAID, "");
+	assert_int_equal(sl_tier_of(w, "k-t", 3), pro);
+	assert_int_equal(tier_asks(w), 0);
+	w->now_ns += s + 1;
+	assert_int_equal(sl_tier_of(w, "k-t", 3), pro);
+	assert_int_equal(tier_asks(w), 1);
+	/* the hash no longer names it: the default tier */
+	tier_says(w, "k-t", SL_TIER_UNNAMED, "");
+	assert_int_equal(sl_tier_of(w, "k-t", 3), 0);
+	assert_int_equal(tier_asks(w), 0);
+	/* never known, and the store out: the default, asked again soon */
+	assert_int_equal(sl_tier_of(w, "k-u", 3), 0);
+	assert_int_equal(tier_asks(w), 1);
+	tier_says(w, "k-u", SL_TIER_UNSAID, "");
+	assert_int_equal(sl_tier_of(w, "k-u", 3), 0);
+	assert_int_equal(tier_asks(w), 0);
+	w->now_ns += s + 1;
+	assert_int_equal(sl_tier_of(w, "k-u", 3), 0);
+	assert_int_equal(tier_asks(w), 1);
+	lanes->store = had;
+	done(w);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -932,6 +1020,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(request_after_fin),
 		cmocka_unit_test(backend_health),
 		cmocka_unit_test(retry_jitter),
+		cmocka_unit_test(tier_cache),
 	};
 	int rc;
 

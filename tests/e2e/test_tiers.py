@@ -27,7 +27,7 @@ rules:
   - {name: free-key, scope: key, tier: free, limit: 2/min, burst: 2}
   - {name: pro-key, scope: key, tier: pro, limit: 100/min, burst: 100}
 store:
-  redis: {endpoints: ["127.0.0.1:%d"]}
+  redis: {endpoints: ["127.0.0.1:%d"], probe_interval_ms: 500}
   keys_hash: "sl:keys:%d"
 response: {retry_jitter: 0}
 """
@@ -42,7 +42,7 @@ def main():
         conf = os.path.join(tmp, "sluice.yaml")
         with open(conf, "w") as f:
             f.write(CONF % (port, os.getpid()))
-        with sltest.redis_server(port, tmp):
+        with sltest.redis_server(port, tmp) as redis:
             subprocess.run(["redis-cli", "-p", str(port), "hset", h, "k-vip", "pro"],
                            capture_output=True)
             with sltest.Topology(binary, conf, tmp, prefix="ti%d" % (os.getpid() % 1000)) as t:
@@ -67,6 +67,36 @@ def main():
                 res.eq((tiers["free"]["allowed"], tiers["free"]["rejected"]), (3, 1),
                        "/sluice/tiers: free (k-vip's first, k-nobody)")
                 res.eq(tiers["no_key"]["allowed"], 0, "/sluice/tiers: no_key")
+
+                # Redis gone when a key is first seen: the store cannot
+                # say, so the key is free for now and asked again a
+                # second later, not cached free for a minute
+                redis.kill()
+                redis.wait()
+                again = None
+                try:
+                    first = [get("k-late", i) for i in range(3)]
+                    again = sltest.start_redis(port, tmp)
+                    subprocess.run(["redis-cli", "-p", str(port), "hset", h, "k-late", "pro"],
+                                   capture_output=True)
+                    t0, late = time.time(), []
+                    while time.time() - t0 < 8 and late[-3:] != [200] * 3:
+                        time.sleep(0.25)
+                        # other keys' asks probe the store's breaker
+                        get("k-other-%d" % len(late), 0)
+                        late.append(get("k-late", 10 + len(late)))
+                    took = time.time() - t0
+                finally:
+                    if again is not None:
+                        again.kill()
+                        again.wait()
+                # (the breaker probes every 500 ms, a reconnect backs off
+                # to 2 s: the bound is what a minute's cache is not)
+                res.check(first[-1] == 429 and late[-3:] == [200] * 3,
+                          "Redis gone when k-late was first seen (%s: the free limit), then "
+                          "%s; pro "
+                          "%.1f s after it came back (reconnected, the breaker closed, asked "
+                          "again within a second), not a minute later" % (first, late, took))
                 res.eq(t.sluice.stop(), 0, "clean shutdown")
     return res.finish()
 

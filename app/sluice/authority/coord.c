@@ -718,10 +718,13 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 				 (c->store == NULL ||
 				  sl_store_tier(c->store, c->keys_hash,
 						&in[i]) != 0)) {
-				/* no store, or out: the default tier holds */
+				/* no store: no hash names the key; out: the
+				 * worker keeps what it knew, and asks again */
 				out[k] = in[i];
 				out[k].type = SL_CO_TIER_ANSWER;
-				out[k++].tier.found = 0;
+				out[k++].tier.found = c->store == NULL
+							      ? SL_TIER_UNNAMED
+							      : SL_TIER_UNSAID;
 			} else if (in[i].type == SL_CO_TIER)
 				continue;
 			else if (in[i].type == SL_CO_GIVE_BACK)

@@ -31,6 +31,8 @@ enum sl_coord_type {
 };
 
 /* One ring element: 128 bytes, two cache lines (a key fits in it). */
+enum sl_tier_found { SL_TIER_UNNAMED, SL_TIER_NAMED, SL_TIER_UNSAID };
+
 struct sl_coord_msg {
 	uint64_t k1, k2; /* the bucket: rule name and identity */
 	uint8_t type;
@@ -80,8 +82,11 @@ struct sl_coord_msg {
 			uint64_t expires_ns, retry_ns, reset_ns, remaining;
 		} ans;
 		struct {
-			uint8_t len;    /* of the key, or of the tier's name */
-			uint8_t found;  /* answer: the hash names the key */
+			uint8_t len; /* of the key, or of the tier's name */
+			/* answer: SL_TIER_NAMED (the hash names the key),
+			 * SL_TIER_UNNAMED, or SL_TIER_UNSAID (the store
+			 * could not say: out, or an error) */
+			uint8_t found;
 			char text[102]; /* the key, or the tier's name */
 		} tier;
 	};

@@ -688,13 +688,19 @@ on_tier(redisAsyncContext *ac, void *r, void *priv)
 
 	(void)ac;
 	a.type = SL_CO_TIER_ANSWER;
-	a.tier.found = 0;
 	a.tier.len = 0;
-	if (rep != NULL && rep->type == REDIS_REPLY_STRING &&
-	    rep->len < (int)sizeof(a.tier.text)) {
-		memcpy(a.tier.text, rep->str, (size_t)rep->len);
-		a.tier.len = (uint8_t)rep->len;
-		a.tier.found = 1;
+	/* nil: the hash does not name the key; no reply (the connection
+	 * went) or an error (NOPERM, LOADING): nothing is known of it */
+	a.tier.found = rep != NULL && rep->type == REDIS_REPLY_NIL
+			       ? SL_TIER_UNNAMED
+			       : SL_TIER_UNSAID;
+	if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
+		a.tier.found = SL_TIER_UNNAMED; /* too long for a tier */
+		if (rep->len < (int)sizeof(a.tier.text)) {
+			memcpy(a.tier.text, rep->str, (size_t)rep->len);
+			a.tier.len = (uint8_t)rep->len;
+			a.tier.found = SL_TIER_NAMED;
+		}
 	}
 	t->s->sink.answer(t->s->sink.ctx, &t->q, &a, t->s->now);
 	free(t);

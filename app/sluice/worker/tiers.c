@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A key's tier when the static map does not name it: asked of the keys
- * hash through the coordinator, cached with a TTL. Until the answer
- * comes the key is in the default tier; nothing waits for it.
+ * hash through the coordinator, cached with a TTL. Until the first
+ * answer comes the key is in the default tier; nothing waits for it.
+ * A tier once known stands while it is asked again (at its TTL, or
+ * while the store cannot say): dropping to the default meanwhile would
+ * put a pro key under the free limit for a round trip every minute, and
+ * for a whole minute each time the store stumbled.
  */
 #include <string.h>
 
 #include "dp.h"
 
-#define TIER_TTL_NS 60000000000ULL
+#define TIER_TTL_NS   60000000000ULL
+#define TIER_RETRY_NS 1000000000ULL /* the store could not say */
 
 struct tier_cache {
 	int16_t tier;  /* -1: not in the hash: the default tier */
-	uint8_t state; /* 0 unknown, 1 asked, 2 known */
-	uint64_t until_ns;
+	uint8_t known; /* tier holds an answer (fresh until fresh_ns) */
+	uint8_t asked; /* an ask is out, its answer due by asked_ns */
+	uint64_t fresh_ns, asked_ns;
 };
 
 int
@@ -39,6 +45,18 @@ tier_key(const char *key, uint32_t len)
 				      sl_hash64(key, len, 0x7432)};
 }
 
+/* Kept while fresh, while an answer is due, and a TTL past freshness,
+ * so that a key seen again finds the tier it had to revalidate. */
+static void
+keep(struct sl_worker *w, struct tier_cache *e)
+{
+	uint64_t t = e->known ? e->fresh_ns + TIER_TTL_NS : 0;
+
+	if (e->asked && e->asked_ns > t)
+		t = e->asked_ns;
+	sl_bucket_touch(w->tiers, (struct sl_limit_state *)e, t);
+}
+
 /* Asks the coordinator; the entry says so until the store timeout. */
 static void
 ask(struct sl_worker *w, const struct sl_bucket_key *k, struct tier_cache *e,
@@ -55,9 +73,9 @@ ask(struct sl_worker *w, const struct sl_bucket_key *k, struct tier_cache *e,
 	memcpy(m.tier.text, key, len);
 	if (sl_to_coord(w, &m) != 0)
 		return;
-	e->state = 1;
-	e->until_ns = w->now_ns + w->app->store_timeout_ns;
-	sl_bucket_touch(w->tiers, (struct sl_limit_state *)e, e->until_ns);
+	e->asked = 1;
+	e->asked_ns = w->now_ns + w->app->store_timeout_ns;
+	keep(w, e);
 }
 
 int
@@ -69,13 +87,11 @@ sl_tier_of(struct sl_worker *w, const char *key, uint32_t len)
 
 	sl_bucket_begin(w->tiers);
 	e = (struct tier_cache *)sl_bucket_get(w->tiers, &k, w->now_ns);
-	if (e->state == 2 && w->now_ns < e->until_ns)
-		return e->tier >= 0 ? e->tier : def;
-	if (e->state == 1 && w->now_ns < e->until_ns)
-		return def; /* asked already: the default until it answers */
-	if (len <= sizeof(((struct sl_coord_msg *)0)->tier.text))
+	if ((!e->known || w->now_ns >= e->fresh_ns) &&
+	    (!e->asked || w->now_ns >= e->asked_ns) &&
+	    len <= sizeof(((struct sl_coord_msg *)0)->tier.text))
 		ask(w, &k, e, key, len);
-	return def;
+	return e->known && e->tier >= 0 ? e->tier : def;
 }
 
 void
@@ -86,10 +102,21 @@ sl_tier_answer(struct sl_worker *w, const struct sl_coord_msg *a)
 
 	sl_bucket_begin(w->tiers);
 	e = (struct tier_cache *)sl_bucket_get(w->tiers, &k, w->now_ns);
-	e->tier = a->tier.found ? (int16_t)sl_ruleset_tier_index(
-					  w->pol->rs, a->tier.text, a->tier.len)
-				: -1;
-	e->state = 2;
-	e->until_ns = w->now_ns + TIER_TTL_NS;
-	sl_bucket_touch(w->tiers, (struct sl_limit_state *)e, e->until_ns);
+	e->asked = 0;
+	if (a->tier.found == SL_TIER_UNSAID) {
+		/* what was known stands; the default until anything is */
+		if (!e->known)
+			e->tier = -1;
+		e->known = 1;
+		e->fresh_ns = w->now_ns + TIER_RETRY_NS;
+	} else {
+		e->tier = a->tier.found == SL_TIER_NAMED
+				  ? (int16_t)sl_ruleset_tier_index(w->pol->rs,
+								   a->tier.text,
+								   a->tier.len)
+				  : -1;
+		e->known = 1;
+		e->fresh_ns = w->now_ns + TIER_TTL_NS;
+	}
+	keep(w, e);
 }
