@@ -978,6 +978,13 @@ tier_cache(void **state)
 	w->now_ns += s + 1;
 	assert_int_equal(sl_tier_of(w, "k-t", 3), pro);
 	assert_int_equal(tier_asks(w), 1);
+	/* back after half an hour: pro while it is asked again */
+	tier_says(w, "k-t", SL_TIER_NAMED, "pro");
+	w->now_ns += 1800 * s;
+	sl_bucket_begin(w->tiers); /* what the table would sweep by now */
+	sl_bucket_expire(w->tiers, w->now_ns, 1u << 22);
+	assert_int_equal(sl_tier_of(w, "k-t", 3), pro);
+	assert_int_equal(tier_asks(w), 1);
 	/* the hash no longer names it: the default tier */
 	tier_says(w, "k-t", SL_TIER_UNNAMED, "");
 	assert_int_equal(sl_tier_of(w, "k-t", 3), 0);

@@ -14,6 +14,11 @@
 
 #define TIER_TTL_NS   60000000000ULL
 #define TIER_RETRY_NS 1000000000ULL /* the store could not say */
+/* how long a tier past its TTL is kept to stand while it is asked again:
+ * a key back after a quiet spell is not sent to the default tier for a
+ * round trip (a batch client's first burst refused below its limit).
+ * The table's size bounds what this keeps: the oldest go first. */
+#define TIER_KEEP_NS 3600000000000ULL
 
 struct tier_cache {
 	int16_t tier;  /* -1: not in the hash: the default tier */
@@ -45,12 +50,12 @@ tier_key(const char *key, uint32_t len)
 				      sl_hash64(key, len, 0x7432)};
 }
 
-/* Kept while fresh, while an answer is due, and a TTL past freshness,
- * so that a key seen again finds the tier it had to revalidate. */
+/* Kept while fresh, while an answer is due, and TIER_KEEP_NS past
+ * freshness, so that a key seen again finds the tier to revalidate. */
 static void
 keep(struct sl_worker *w, struct tier_cache *e)
 {
-	uint64_t t = e->known ? e->fresh_ns + TIER_TTL_NS : 0;
+	uint64_t t = e->known ? e->fresh_ns + TIER_KEEP_NS : 0;
 
 	if (e->asked && e->asked_ns > t)
 		t = e->asked_ns;
