@@ -342,6 +342,14 @@ int sl_ruleset_tier_find(const struct sl_ruleset *rs, const char *key,
 /* A tier's index by name, -1 if the rule set has no such tier. */
 int sl_ruleset_tier_index(const struct sl_ruleset *rs, const char *name,
 			  uint32_t len);
+/*
+ * A tier named by a hash of its name (never 0), so that what was learnt
+ * of a key's tier under one rule set reads right under the next, whose
+ * tiers may be reordered or gone: the index, or -1 if it has no such
+ * tier.
+ */
+uint64_t sl_tier_hash(const char *name, uint32_t len);
+int sl_ruleset_tier_of_hash(const struct sl_ruleset *rs, uint64_t h);
 int sl_ruleset_default_tier(const struct sl_ruleset *rs);
 uint32_t sl_ruleset_tier_count(const struct sl_ruleset *rs);
 const char *sl_ruleset_tier_name(const struct sl_ruleset *rs, uint32_t i);

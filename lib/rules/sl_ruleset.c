@@ -37,6 +37,7 @@ struct sl_ruleset {
 	struct htab ovr;               /* (rule, kind, id) -> override index */
 	uint8_t has_ovr[SL_MAX_RULES]; /* a rule nobody overrides: no hash */
 	uint8_t (*prefix_keys)[18];
+	uint64_t tier_h[SL_MAX_TIERS]; /* each tier's sl_tier_hash */
 };
 
 static int
@@ -262,6 +263,9 @@ sl_ruleset_build(const struct sl_config *src)
 		rs->rule_id[i] = sl_hash64(c->rules[i].name,
 					   (uint32_t)strlen(c->rules[i].name),
 					   0x52554c45u);
+	for (i = 0; i < c->n_tiers; i++)
+		rs->tier_h[i] = sl_tier_hash(c->tiers[i],
+					     (uint32_t)strlen(c->tiers[i]));
 	for (i = 0; i < c->n_keys; i++)
 		ht_put(&rs->keys,
 		       sl_hash64(c->keys[i].key,
@@ -353,6 +357,23 @@ sl_ruleset_tier_index(const struct sl_ruleset *rs, const char *name,
 	for (i = 0; i < rs->cfg.n_tiers; i++)
 		if (strlen(rs->cfg.tiers[i]) == len &&
 		    memcmp(rs->cfg.tiers[i], name, len) == 0)
+			return (int)i;
+	return -1;
+}
+
+uint64_t
+sl_tier_hash(const char *name, uint32_t len)
+{
+	return sl_hash64(name, len, 0x54494552u) | 1; /* never 0 */
+}
+
+int
+sl_ruleset_tier_of_hash(const struct sl_ruleset *rs, uint64_t h)
+{
+	uint32_t i;
+
+	for (i = 0; i < rs->cfg.n_tiers; i++)
+		if (rs->tier_h[i] == h)
 			return (int)i;
 	return -1;
 }

@@ -339,6 +339,40 @@ overrides_keyed_as_clients(void **state)
 	assert_non_null(strstr(err, "t.yaml:5:19: ip: '::' is no client's"));
 }
 
+/* A tier learnt by name reads right under a rule set whose tiers were
+ * reordered, and as none where the tier is gone. */
+static void
+tier_by_name_hash(void **state)
+{
+	static const char *const y[] = {
+		"tiers: [free, pro]\nrules:\n  - {name: a, scope: ip, limit: "
+		"1/s}\n",
+		"tiers: [pro, free]\nrules:\n  - {name: a, scope: ip, limit: "
+		"1/s}\n",
+		"tiers: [free]\nrules:\n  - {name: a, scope: ip, limit: 1/s}\n",
+	};
+	const int want[] = {1, 0, -1};
+	uint64_t pro = sl_tier_hash("pro", 3);
+	char err[1024];
+	uint32_t i;
+
+	(void)state;
+	assert_int_not_equal(pro, 0);
+	assert_int_not_equal(pro, sl_tier_hash("free", 4));
+	for (i = 0; i < 3; i++) {
+		struct sl_config *c = load(y[i], err, sizeof(err));
+		struct sl_ruleset *rs;
+
+		if (c == NULL)
+			fail_msg("%s", err);
+		rs = sl_ruleset_build(c);
+		sl_config_free(c);
+		assert_non_null(rs);
+		assert_int_equal(sl_ruleset_tier_of_hash(rs, pro), want[i]);
+		sl_ruleset_free(rs);
+	}
+}
+
 /* A mapped or compatible range in the blocklist blocks the IPv4 clients
  * it names (they are counted as IPv4), not nobody. */
 static void
@@ -455,6 +489,7 @@ main(void)
 		cmocka_unit_test(ruleset_overrides_expire),
 		cmocka_unit_test(overrides_keyed_as_clients),
 		cmocka_unit_test(blocklist_mapped_ranges),
+		cmocka_unit_test(tier_by_name_hash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

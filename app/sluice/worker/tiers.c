@@ -21,8 +21,10 @@
 #define TIER_KEEP_NS 3600000000000ULL
 
 struct tier_cache {
-	int16_t tier;  /* -1: not in the hash: the default tier */
-	uint8_t known; /* tier holds an answer (fresh until fresh_ns) */
+	/* the tier's name hashed (sl_tier_hash), not its index: a reload
+	 * may reorder the tiers; 0: not in the hash, the default tier */
+	uint64_t name_h;
+	uint8_t known; /* name_h holds an answer (fresh until fresh_ns) */
 	uint8_t asked; /* an ask is out, its answer due by asked_ns */
 	uint64_t fresh_ns, asked_ns;
 };
@@ -96,7 +98,12 @@ sl_tier_of(struct sl_worker *w, const char *key, uint32_t len)
 	    (!e->asked || w->now_ns >= e->asked_ns) &&
 	    len <= sizeof(((struct sl_coord_msg *)0)->tier.text))
 		ask(w, &k, e, key, len);
-	return e->known && e->tier >= 0 ? e->tier : def;
+	if (e->known && e->name_h != 0) {
+		int t = sl_ruleset_tier_of_hash(w->pol->rs, e->name_h);
+
+		return t >= 0 ? t : def;
+	}
+	return def;
 }
 
 void
@@ -111,15 +118,13 @@ sl_tier_answer(struct sl_worker *w, const struct sl_coord_msg *a)
 	if (a->tier.found == SL_TIER_UNSAID) {
 		/* what was known stands; the default until anything is */
 		if (!e->known)
-			e->tier = -1;
+			e->name_h = 0;
 		e->known = 1;
 		e->fresh_ns = w->now_ns + TIER_RETRY_NS;
 	} else {
-		e->tier = a->tier.found == SL_TIER_NAMED
-				  ? (int16_t)sl_ruleset_tier_index(w->pol->rs,
-								   a->tier.text,
-								   a->tier.len)
-				  : -1;
+		e->name_h = a->tier.found == SL_TIER_NAMED
+				    ? sl_tier_hash(a->tier.text, a->tier.len)
+				    : 0;
 		e->known = 1;
 		e->fresh_ns = w->now_ns + TIER_TTL_NS;
 	}
