@@ -303,6 +303,8 @@ uint32_t sl_method_bit_any_case(const char *m, size_t len);
 
 #define SL_MAX_RULES 256
 
+#define SL_TIER_ANY (-2)
+
 /* The parts of a request that rules look at: its normal form. */
 struct sl_match_req {
 	uint32_t method;  /* sl_method bit, 0 for a method no rule names */
@@ -310,7 +312,10 @@ struct sl_match_req {
 	uint32_t path_len;
 	const char *host;
 	uint32_t host_len;
-	int16_t tier; /* -1: the request carries no API key */
+	/* -1: the request carries no API key; SL_TIER_ANY: its tier is not
+	 * known yet, and a rule of any tier matches (the caller keeps each
+	 * rule's tier, to drop the others once it is) */
+	int16_t tier;
 	uint8_t has_key;
 	uint8_t has_user;
 };

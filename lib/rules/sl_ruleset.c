@@ -492,7 +492,7 @@ applies(const struct sl_rule *r, const struct sl_match_req *m)
 		return 0;
 	if (r->scope == SL_SCOPE_USER && !m->has_user)
 		return 0;
-	if (r->tier >= 0 && r->tier != m->tier)
+	if (r->tier >= 0 && r->tier != m->tier && m->tier != SL_TIER_ANY)
 		return 0;
 	if (r->methods && !(r->methods & m->method))
 		return 0;

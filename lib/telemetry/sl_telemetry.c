@@ -169,6 +169,7 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "reply_alloc_failed", c->reply_alloc_failed);
 	U64(d, "coord_asks", c->coord_asks);
 	U64(d, "parked", c->parked);
+	U64(d, "tier_waits", c->tier_waits);
 	U64(d, "park_dropped", c->park_dropped);
 	U64(d, "taken_unreported", c->taken_unreported);
 	U64(d, "decisions_sampled", c->decisions_sampled);

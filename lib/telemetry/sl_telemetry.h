@@ -94,6 +94,7 @@ struct sl_counters {
 	uint64_t reply_alloc_failed; /* no mbuf for the RST to the backend */
 	uint64_t coord_asks;   /* lease requests sent to the coordinator */
 	uint64_t parked;       /* requests that waited for an answer */
+	uint64_t tier_waits;   /* ... of those, for their key's tier first */
 	uint64_t park_dropped; /* later segments dropped while waiting */
 	/* units admitted without a grant whose report to the coordinator
 	 * was lost (its ring full): the authority never counted them */

@@ -59,6 +59,10 @@ static const char CONFIG[] =
 	"20/min, burst: 20, cost_from_response: X-RateLimit-Cost}\n"
 	"  - {name: fast, scope: key, match: {path_prefix: /fast}, limit: "
 	"10/s, burst: 8}\n"
+	"  - {name: tfree, scope: key, tier: free, match: {path_prefix: "
+	"/tier}, limit: 1/min, burst: 1}\n"
+	"  - {name: tpro, scope: key, tier: pro, match: {path_prefix: /tier}, "
+	"limit: 100/min, burst: 100}\n"
 	"response: {retry_jitter: 0, keep_alive: false}\n";
 
 static struct sl_app app;
@@ -938,8 +942,16 @@ tier_says(struct sl_worker *w, const char *key, uint8_t found, const char *tier)
 	sl_tier_answer(w, &a);
 }
 
+static int
+tier(struct sl_worker *w, const char *key)
+{
+	struct sl_bucket_key asked;
+
+	return sl_tier_of(w, key, (uint32_t)strlen(key), &asked);
+}
+
 /*
- * A key's tier from the keys hash: the default until the first answer;
+ * A key's tier from the keys hash: not known until the first answer;
  * once known, it stands while it is asked again at its TTL and while
  * the store cannot say (then asked again within a second), instead of
  * dropping the key to the default tier meanwhile.
@@ -961,43 +973,100 @@ tier_cache(void **state)
 	pro = sl_ruleset_tier_index(w->pol->rs, "pro", 3);
 	assert_true(pro > 0);
 	w->now_ns = 10 * s;
-	assert_int_equal(sl_tier_of(w, "k-t", 3), 0); /* the default */
+	assert_int_equal(tier(w, "k-t"), SL_TIER_ANY); /* being asked */
 	assert_int_equal(tier_asks(w), 1);
-	assert_int_equal(sl_tier_of(w, "k-t", 3), 0);
+	assert_int_equal(tier(w, "k-t"), SL_TIER_ANY);
 	assert_int_equal(tier_asks(w), 0); /* asked already */
 	tier_says(w, "k-t", SL_TIER_NAMED, "pro");
-	assert_int_equal(sl_tier_of(w, "k-t", 3), pro);
+	assert_int_equal(tier(w, "k-t"), pro);
 	/* its TTL past: asked again, pro meanwhile */
 	w->now_ns += 61 * s;
-	assert_int_equal(sl_tier_of(w, "k-t", 3), pro);
+	assert_int_equal(tier(w, "k-t"), pro);
 	assert_int_equal(tier_asks(w), 1);
 	/* the store cannot say: still pro, asked again within a second */
 	tier_says(w, "k-t", SL_TIER_UNSAID, "");
-	assert_int_equal(sl_tier_of(w, "k-t", 3), pro);
+	assert_int_equal(tier(w, "k-t"), pro);
 	assert_int_equal(tier_asks(w), 0);
 	w->now_ns += s + 1;
-	assert_int_equal(sl_tier_of(w, "k-t", 3), pro);
+	assert_int_equal(tier(w, "k-t"), pro);
 	assert_int_equal(tier_asks(w), 1);
 	/* back after half an hour: pro while it is asked again */
 	tier_says(w, "k-t", SL_TIER_NAMED, "pro");
 	w->now_ns += 1800 * s;
 	sl_bucket_begin(w->tiers); /* what the table would sweep by now */
 	sl_bucket_expire(w->tiers, w->now_ns, 1u << 22);
-	assert_int_equal(sl_tier_of(w, "k-t", 3), pro);
+	assert_int_equal(tier(w, "k-t"), pro);
 	assert_int_equal(tier_asks(w), 1);
 	/* the hash no longer names it: the default tier */
 	tier_says(w, "k-t", SL_TIER_UNNAMED, "");
-	assert_int_equal(sl_tier_of(w, "k-t", 3), 0);
+	assert_int_equal(tier(w, "k-t"), 0);
 	assert_int_equal(tier_asks(w), 0);
 	/* never known, and the store out: the default, asked again soon */
-	assert_int_equal(sl_tier_of(w, "k-u", 3), 0);
+	assert_int_equal(tier(w, "k-u"), SL_TIER_ANY);
 	assert_int_equal(tier_asks(w), 1);
 	tier_says(w, "k-u", SL_TIER_UNSAID, "");
-	assert_int_equal(sl_tier_of(w, "k-u", 3), 0);
+	assert_int_equal(tier(w, "k-u"), 0);
 	assert_int_equal(tier_asks(w), 0);
 	w->now_ns += s + 1;
-	assert_int_equal(sl_tier_of(w, "k-u", 3), 0);
+	assert_int_equal(tier(w, "k-u"), 0);
 	assert_int_equal(tier_asks(w), 1);
+	lanes->store = had;
+	done(w);
+}
+
+/*
+ * A key the keys hash names pro, seen for the first time: its request
+ * waits for the tier with both tiers' limits and is decided under pro's,
+ * not under the default (free, 1/min: a burst of one); the next ones
+ * under pro at once.
+ */
+static void
+tier_first_sight(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct sl_lanes *lanes = (struct sl_lanes *)(uintptr_t)app.lanes;
+	uint8_t had = lanes->store;
+	struct sl_coord_msg a;
+	struct rte_mbuf *m[4];
+	struct conn c;
+	int i, pro;
+
+	(void)state;
+	lanes->store = 1;
+	pro = sl_ruleset_tier_index(app.policy->rs, "pro", 3);
+	c = open_conn(w);
+	request(w, &c, "/tier/1", "k-first");
+	assert_int_equal(sent(UP, m, 4), 0);
+	assert_int_equal(w->ctr.tier_waits, 1);
+	assert_int_equal(tier_asks(w), 1); /* the tier; no lease asked yet */
+	memset(&a, 0, sizeof(a));
+	a.type = SL_CO_TIER_ANSWER;
+	a.k1 = sl_hash64("k-first", 7, 0x7431);
+	a.k2 = sl_hash64("k-first", 7, 0x7432);
+	a.tier.found = SL_TIER_NAMED;
+	a.tier.len = 3;
+	memcpy(a.tier.text, "pro", 3);
+	assert_int_equal(
+		rte_ring_enqueue_elem(app.lanes->ans[w->queue], &a, sizeof(a)),
+		0);
+	w->now = rte_rdtsc();
+	w->now_ns = sl_tsc_ns(&app, w->now);
+	sl_worker_leases(w); /* the tier known: pro's lease asked */
+	assert_int_equal(sent(UP, m, 4), 0);
+	coord_turn(w);
+	assert_forwarded("/tier/1");
+	for (i = 2; i <= 3; i++) {
+		char path[16];
+
+		snprintf(path, sizeof(path), "/tier/%d", i);
+		c = open_conn(w);
+		request(w, &c, path, "k-first");
+		coord_turn(w);
+		assert_forwarded(path);
+	}
+	assert_int_equal(w->ctr.tier_waits, 1);
+	assert_int_equal(w->ctr.rejected, 0);
+	assert_int_equal(w->tiers_ctr[pro + 1].allowed, 3);
 	lanes->store = had;
 	done(w);
 }
@@ -1028,6 +1097,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(backend_health),
 		cmocka_unit_test(retry_jitter),
 		cmocka_unit_test(tier_cache),
+		cmocka_unit_test(tier_first_sight),
 	};
 	int rc;
 

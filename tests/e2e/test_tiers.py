@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Tiers of keys outside the static map come from a Redis hash (HGET,
 asynchronous, cached per worker): a key the hash puts in 'pro' gets the
-pro limit once its tier is known; a key nobody names stays in the default
-tier; a key in the static map never asks.
+pro limit, its first requests too (they wait for the answer); a key
+nobody names stays in the default tier; a key in the static map never
+asks; with Redis gone when a key is first seen, it is asked again once
+Redis is back, not cached in the default tier for a minute.
 
 usage: test_tiers.py PATH/TO/sluice
 """
@@ -49,10 +51,19 @@ def main():
                 def get(key, i):
                     return t.curl("-H", "X-API-Key: " + key, "http://%s/v1/%s/%d" % (S4, key, i))[0]
 
-                first = get("k-vip", 0)  # decided under the default tier; asks
-                res.eq(first, 200, "the first request of an unknown key passes (default tier)")
-                time.sleep(0.3)
-                codes = [get("k-vip", i) for i in range(1, 6)]
+                # five connections at once from a key no worker has seen,
+                # which the hash puts in pro: each waits for the tier (or
+                # finds it known), none is held to free's burst of 2
+                urls = [a for i in range(5)
+                        for a in ("-o", "/dev/null", "http://%s/v1/k-vip/%d" % (S4, i))]
+                r = t.client("curl", "-sS", "-Z", "--parallel-immediate", "--max-time", "10",
+                             "-w", "%{http_code}\\n", "-H", "X-API-Key: k-vip", *urls)
+                res.eq(r.stdout.split(), ["200"] * 5,
+                       "an unknown key's first five requests at once: pro's limit, not free's")
+                st = t.sluice.stats()
+                res.check(st.get("tier_waits", 0) >= 1,
+                          "they waited for the tier (tier_waits %s)" % st.get("tier_waits"))
+                codes = [get("k-vip", i) for i in range(5, 10)]
                 res.eq(codes, [200] * 5, "once the hash answered, k-vip has the pro limit")
                 res.eq([get("k-nobody", i) for i in range(3)], [200, 200, 429],
                        "a key the hash does not name stays free (2/min)")
@@ -62,10 +73,10 @@ def main():
                 rules = {v["name"]: v for k, v in r.items() if k != "version"}
                 res.check(rules["pro-key"]["allowed"] >= 9, "pro-key counted the pro requests")
                 tiers = sltest.telemetry(t.sluice.prefix, "/sluice/tiers")
-                res.eq((tiers["pro"]["allowed"], tiers["pro"]["rejected"]), (9, 0),
-                       "/sluice/tiers: pro (k-vip once known, k-static)")
-                res.eq((tiers["free"]["allowed"], tiers["free"]["rejected"]), (3, 1),
-                       "/sluice/tiers: free (k-vip's first, k-nobody)")
+                res.eq((tiers["pro"]["allowed"], tiers["pro"]["rejected"]), (14, 0),
+                       "/sluice/tiers: pro (k-vip, its first requests too, k-static)")
+                res.eq((tiers["free"]["allowed"], tiers["free"]["rejected"]), (2, 1),
+                       "/sluice/tiers: free (k-nobody)")
                 res.eq(tiers["no_key"]["allowed"], 0, "/sluice/tiers: no_key")
 
                 # Redis gone when a key is first seen: the store cannot

@@ -223,6 +223,7 @@ need_of(struct sl_worker *w, uint16_t rule, const struct scope_id *s,
 	n->slot = pol->slot[rule];
 	n->on_failure = r->on_store_failure;
 	n->subs = r->sub_buckets;
+	n->tier = r->tier;
 	n->global = r->global;
 	/* only a global rule's demand is reported, under its id */
 	n->rid = r->global ? sl_ruleset_rule_id(pol->rs, rule) : 0;
@@ -237,9 +238,38 @@ need_of(struct sl_worker *w, uint16_t rule, const struct scope_id *s,
  * With a coordinator: every enforcing limit is spent from a lease; shadow
  * rules are counted from this worker's own buckets, never waited for.
  */
+/*
+ * The key's tier is being asked for the first time (asked names its
+ * entry) and a rule of some tier matched: the request waits for the
+ * answer with every tier's limits, the others dropped once it is known
+ * (sl_leased_resolve). Decided under the default tier meanwhile, a pro
+ * client's first burst met the free limit. One that cannot wait is
+ * decided under the default tier: its limits only.
+ */
+static struct sl_verdict
+wait_for_tier(struct sl_worker *w, struct sl_req *q, struct sl_need *ns,
+	      uint32_t k, const struct sl_bucket_key *asked)
+{
+	int16_t def = (int16_t)sl_ruleset_default_tier(w->pol->rs);
+	uint32_t i, j = 0, tiered = 0;
+
+	for (i = 0; i < k; i++)
+		tiered += ns[i].tier >= 0;
+	if (tiered == 0)
+		return sl_leased_decide(w, q, ns, k);
+	if (q->parkable && !sl_parkq_full(&w->parkq))
+		return sl_leased_wait_tier(w, q, ns, k, asked);
+	for (i = 0; i < k; i++)
+		if (ns[i].tier < 0 || ns[i].tier == def)
+			ns[j++] = ns[i];
+	return j > 0 ? sl_leased_decide(w, q, ns, j)
+		     : allowed(w, q, 0, NULL, 0);
+}
+
 static struct sl_verdict
 decide_leased(struct sl_worker *w, struct sl_req *q, const uint16_t *idx,
-	      uint32_t n, struct scope_id *scopes)
+	      uint32_t n, struct scope_id *scopes,
+	      const struct sl_bucket_key *asked)
 {
 	const struct sl_policy *pol = w->pol;
 	struct sl_need ns[SL_MAX_MATCH];
@@ -257,6 +287,10 @@ decide_leased(struct sl_worker *w, struct sl_req *q, const uint16_t *idx,
 			need_of(w, idx[i], s, &ns[k++]);
 			continue;
 		}
+		/* a shadow rule of a tier not known yet: not counted */
+		if (asked != NULL && r->tier >= 0 &&
+		    r->tier != sl_ruleset_default_tier(pol->rs))
+			continue;
 		check_one(w, q, &c, s, 0);
 		c.denied = !c.res.allow;
 		shadow_denied += c.denied;
@@ -265,7 +299,8 @@ decide_leased(struct sl_worker *w, struct sl_req *q, const uint16_t *idx,
 	if (k == 0)
 		return allowed(w, q, shadow_denied, NULL, 0);
 	q->flags |= shadow_denied ? SL_DF_SHADOW : 0;
-	v = sl_leased_decide(w, q, ns, k);
+	v = asked != NULL ? wait_for_tier(w, q, ns, k, asked)
+			  : sl_leased_decide(w, q, ns, k);
 	if (v.action != SL_REQ_STOP)
 		count_shadow(w, q, shadow_denied);
 	return v;
@@ -302,14 +337,17 @@ screen(struct sl_worker *w, const struct sl_req *q, int *key_tier)
 	return sl_verdict_go();
 }
 
-/* The request's tier: the static map's, else the keys hash's (cached). */
+/* The request's tier: the static map's, else the keys hash's (cached;
+ * SL_TIER_ANY while it is first asked, *asked naming the entry). */
 static int16_t
-tier_of(struct sl_worker *w, const struct sl_http_req *req, int key_tier)
+tier_of(struct sl_worker *w, const struct sl_http_req *req, int key_tier,
+	struct sl_bucket_key *asked)
 {
 	if (key_tier >= 0)
 		return (int16_t)key_tier;
 	if (w->app->lanes != NULL && w->app->lanes->store)
-		return (int16_t)sl_tier_of(w, req->api_key.p, req->api_key.len);
+		return (int16_t)sl_tier_of(w, req->api_key.p, req->api_key.len,
+					   asked);
 	return (int16_t)sl_ruleset_default_tier(w->pol->rs);
 }
 
@@ -408,6 +446,7 @@ sl_decide(struct sl_worker *w, struct sl_req *q)
 	struct sl_verdict v;
 	uint32_t n, i;
 	int key_tier = -1, err;
+	struct sl_bucket_key asked;
 
 	w->hl_n = 0;
 	q->flags = 0;
@@ -427,8 +466,11 @@ sl_decide(struct sl_worker *w, struct sl_req *q)
 		return refuse(w, err);
 	sl_match_req_init(&m, req, &nt);
 	if (m.has_key)
-		m.tier = tier_of(w, req, key_tier);
-	q->tier = m.tier;
+		m.tier = tier_of(w, req, key_tier, &asked);
+	/* (counted in the default tier unless it waits to be known) */
+	q->tier = m.tier != SL_TIER_ANY
+			  ? m.tier
+			  : (int16_t)sl_ruleset_default_tier(pol->rs);
 	n = sl_ruleset_match(pol->rs, &m, idx, SL_MAX_MATCH);
 	/* only the flags: each scope is ~0.5 kB, filled when first used */
 	for (i = 0; i < 5; i++)
@@ -436,7 +478,8 @@ sl_decide(struct sl_worker *w, struct sl_req *q)
 	sl_bucket_begin(w->buckets);
 	sl_bucket_begin(w->logs);
 	if (w->app->lanes != NULL)
-		return decide_leased(w, q, idx, n, scopes);
+		return decide_leased(w, q, idx, n, scopes,
+				     m.tier == SL_TIER_ANY ? &asked : NULL);
 	return decide_local(w, q, idx, n, scopes);
 }
 

@@ -190,6 +190,11 @@ struct sl_verdict sl_decide_invalid(struct sl_worker *w,
 /* leased.c: the request's enforcing limits, spent from leases. */
 struct sl_verdict sl_leased_decide(struct sl_worker *w, struct sl_req *r,
 				   const struct sl_need *ns, uint32_t n);
+/* Parks a request until its key's tier is known (asked: its entry in
+ * the tier cache), with the limits of every tier it could be in. */
+struct sl_verdict sl_leased_wait_tier(struct sl_worker *w, struct sl_req *r,
+				      const struct sl_need *ns, uint32_t n,
+				      const struct sl_bucket_key *asked);
 /* A parked request, decided again: 0 and *v set once it is decided. */
 int sl_leased_resolve(struct sl_worker *w, struct sl_parked *e,
 		      struct sl_verdict *v);
@@ -270,8 +275,13 @@ struct sl_verdict sl_degrade(struct sl_worker *w, struct sl_req *r,
 			     const struct sl_need *ns, struct sl_lease **ls,
 			     uint32_t n, int late);
 
-/* tiers.c: a key outside the static map: cached, else asked (default). */
-int sl_tier_of(struct sl_worker *w, const char *key, uint32_t len);
+/* tiers.c: a key outside the static map: cached, else asked. Its tier
+ * index; SL_TIER_ANY while the first answer is due (*asked then names
+ * the entry to look it up by, sl_tier_known), the default when none
+ * can be had. */
+int sl_tier_of(struct sl_worker *w, const char *key, uint32_t len,
+	       struct sl_bucket_key *asked);
+int sl_tier_known(struct sl_worker *w, const struct sl_bucket_key *k);
 int sl_tiers_init(struct sl_worker *w);
 void sl_tiers_free(struct sl_worker *w);
 struct sl_coord_msg;

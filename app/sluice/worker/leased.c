@@ -426,18 +426,67 @@ sl_leased_decide(struct sl_worker *w, struct sl_req *r,
 				     w->now_ns + w->app->store_timeout_ns)};
 }
 
+struct sl_verdict
+sl_leased_wait_tier(struct sl_worker *w, struct sl_req *r,
+		    const struct sl_need *ns, uint32_t n,
+		    const struct sl_bucket_key *asked)
+{
+	uint16_t i = sl_parkq_add(&w->parkq, ns, n, r->id, r->tier,
+				  w->now_ns + w->app->store_timeout_ns);
+	struct sl_parked *e = sl_parkq_entry(&w->parkq, i);
+
+	e->tier_wait = 1;
+	e->tier_k = *asked;
+	w->ctr.parked++;
+	w->ctr.tier_waits++;
+	return (struct sl_verdict){.action = SL_REQ_PARK, .park = i};
+}
+
+/*
+ * A request that waited for its key's tier: the limits of other tiers
+ * dropped once it is known (the default tier's where the answer did not
+ * come in time), and counted as arrivals now. 0 while it still waits.
+ */
+static int
+tier_known(struct sl_worker *w, struct sl_parked *e)
+{
+	int t = sl_tier_known(w, &e->tier_k);
+	struct sl_lease *l;
+	uint32_t i, k = 0;
+
+	if (t == SL_TIER_ANY && w->now_ns < e->deadline_ns)
+		return 0;
+	if (t == SL_TIER_ANY)
+		t = sl_ruleset_default_tier(w->pol->rs);
+	for (i = 0; i < e->n_need; i++)
+		if (e->need[i].tier < 0 || e->need[i].tier == t)
+			e->need[k++] = e->need[i];
+	e->n_need = (uint8_t)k;
+	e->tier = (int16_t)t;
+	e->tier_wait = 0;
+	sl_bucket_begin(w->leases);
+	for (i = 0; i < k; i++) {
+		l = lease_of(w, &e->need[i].key);
+		renumber(w, &e->need[i], l);
+		sl_lease_seen(l, e->need[i].cost, w->now_ns);
+		if (e->need[i].global)
+			report_demand(w, &e->need[i], l);
+	}
+	return 1;
+}
+
 int
 sl_leased_resolve(struct sl_worker *w, struct sl_parked *e,
 		  struct sl_verdict *v)
 {
 	struct sl_lease *ls[SL_MAX_MATCH];
-	struct sl_req r = {
-		.id = &e->id, .tier = e->tier, .flags = SL_DF_PARKED};
-	int unknown, strict,
-		st = evaluate(w, e->need, e->n_need, ls, &strict, NULL,
-			      &unknown);
-	int late = w->now_ns >= e->deadline_ns;
+	struct sl_req r = {.id = &e->id, .flags = SL_DF_PARKED};
+	int unknown, strict, st, late = w->now_ns >= e->deadline_ns;
 
+	if (e->tier_wait && !tier_known(w, e))
+		return -1;
+	r.tier = e->tier;
+	st = evaluate(w, e->need, e->n_need, ls, &strict, NULL, &unknown);
 	w->cost_next_set = 0;
 	w->hl_n = 0;
 	if (st == ST_OK) {

@@ -36,6 +36,7 @@ struct sl_need {
 	uint8_t global;     /* the rule's global: its demand reported */
 	uint64_t rid;       /* ... under the rule's id */
 	uint64_t gcount;    /* ... against its global count (per period) */
+	int16_t tier;       /* the rule's tier; -1: every tier */
 };
 
 struct sl_parked {
@@ -54,6 +55,10 @@ struct sl_parked {
 	struct rte_mbuf *held[SL_PARK_HELD];
 	struct sl_identity id; /* for the throttled-identities sketch */
 	int16_t tier;          /* for the per-tier counters */
+	/* its key's tier is being asked (tiers.c, under tier_k): the needs
+	 * are every tier's, those of other tiers dropped once it is known */
+	uint8_t tier_wait;
+	struct sl_bucket_key tier_k;
 	struct sl_need need[];
 };
 

@@ -85,10 +85,21 @@ ask(struct sl_worker *w, const struct sl_bucket_key *k, struct tier_cache *e,
 	keep(w, e);
 }
 
-int
-sl_tier_of(struct sl_worker *w, const char *key, uint32_t len)
+static int
+known_tier(const struct sl_worker *w, const struct tier_cache *e)
 {
-	int def = sl_ruleset_default_tier(w->pol->rs);
+	int def = sl_ruleset_default_tier(w->pol->rs), t;
+
+	if (!e->known || e->name_h == 0)
+		return def;
+	t = sl_ruleset_tier_of_hash(w->pol->rs, e->name_h);
+	return t >= 0 ? t : def;
+}
+
+int
+sl_tier_of(struct sl_worker *w, const char *key, uint32_t len,
+	   struct sl_bucket_key *asked)
+{
 	struct sl_bucket_key k = tier_key(key, len);
 	struct tier_cache *e;
 
@@ -98,12 +109,20 @@ sl_tier_of(struct sl_worker *w, const char *key, uint32_t len)
 	    (!e->asked || w->now_ns >= e->asked_ns) &&
 	    len <= sizeof(((struct sl_coord_msg *)0)->tier.text))
 		ask(w, &k, e, key, len);
-	if (e->known && e->name_h != 0) {
-		int t = sl_ruleset_tier_of_hash(w->pol->rs, e->name_h);
+	if (e->known)
+		return known_tier(w, e);
+	*asked = k;
+	return e->asked && w->now_ns < e->asked_ns ? SL_TIER_ANY
+						   : known_tier(w, e);
+}
 
-		return t >= 0 ? t : def;
-	}
-	return def;
+int
+sl_tier_known(struct sl_worker *w, const struct sl_bucket_key *k)
+{
+	const struct tier_cache *e =
+		(const struct tier_cache *)sl_bucket_find(w->tiers, k);
+
+	return e != NULL && e->known ? known_tier(w, e) : SL_TIER_ANY;
 }
 
 void
