@@ -316,16 +316,10 @@ overrides_keyed_as_clients(void **state)
 	uint8_t v4[4] = {198, 18, 0, 7}, v6[16] = {0x20, 0x01, 0, 2};
 	int64_t t2029 = 1861920000;
 	char err[2048];
-	struct sl_config *c = load(y, err, sizeof(err));
-	struct sl_ruleset *rs;
+	struct sl_ruleset *rs = ruleset_of(y);
 	const struct sl_override *o;
 
 	(void)state;
-	if (c == NULL)
-		fail_msg("%s", err);
-	rs = sl_ruleset_build(c);
-	sl_config_free(c);
-	assert_non_null(rs);
 	o = sl_ruleset_override(rs, 0, SL_SCOPE_IP, v4, 4, t2029);
 	assert_non_null(o);
 	assert_int_equal(o->limit.count, 7);
@@ -353,21 +347,14 @@ tier_by_name_hash(void **state)
 	};
 	const int want[] = {1, 0, -1};
 	uint64_t pro = sl_tier_hash("pro", 3);
-	char err[1024];
 	uint32_t i;
 
 	(void)state;
 	assert_int_not_equal(pro, 0);
 	assert_int_not_equal(pro, sl_tier_hash("free", 4));
 	for (i = 0; i < 3; i++) {
-		struct sl_config *c = load(y[i], err, sizeof(err));
-		struct sl_ruleset *rs;
+		struct sl_ruleset *rs = ruleset_of(y[i]);
 
-		if (c == NULL)
-			fail_msg("%s", err);
-		rs = sl_ruleset_build(c);
-		sl_config_free(c);
-		assert_non_null(rs);
 		assert_int_equal(sl_ruleset_tier_of_hash(rs, pro), want[i]);
 		sl_ruleset_free(rs);
 	}
@@ -398,9 +385,8 @@ blocklist_mapped_ranges(void **state)
 	assert_int_equal(c->block_cidrs[0].prefix, 32);
 	assert_int_equal(c->block_cidrs[1].prefix, 24);
 	assert_int_equal(c->block_cidrs[3].af, 6); /* ::1 is no IPv4 */
-	rs = sl_ruleset_build(c);
 	sl_config_free(c);
-	assert_non_null(rs);
+	rs = ruleset_of(y);
 	assert_true(sl_ruleset_ip_blocked(rs, 4, a));
 	assert_true(sl_ruleset_ip_blocked(rs, 4, b));
 	assert_true(sl_ruleset_ip_blocked(rs, 4, c4));
