@@ -63,11 +63,26 @@ lint_hosts(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 	return 1;
 }
 
+/* Whether any key can be of tier t: the default's, the static map's,
+ * or, with a store, whatever its keys hash names. */
+static int
+tier_reachable(const struct sl_config *c, int t)
+{
+	uint32_t i;
+
+	if (t == c->default_tier || c->store.present)
+		return 1;
+	for (i = 0; i < c->n_keys; i++)
+		if (c->keys[i].tier == t)
+			return 1;
+	return 0;
+}
+
 /* Rules whose match no request can meet: a query in a path field (the
  * path matched is the target's path, never its query), an exact path
  * outside the rule's own path_prefix (a request must meet both), a user
- * rule with no header to read users from, and CONNECT alone (refused,
- * 400 connect, before any rule). */
+ * rule with no header to read users from, a tier no key can be of, and
+ * CONNECT alone (refused, 400 connect, before any rule). */
 static uint32_t
 lint_never(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 {
@@ -88,6 +103,14 @@ lint_never(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 				 "and none is set; set it, or key the rule "
 				 "another way",
 				 r->name);
+		else if (r->tier >= 0 && !tier_reachable(c, r->tier))
+			snprintf(msg, sizeof(msg),
+				 "rule '%s' can never match: no key is of "
+				 "tier '%s' (it is not default_tier, no "
+				 "entry of keys names it, and there is no "
+				 "store whose keys_hash could); name it in "
+				 "keys, or add a store",
+				 r->name, c->tiers[r->tier]);
 		else if (r->methods == SL_M_CONNECT)
 			snprintf(msg, sizeof(msg),
 				 "rule '%s' can never match: CONNECT is "

@@ -80,6 +80,9 @@ def never_bound(binary, res):
          "identity.user_header names, and none is set"),
         ("  - {name: c, scope: ip, match: {methods: [CONNECT]}, limit: 5/min}\n",
          ":4: warning: rule 'c' can never match: CONNECT is refused (400 connect)"),
+        ("  - {name: p, scope: key, tier: pro, limit: 5/min}\n"
+         "  - {name: i, scope: ip, limit: 9/s}\ntiers: [free, pro]\nkeys: {k1: free}\n",
+         ":4: warning: rule 'p' can never match: no key is of tier 'pro'"),
         ("  - {name: k, scope: key, limit: 5/min}\n  - {name: i, scope: ip, limit: 9/s}\n"
          "overrides:\n  - {rule: i, key: k1, limit: 9/min, expires: 2099-01-01T00:00:00Z}\n",
          ":7: warning: override of rule 'i' never applies: it names an API key (key:), and "
