@@ -235,10 +235,6 @@ need_of(struct sl_worker *w, uint16_t rule, const struct scope_id *s,
 }
 
 /*
- * With a coordinator: every enforcing limit is spent from a lease; shadow
- * rules are counted from this worker's own buckets, never waited for.
- */
-/*
  * The key's tier is being asked for the first time (asked names its
  * entry) and a rule of some tier matched: the request waits for the
  * answer with every tier's limits, the others dropped once it is known
@@ -266,6 +262,10 @@ wait_for_tier(struct sl_worker *w, struct sl_req *q, struct sl_need *ns,
 		     : allowed(w, q, 0, NULL, 0);
 }
 
+/*
+ * With a coordinator: every enforcing limit is spent from a lease; shadow
+ * rules are counted from this worker's own buckets, never waited for.
+ */
 static struct sl_verdict
 decide_leased(struct sl_worker *w, struct sl_req *q, const uint16_t *idx,
 	      uint32_t n, struct scope_id *scopes,
