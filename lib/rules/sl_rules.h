@@ -355,6 +355,8 @@ int sl_ruleset_tier_index(const struct sl_ruleset *rs, const char *name,
  */
 uint64_t sl_tier_hash(const char *name, uint32_t len);
 int sl_ruleset_tier_of_hash(const struct sl_ruleset *rs, uint64_t h);
+/* Tier t's hash; 0 for no tier (t < 0). */
+uint64_t sl_ruleset_tier_hash_of(const struct sl_ruleset *rs, int t);
 int sl_ruleset_default_tier(const struct sl_ruleset *rs);
 uint32_t sl_ruleset_tier_count(const struct sl_ruleset *rs);
 const char *sl_ruleset_tier_name(const struct sl_ruleset *rs, uint32_t i);

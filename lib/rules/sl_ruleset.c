@@ -367,6 +367,12 @@ sl_tier_hash(const char *name, uint32_t len)
 	return sl_hash64(name, len, 0x54494552u) | 1; /* never 0 */
 }
 
+uint64_t
+sl_ruleset_tier_hash_of(const struct sl_ruleset *rs, int t)
+{
+	return t >= 0 && (uint32_t)t < rs->cfg.n_tiers ? rs->tier_h[t] : 0;
+}
+
 int
 sl_ruleset_tier_of_hash(const struct sl_ruleset *rs, uint64_t h)
 {

@@ -356,6 +356,10 @@ tier_by_name_hash(void **state)
 		struct sl_ruleset *rs = ruleset_of(y[i]);
 
 		assert_int_equal(sl_ruleset_tier_of_hash(rs, pro), want[i]);
+		if (want[i] >= 0)
+			assert_int_equal(sl_ruleset_tier_hash_of(rs, want[i]),
+					 pro);
+		assert_int_equal(sl_ruleset_tier_hash_of(rs, -1), 0);
 		sl_ruleset_free(rs);
 	}
 }

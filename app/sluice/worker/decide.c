@@ -223,7 +223,7 @@ need_of(struct sl_worker *w, uint16_t rule, const struct scope_id *s,
 	n->slot = pol->slot[rule];
 	n->on_failure = r->on_store_failure;
 	n->subs = r->sub_buckets;
-	n->tier = r->tier;
+	n->tier_h = sl_ruleset_tier_hash_of(pol->rs, r->tier);
 	n->global = r->global;
 	/* only a global rule's demand is reported, under its id */
 	n->rid = r->global ? sl_ruleset_rule_id(pol->rs, rule) : 0;
@@ -246,17 +246,18 @@ static struct sl_verdict
 wait_for_tier(struct sl_worker *w, struct sl_req *q, struct sl_need *ns,
 	      uint32_t k, const struct sl_bucket_key *asked)
 {
-	int16_t def = (int16_t)sl_ruleset_default_tier(w->pol->rs);
+	uint64_t def = sl_ruleset_tier_hash_of(
+		w->pol->rs, sl_ruleset_default_tier(w->pol->rs));
 	uint32_t i, j = 0, tiered = 0;
 
 	for (i = 0; i < k; i++)
-		tiered += ns[i].tier >= 0;
+		tiered += ns[i].tier_h != 0;
 	if (tiered == 0)
 		return sl_leased_decide(w, q, ns, k);
 	if (q->parkable && !sl_parkq_full(&w->parkq))
 		return sl_leased_wait_tier(w, q, ns, k, asked);
 	for (i = 0; i < k; i++)
-		if (ns[i].tier < 0 || ns[i].tier == def)
+		if (ns[i].tier_h == 0 || ns[i].tier_h == def)
 			ns[j++] = ns[i];
 	return j > 0 ? sl_leased_decide(w, q, ns, j)
 		     : allowed(w, q, 0, NULL, 0);

@@ -453,13 +453,15 @@ tier_known(struct sl_worker *w, struct sl_parked *e)
 	int t = sl_tier_known(w, &e->tier_k);
 	struct sl_lease *l;
 	uint32_t i, k = 0;
+	uint64_t th;
 
 	if (t == SL_TIER_ANY && w->now_ns < e->deadline_ns)
 		return 0;
 	if (t == SL_TIER_ANY)
 		t = sl_ruleset_default_tier(w->pol->rs);
+	th = sl_ruleset_tier_hash_of(w->pol->rs, t);
 	for (i = 0; i < e->n_need; i++)
-		if (e->need[i].tier < 0 || e->need[i].tier == t)
+		if (e->need[i].tier_h == 0 || e->need[i].tier_h == th)
 			e->need[k++] = e->need[i];
 	e->n_need = (uint8_t)k;
 	e->tier = (int16_t)t;

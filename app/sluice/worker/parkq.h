@@ -36,7 +36,9 @@ struct sl_need {
 	uint8_t global;     /* the rule's global: its demand reported */
 	uint64_t rid;       /* ... under the rule's id */
 	uint64_t gcount;    /* ... against its global count (per period) */
-	int16_t tier;       /* the rule's tier; -1: every tier */
+	/* the rule's tier, by its name's hash (a reload may reorder the
+	 * tiers while it waits); 0: every tier */
+	uint64_t tier_h;
 };
 
 struct sl_parked {
