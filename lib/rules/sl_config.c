@@ -157,6 +157,7 @@ check_whole(struct loader *L, yaml_node_t *root)
 
 	check_decisions(L, root);
 	sl_cfg_apply_regions(L, root);
+	sl_cfg_override_ids(c);
 
 	if (c->dataplane.downstream_port == c->dataplane.upstream_port)
 		sl_cfg_error_at(

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "sl_config_priv.h"
-#include "sl_ident.h"
 
 /*
  * Rules that match hosts by name, and none that matches any host: a
@@ -233,20 +232,14 @@ static const char *const counts_per[] = {
 /* Where an IPv6 override's address has bits beyond the group its
  * clients are counted in, the group it stands for, into buf. */
 static int
-v6_group(const struct sl_config *c, const struct sl_override *o, char *buf,
-	 size_t size)
+v6_group(const struct sl_override *o, char *buf, size_t size)
 {
 	struct sl_cidr a;
-	uint8_t whole[16];
 
-	if (o->kind != SL_SCOPE_IP || sl_cidr_parse(o->key, &a) != 0 ||
-	    a.af != 6)
+	if (o->kind != SL_SCOPE_IP || o->id_len != 16 ||
+	    sl_cidr_parse(o->key, &a) != 0 || memcmp(a.addr, o->id, 16) == 0)
 		return 0;
-	memcpy(whole, a.addr, 16);
-	if (sl_ident_group_addr(&a.af, a.addr, c->identity.ipv6_prefix) != 0 ||
-	    a.af != 6 || memcmp(whole, a.addr, 16) == 0)
-		return 0;
-	inet_ntop(AF_INET6, a.addr, buf, (socklen_t)size);
+	inet_ntop(AF_INET6, o->id, buf, (socklen_t)size);
 	return 1;
 }
 
@@ -261,6 +254,7 @@ static int
 cmp_ovr_id(const void *pa, const void *pb)
 {
 	const struct ovr_id *a = pa, *b = pb;
+	int d;
 
 	if (a->rule != b->rule)
 		return a->rule < b->rule ? -1 : 1;
@@ -268,9 +262,8 @@ cmp_ovr_id(const void *pa, const void *pb)
 		return a->kind < b->kind ? -1 : 1;
 	if (a->len != b->len)
 		return a->len < b->len ? -1 : 1;
-	if (memcmp(a->b, b->b, a->len) != 0)
-		return memcmp(a->b, b->b, a->len);
-	return a->idx < b->idx ? -1 : 1;
+	d = memcmp(a->b, b->b, a->len);
+	return d != 0 ? d : a->idx < b->idx ? -1 : 1;
 }
 
 static int
@@ -284,18 +277,14 @@ static void
 ovr_id_of(const struct sl_config *c, uint32_t i, struct ovr_id *out)
 {
 	const struct sl_override *o = &c->overrides[i];
-	struct sl_cidr a;
 
 	out->rule = o->rule;
 	out->kind = o->kind;
 	out->idx = i;
-	out->len = (uint32_t)strlen(o->key);
-	memcpy(out->b, o->key, out->len);
-	if (o->kind == SL_SCOPE_IP && sl_cidr_parse(o->key, &a) == 0 &&
-	    sl_ident_group_addr(&a.af, a.addr, c->identity.ipv6_prefix) == 0) {
-		out->len = a.af == 4 ? 4 : 16;
-		memcpy(out->b, a.addr, out->len);
-	}
+	out->len =
+		o->kind == SL_SCOPE_IP ? o->id_len : (uint32_t)strlen(o->key);
+	memcpy(out->b, o->kind == SL_SCOPE_IP ? (const char *)o->id : o->key,
+	       out->len);
 }
 
 /* Two overrides of one rule for one identity (an IPv6 group counts as
@@ -358,7 +347,7 @@ lint_overrides(const struct sl_config *c, sl_config_warn_fn fn, void *arg)
 				 "another rule",
 				 r->name, names_a[o->kind],
 				 counts_per[r->scope]);
-		else if (v6_group(c, o, grp, sizeof(grp)))
+		else if (v6_group(o, grp, sizeof(grp)))
 			snprintf(msg, sizeof(msg),
 				 "override of rule '%s': '%.60s' stands for "
 				 "%s/%u, every client in it, as IPv6 clients "

@@ -154,6 +154,8 @@ void sl_cfg_default_tier(struct loader *L, yaml_node_t *v, void *o);
 void sl_cfg_keys(struct loader *L, yaml_node_t *v, void *o);
 void sl_cfg_rules(struct loader *L, yaml_node_t *v, void *o);
 void sl_cfg_overrides(struct loader *L, yaml_node_t *v, void *o);
+/* Each ip override's id, once identity.ipv6_prefix is read. */
+void sl_cfg_override_ids(struct sl_config *c);
 void sl_cfg_blocklist(struct loader *L, yaml_node_t *v, void *o);
 void sl_cfg_dataplane(struct loader *L, yaml_node_t *v, void *o);
 void sl_cfg_identity(struct loader *L, yaml_node_t *v, void *o);

@@ -685,6 +685,25 @@ sl_cfg_overrides(struct loader *L, yaml_node_t *v, void *o)
 	}
 }
 
+void
+sl_cfg_override_ids(struct sl_config *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->n_overrides; i++) {
+		struct sl_override *o = &c->overrides[i];
+		struct sl_cidr a;
+
+		o->id_len = 0;
+		if (o->kind != SL_SCOPE_IP || sl_cidr_parse(o->key, &a) != 0 ||
+		    sl_ident_group_addr(&a.af, a.addr,
+					c->identity.ipv6_prefix) != 0)
+			continue;
+		o->id_len = a.af == 4 ? 4 : 16;
+		memcpy(o->id, a.addr, o->id_len);
+	}
+}
+
 /* ---- blocklist ---- */
 
 static void

@@ -121,9 +121,12 @@ struct sl_key_tier {
 };
 
 struct sl_override {
-	uint32_t rule;  /* index into rules */
-	uint8_t kind;   /* SL_SCOPE_KEY, SL_SCOPE_USER or SL_SCOPE_IP */
-	uint8_t id_len; /* id: the identity's bytes (an address for ip) */
+	uint32_t rule; /* index into rules */
+	uint8_t kind;  /* SL_SCOPE_KEY, SL_SCOPE_USER or SL_SCOPE_IP */
+	/* ip: the address it is looked up by, as its clients are counted
+	 * (a mapped address its IPv4 one, an IPv6 one its ipv6_prefix
+	 * group), set at load; key and user are looked up by key */
+	uint8_t id_len;
 	uint8_t id[16];
 	char key[SL_KEY_MAX];
 	struct sl_rate limit;

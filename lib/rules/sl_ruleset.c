@@ -174,29 +174,16 @@ build_overrides(struct sl_ruleset *rs)
 	if (ht_init(&rs->ovr, c->n_overrides) != 0)
 		return -1;
 	for (i = 0; i < c->n_overrides; i++) {
-		struct sl_override *o = &c->overrides[i];
-		struct sl_cidr a;
+		const struct sl_override *o = &c->overrides[i];
+		const uint8_t *b = o->kind == SL_SCOPE_IP
+					   ? o->id
+					   : (const uint8_t *)o->key;
+		uint32_t l = o->kind == SL_SCOPE_IP ? o->id_len
+						    : (uint32_t)strlen(o->key);
 
 		rs->has_ovr[o->rule] = 1;
-		/* keyed as a client at the address is counted: a mapped
-		 * IPv6 address is its IPv4 one, an IPv6 one its group */
-		if (o->kind == SL_SCOPE_IP && sl_cidr_parse(o->key, &a) == 0 &&
-		    sl_ident_group_addr(&a.af, a.addr,
-					c->identity.ipv6_prefix) == 0) {
-			o->id_len = a.af == 4 ? 4 : 16;
-			memcpy(o->id, a.addr, o->id_len);
-			ht_put(&rs->ovr,
-			       ovr_hash(rs->rule_id[o->rule], o->kind, o->id,
-					o->id_len),
-			       o->id, o->id_len, i);
-		} else {
-			uint32_t l = (uint32_t)strlen(o->key);
-
-			ht_put(&rs->ovr,
-			       ovr_hash(rs->rule_id[o->rule], o->kind,
-					(const uint8_t *)o->key, l),
-			       o->key, l, i);
-		}
+		ht_put(&rs->ovr, ovr_hash(rs->rule_id[o->rule], o->kind, b, l),
+		       b, l, i);
 	}
 	return 0;
 }
