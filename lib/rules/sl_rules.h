@@ -347,9 +347,6 @@ int sl_ruleset_tier(const struct sl_ruleset *rs, const char *key, uint32_t len);
 /* The static map only: -1 when the key is not in it. */
 int sl_ruleset_tier_find(const struct sl_ruleset *rs, const char *key,
 			 uint32_t len);
-/* A tier's index by name, -1 if the rule set has no such tier. */
-int sl_ruleset_tier_index(const struct sl_ruleset *rs, const char *name,
-			  uint32_t len);
 /*
  * A tier named by a hash of its name (never 0), so that what was learnt
  * of a key's tier under one rule set reads right under the next, whose

@@ -335,19 +335,6 @@ sl_ruleset_tier_find(const struct sl_ruleset *rs, const char *key, uint32_t len)
 	return e ? (int)e->val : -1;
 }
 
-int
-sl_ruleset_tier_index(const struct sl_ruleset *rs, const char *name,
-		      uint32_t len)
-{
-	uint32_t i;
-
-	for (i = 0; i < rs->cfg.n_tiers; i++)
-		if (strlen(rs->cfg.tiers[i]) == len &&
-		    memcmp(rs->cfg.tiers[i], name, len) == 0)
-			return (int)i;
-	return -1;
-}
-
 uint64_t
 sl_tier_hash(const char *name, uint32_t len)
 {

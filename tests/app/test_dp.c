@@ -970,7 +970,7 @@ tier_cache(void **state)
 	(void)state;
 	lanes->store = 1;
 	w->pol = app.policy;
-	pro = sl_ruleset_tier_index(w->pol->rs, "pro", 3);
+	pro = sl_ruleset_tier_of_hash(w->pol->rs, sl_tier_hash("pro", 3));
 	assert_true(pro > 0);
 	w->now_ns = 10 * s;
 	assert_int_equal(tier(w, "k-t"), SL_TIER_ANY); /* being asked */
@@ -1033,7 +1033,7 @@ tier_first_sight(void **state)
 
 	(void)state;
 	lanes->store = 1;
-	pro = sl_ruleset_tier_index(app.policy->rs, "pro", 3);
+	pro = sl_ruleset_tier_of_hash(app.policy->rs, sl_tier_hash("pro", 3));
 	c = open_conn(w);
 	request(w, &c, "/tier/1", "k-first");
 	assert_int_equal(sent(UP, m, 4), 0);
