@@ -395,6 +395,20 @@ refuse_lease(struct sl_worker *w, struct sl_req *r, const struct sl_need *n,
 		l->reset_ns, l->remaining);
 }
 
+/* Every arrival counts towards the rate, refused or waiting too. */
+static void
+arrived(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
+	struct sl_lease **ls)
+{
+	uint32_t j;
+
+	for (j = 0; j < n; j++) {
+		sl_lease_seen(ls[j], ns[j].cost, w->now_ns);
+		if (ns[j].global)
+			report_demand(w, &ns[j], ls[j]);
+	}
+}
+
 struct sl_verdict
 sl_leased_decide(struct sl_worker *w, struct sl_req *r,
 		 const struct sl_need *ns, uint32_t n)
@@ -402,15 +416,9 @@ sl_leased_decide(struct sl_worker *w, struct sl_req *r,
 	struct sl_lease *ls[SL_MAX_MATCH];
 	int unknown, strict, st;
 	int wait = r->parkable && !sl_parkq_full(&w->parkq);
-	uint32_t j;
 
 	st = evaluate(w, ns, n, ls, &strict, r->flow, &unknown);
-	/* every arrival counts towards the rate, refused or waiting too */
-	for (j = 0; j < n; j++) {
-		sl_lease_seen(ls[j], ns[j].cost, w->now_ns);
-		if (ns[j].global)
-			report_demand(w, &ns[j], ls[j]);
-	}
+	arrived(w, ns, n, ls);
 
 	if (st == ST_OK)
 		return spend(w, r, ns, n, ls);
@@ -445,13 +453,12 @@ sl_leased_wait_tier(struct sl_worker *w, struct sl_req *r,
 /*
  * A request that waited for its key's tier: the limits of other tiers
  * dropped once it is known (the default tier's where the answer did not
- * come in time), and counted as arrivals now. 0 while it still waits.
+ * come in time). 0 while it still waits.
  */
 static int
 tier_known(struct sl_worker *w, struct sl_parked *e)
 {
 	int t = sl_tier_known(w, &e->tier_k);
-	struct sl_lease *l;
 	uint32_t i, k = 0;
 	uint64_t th;
 
@@ -466,14 +473,6 @@ tier_known(struct sl_worker *w, struct sl_parked *e)
 	e->n_need = (uint8_t)k;
 	e->tier = (int16_t)t;
 	e->tier_wait = 0;
-	sl_bucket_begin(w->leases);
-	for (i = 0; i < k; i++) {
-		l = lease_of(w, &e->need[i].key);
-		renumber(w, &e->need[i], l);
-		sl_lease_seen(l, e->need[i].cost, w->now_ns);
-		if (e->need[i].global)
-			report_demand(w, &e->need[i], l);
-	}
 	return 1;
 }
 
@@ -484,11 +483,15 @@ sl_leased_resolve(struct sl_worker *w, struct sl_parked *e,
 	struct sl_lease *ls[SL_MAX_MATCH];
 	struct sl_req r = {.id = &e->id, .flags = SL_DF_PARKED};
 	int unknown, strict, st, late = w->now_ns >= e->deadline_ns;
+	int waited_tier = e->tier_wait;
 
-	if (e->tier_wait && !tier_known(w, e))
+	if (waited_tier && !tier_known(w, e))
 		return -1;
 	r.tier = e->tier;
 	st = evaluate(w, e->need, e->n_need, ls, &strict, NULL, &unknown);
+	/* its arrival, counted once its limits were known */
+	if (waited_tier)
+		arrived(w, e->need, e->n_need, ls);
 	w->cost_next_set = 0;
 	w->hl_n = 0;
 	if (st == ST_OK) {
