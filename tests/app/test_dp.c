@@ -925,20 +925,27 @@ tier_asks(struct sl_worker *w)
 	return asks;
 }
 
-static void
-tier_says(struct sl_worker *w, const char *key, uint8_t found, const char *tier)
+/* The authority's answer to a tier ask for key, as the store gives it. */
+static struct sl_coord_msg
+tier_answer(const char *key, uint8_t found, const char *tier)
 {
 	struct sl_coord_msg a;
-	uint64_t k[2] = {sl_hash64(key, (uint32_t)strlen(key), 0x7431),
-			 sl_hash64(key, (uint32_t)strlen(key), 0x7432)};
 
 	memset(&a, 0, sizeof(a));
 	a.type = SL_CO_TIER_ANSWER;
-	a.k1 = k[0];
-	a.k2 = k[1];
+	a.k1 = sl_hash64(key, (uint32_t)strlen(key), 0x7431);
+	a.k2 = sl_hash64(key, (uint32_t)strlen(key), 0x7432);
 	a.tier.found = found;
 	a.tier.len = (uint8_t)strlen(tier);
 	memcpy(a.tier.text, tier, a.tier.len);
+	return a;
+}
+
+static void
+tier_says(struct sl_worker *w, const char *key, uint8_t found, const char *tier)
+{
+	struct sl_coord_msg a = tier_answer(key, found, tier);
+
 	sl_tier_answer(w, &a);
 }
 
@@ -1039,13 +1046,7 @@ tier_first_sight(void **state)
 	assert_int_equal(sent(UP, m, 4), 0);
 	assert_int_equal(w->ctr.tier_waits, 1);
 	assert_int_equal(tier_asks(w), 1); /* the tier; no lease asked yet */
-	memset(&a, 0, sizeof(a));
-	a.type = SL_CO_TIER_ANSWER;
-	a.k1 = sl_hash64("k-first", 7, 0x7431);
-	a.k2 = sl_hash64("k-first", 7, 0x7432);
-	a.tier.found = SL_TIER_NAMED;
-	a.tier.len = 3;
-	memcpy(a.tier.text, "pro", 3);
+	a = tier_answer("k-first", SL_TIER_NAMED, "pro");
 	assert_int_equal(
 		rte_ring_enqueue_elem(app.lanes->ans[w->queue], &a, sizeof(a)),
 		0);
