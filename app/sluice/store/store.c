@@ -686,7 +686,15 @@ on_tier(redisAsyncContext *ac, void *r, void *priv)
 	redisReply *rep = r;
 	struct sl_coord_msg a = t->q;
 
-	(void)ac;
+	/* any reply but an error proves the node answers: it closes a
+	 * breaker no lease ask may come to close (every key waiting for
+	 * its tier, or holding what it has) */
+	if (rep != NULL && rep->type != REDIS_REPLY_ERROR) {
+		struct node *nd = node_said(t->s, ac, rep);
+
+		if (nd != NULL)
+			sl_breaker_close(nd);
+	}
 	a.type = SL_CO_TIER_ANSWER;
 	a.tier.len = 0;
 	/* nil: the hash does not name the key; no reply (the connection
@@ -716,7 +724,10 @@ sl_store_tier(struct sl_store *s, const char *hash,
 	if (s->n_nodes == 0)
 		return -1;
 	nd = &s->nodes[s->cluster ? s->slot_node[sl_slot_of(hash)] : 0];
-	if (nd->br.state != SL_BR_CLOSED || nd->conn.ac == NULL ||
+	/* half-open (its probe time come) it is asked too, not as the
+	 * probe: a reply closes the breaker, none leaves it as it was */
+	(void)sl_node_usable(s, nd, s->now);
+	if (nd->br.state == SL_BR_OPEN || nd->conn.ac == NULL ||
 	    (t = malloc(sizeof(*t))) == NULL)
 		return -1;
 	t->s = s;
