@@ -1021,6 +1021,101 @@ tier_cache(void **state)
 	done(w);
 }
 
+/* The key of the tier ask the worker sent last, its messages put
+ * together as the authority does; its length, 0 if none was sent. */
+static size_t
+tier_ask_key(struct sl_worker *w, char *key, unsigned int *msgs)
+{
+	struct sl_coord_msg m[16];
+	unsigned int n, i;
+	size_t len = 0;
+
+	*msgs = 0;
+	n = rte_ring_dequeue_burst_elem(app.lanes->ask[w->queue], m,
+					sizeof(m[0]), 16, NULL);
+	for (i = 0; i < n; i++) {
+		uint32_t part = m[i].type == SL_CO_TIER
+					? RTE_MIN(m[i].tier.len, SL_TIER_TEXT)
+					: m[i].tier.len;
+
+		if (m[i].type == SL_CO_TIER)
+			len = 0;
+		else
+			assert_int_equal(m[i].type, SL_CO_TIER_MORE);
+		memcpy(key + len, m[i].tier.text, part);
+		len += part;
+		(*msgs)++;
+	}
+	return len;
+}
+
+/*
+ * A key longer than one message is asked in several, put together by
+ * the authority; one longer than SL_TIER_KEY_MAX is not asked (the
+ * default tier); nor is a long key while the ring is half full, so
+ * that a flood of long made-up keys leaves room for lease asks.
+ */
+static void
+tier_long_key(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct sl_lanes *lanes = (struct sl_lanes *)(uintptr_t)app.lanes;
+	struct rte_ring *r = app.lanes->ask[w->queue];
+	uint8_t had = lanes->store;
+	char key[SL_TIER_KEY_MAX + 2], got[SL_TIER_KEY_MAX + 1];
+	struct sl_coord_msg fill;
+	unsigned int msgs, i;
+
+	(void)state;
+	lanes->store = 1;
+	w->pol = app.policy;
+	w->now_ns = 5000000000ULL;
+	memset(key, 0, sizeof(key));
+	memset(key, 'a', SL_TIER_KEY_MAX + 1);
+	key[0] = 'x';
+	key[SL_TIER_TEXT] = 'y'; /* the first byte of the second message */
+	key[SL_TIER_KEY_MAX - 1] = 'z';
+	/* 256 bytes: not asked, the default tier */
+	assert_int_equal(tier(w, key), 0);
+	assert_int_equal(tier_ask_key(w, got, &msgs), 0);
+	/* 255: three messages, the key whole */
+	key[SL_TIER_KEY_MAX] = '\0';
+	assert_int_equal(tier(w, key), SL_TIER_ANY);
+	assert_int_equal(tier_ask_key(w, got, &msgs), SL_TIER_KEY_MAX);
+	assert_int_equal(msgs, 3);
+	assert_memory_equal(got, key, SL_TIER_KEY_MAX);
+	/* 103: two */
+	key[SL_TIER_TEXT + 1] = '\0';
+	assert_int_equal(tier(w, key), SL_TIER_ANY);
+	assert_int_equal(tier_ask_key(w, got, &msgs), SL_TIER_TEXT + 1);
+	assert_int_equal(msgs, 2);
+	assert_memory_equal(got, key, SL_TIER_TEXT + 1);
+	/* asked again (its answer due) and answered by the authority with
+	 * no store behind it: the messages read as one ask, one answer */
+	w->now_ns += app.store_timeout_ns + 1;
+	key[SL_TIER_TEXT + 1] = 'b';
+	key[SL_TIER_TEXT + 2] = '\0';
+	assert_int_equal(tier(w, key), SL_TIER_ANY);
+	assert_int_equal(tier(w, "k-short"), SL_TIER_ANY);
+	coord_turn(w);
+	assert_int_equal(tier(w, key), 0);
+	assert_int_equal(tier(w, "k-short"), 0);
+	assert_int_equal(rte_ring_count(r), 0);
+	/* the ring half full: a short key is asked, a long one not */
+	memset(&fill, 0, sizeof(fill));
+	fill.type = SL_CO_DEMAND;
+	for (i = 0; i < rte_ring_get_capacity(r) / 2 + 2; i++)
+		assert_int_equal(rte_ring_enqueue_elem(r, &fill, sizeof(fill)),
+				 0);
+	key[0] = 'w';
+	assert_int_equal(tier(w, key), 0);
+	assert_int_equal(tier(w, "k-short2"), SL_TIER_ANY);
+	assert_int_equal(rte_ring_count(r), rte_ring_get_capacity(r) / 2 + 3);
+	rte_ring_reset(r);
+	lanes->store = had;
+	done(w);
+}
+
 /*
  * A key the keys hash names pro, seen for the first time: its request
  * waits for the tier with both tiers' limits and is decided under pro's,
@@ -1099,6 +1194,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(retry_jitter),
 		cmocka_unit_test(tier_cache),
 		cmocka_unit_test(tier_first_sight),
+		cmocka_unit_test(tier_long_key),
 	};
 	int rc;
 

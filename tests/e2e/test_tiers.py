@@ -45,8 +45,10 @@ def main():
         with open(conf, "w") as f:
             f.write(CONF % (port, os.getpid()))
         with sltest.redis_server(port, tmp) as redis:
-            subprocess.run(["redis-cli", "-p", str(port), "hset", h, "k-vip", "pro"],
-                           capture_output=True)
+            # a key longer than one message to the authority holds
+            longk = "sk_live_" + "x" * 150
+            subprocess.run(["redis-cli", "-p", str(port), "hset", h, "k-vip", "pro",
+                            longk, "pro"], capture_output=True)
             with sltest.Topology(binary, conf, tmp, prefix="ti%d" % (os.getpid() % 1000)) as t:
                 def get(key, i):
                     return t.curl("-H", "X-API-Key: " + key, "http://%s/v1/%s/%d" % (S4, key, i))[0]
@@ -69,12 +71,15 @@ def main():
                        "a key the hash does not name stays free (2/min)")
                 res.eq([get("k-static", i) for i in range(4)], [200] * 4,
                        "a key in the static map is pro without asking")
+                res.eq([get(longk, i) for i in range(4)], [200] * 4,
+                       "a %d-byte key the hash puts in pro is pro" % len(longk))
                 r = sltest.telemetry(t.sluice.prefix, "/sluice/rules")
                 rules = {v["name"]: v for k, v in r.items() if k != "version"}
                 res.check(rules["pro-key"]["allowed"] >= 9, "pro-key counted the pro requests")
                 tiers = sltest.telemetry(t.sluice.prefix, "/sluice/tiers")
-                res.eq((tiers["pro"]["allowed"], tiers["pro"]["rejected"]), (14, 0),
-                       "/sluice/tiers: pro (k-vip, its first requests too, k-static)")
+                res.eq((tiers["pro"]["allowed"], tiers["pro"]["rejected"]), (18, 0),
+                       "/sluice/tiers: pro (k-vip, its first requests too, k-static, "
+                       "the long key)")
                 res.eq((tiers["free"]["allowed"], tiers["free"]["rejected"]), (2, 1),
                        "/sluice/tiers: free (k-nobody)")
                 res.eq(tiers["no_key"]["allowed"], 0, "/sluice/tiers: no_key")

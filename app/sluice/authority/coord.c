@@ -684,10 +684,48 @@ serve_probe(struct sl_coord *c, uint64_t now)
 	sl_probe_answered(p);
 }
 
+/*
+ * A worker's ask for the tier of key in[i], whose rest is in the
+ * messages behind it: in this burst, else still in the ring (enqueued
+ * with it), read onto the burst's end (*n grows; the main loop passes
+ * over them). 0 when asked of the store (answered when it replies),
+ * else 1 with the answer in *a: no store, no hash names the key; out,
+ * the worker keeps what it knew and asks again.
+ */
+static int
+tier_ask(struct sl_coord *c, uint32_t w, struct sl_coord_msg *in,
+	 unsigned int *n, unsigned int i, struct sl_coord_msg *a)
+{
+	char key[SL_TIER_KEY_MAX];
+	uint32_t len = in[i].tier.len, more = sl_tier_msgs(len) - 1, j;
+	uint32_t got = RTE_MIN(len, SL_TIER_TEXT);
+
+	if (i + more >= *n)
+		*n += rte_ring_dequeue_bulk_elem(c->lanes.ask[w], in + *n,
+						 sizeof(in[0]),
+						 i + more + 1 - *n, NULL);
+	memcpy(key, in[i].tier.text, got);
+	for (j = i + 1; j <= i + more && j < *n; j++) {
+		if (in[j].type != SL_CO_TIER_MORE || got + in[j].tier.len > len)
+			break;
+		memcpy(key + got, in[j].tier.text, in[j].tier.len);
+		got += in[j].tier.len;
+	}
+	if (got == len && c->store != NULL &&
+	    sl_store_tier(c->store, c->keys_hash, &in[i], key, len) == 0)
+		return 0;
+	*a = in[i];
+	a->type = SL_CO_TIER_ANSWER;
+	a->tier.found = c->store == NULL ? SL_TIER_UNNAMED : SL_TIER_UNSAID;
+	return 1;
+}
+
 uint32_t
 sl_coord_poll(struct sl_coord *c, uint64_t now)
 {
-	struct sl_coord_msg in[COORD_BURST], out[COORD_BURST];
+	/* room behind a burst for the rest of a long key's tier ask */
+	struct sl_coord_msg in[COORD_BURST + SL_TIER_MSGS_MAX];
+	struct sl_coord_msg out[COORD_BURST];
 	uint32_t w, total = 0;
 
 	sl_state_tick(&c->file, now);
@@ -714,19 +752,9 @@ sl_coord_poll(struct sl_coord *c, uint64_t now)
 			else if (in[i].type == SL_CO_ASK)
 				c->st.asks++; /* answered when the store replies
 					       */
-			else if (in[i].type == SL_CO_TIER &&
-				 (c->store == NULL ||
-				  sl_store_tier(c->store, c->keys_hash,
-						&in[i]) != 0)) {
-				/* no store: no hash names the key; out: the
-				 * worker keeps what it knew, and asks again */
-				out[k] = in[i];
-				out[k].type = SL_CO_TIER_ANSWER;
-				out[k++].tier.found = c->store == NULL
-							      ? SL_TIER_UNNAMED
-							      : SL_TIER_UNSAID;
-			} else if (in[i].type == SL_CO_TIER)
-				continue;
+			else if (in[i].type == SL_CO_TIER)
+				k += (unsigned int)tier_ask(c, w, in, &n, i,
+							    &out[k]);
 			else if (in[i].type == SL_CO_GIVE_BACK)
 				give_back(c, &in[i], now);
 			else if (in[i].type == SL_CO_TAKEN)

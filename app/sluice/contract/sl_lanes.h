@@ -18,10 +18,13 @@
 #include "sl_lease.h"
 
 enum sl_coord_type {
-	SL_CO_ASK = 1,     /* reserve units for a lease */
-	SL_CO_GIVE_BACK,   /* unspent units of an expired lease */
-	SL_CO_ANSWER,      /* units granted (0: refused) */
-	SL_CO_TIER,        /* which tier is this key in? */
+	SL_CO_ASK = 1,   /* reserve units for a lease */
+	SL_CO_GIVE_BACK, /* unspent units of an expired lease */
+	SL_CO_ANSWER,    /* units granted (0: refused) */
+	SL_CO_TIER,      /* which tier is this key in? */
+	/* the rest of a key longer than one message holds, in the
+	 * messages right behind its SL_CO_TIER (enqueued with it) */
+	SL_CO_TIER_MORE,
 	SL_CO_TIER_ANSWER, /* its name, if the keys hash has it */
 	SL_CO_TAKEN,       /* units a worker admitted without a grant */
 	/* a global rule's demand (ask.seen, ask.rid) between asks: a key
@@ -32,6 +35,20 @@ enum sl_coord_type {
 
 /* One ring element: 128 bytes, two cache lines (a key fits in it). */
 enum sl_tier_found { SL_TIER_UNNAMED, SL_TIER_NAMED, SL_TIER_UNSAID };
+
+#define SL_TIER_TEXT 102u /* bytes of a key (or tier name) per message */
+/* The longest key asked of the keys hash (tier.len): three messages. A
+ * longer one is in the default tier unless the static map names it. */
+#define SL_TIER_KEY_MAX  255u
+#define SL_TIER_MSGS_MAX ((SL_TIER_KEY_MAX + SL_TIER_TEXT - 1) / SL_TIER_TEXT)
+
+/* Messages an ask for the tier of a key of len bytes takes. */
+static inline uint32_t
+sl_tier_msgs(uint32_t len)
+{
+	return len <= SL_TIER_TEXT ? 1
+				   : (len + SL_TIER_TEXT - 1) / SL_TIER_TEXT;
+}
 
 struct sl_coord_msg {
 	uint64_t k1, k2; /* the bucket: rule name and identity */
@@ -87,7 +104,9 @@ struct sl_coord_msg {
 			 * SL_TIER_UNNAMED, or SL_TIER_UNSAID (the store
 			 * could not say: out, or an error) */
 			uint8_t found;
-			char text[102]; /* the key, or the tier's name */
+			/* the key (its first SL_TIER_TEXT bytes, the rest
+			 * in SL_CO_TIER_MORE), or the tier's name */
+			char text[SL_TIER_TEXT];
 		} tier;
 	};
 };

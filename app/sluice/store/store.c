@@ -716,7 +716,7 @@ on_tier(redisAsyncContext *ac, void *r, void *priv)
 
 int
 sl_store_tier(struct sl_store *s, const char *hash,
-	      const struct sl_coord_msg *q)
+	      const struct sl_coord_msg *q, const char *key, uint32_t len)
 {
 	struct tier_req *t;
 	struct node *nd;
@@ -733,8 +733,8 @@ sl_store_tier(struct sl_store *s, const char *hash,
 	t->s = s;
 	t->q = *q;
 	s->st.calls++;
-	if (redisAsyncCommand(nd->conn.ac, on_tier, t, "HGET %s %b", hash,
-			      q->tier.text, (size_t)q->tier.len) != REDIS_OK) {
+	if (redisAsyncCommand(nd->conn.ac, on_tier, t, "HGET %s %b", hash, key,
+			      (size_t)len) != REDIS_OK) {
 		free(t);
 		return -1;
 	}

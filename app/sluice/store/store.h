@@ -113,7 +113,7 @@ int sl_store_cmd(struct sl_store *s, const char *key, int argc,
 		 const char **argv, redisCallbackFn *fn, void *priv);
 /* HGET of the key in the keys hash; the answer goes to the worker. */
 int sl_store_tier(struct sl_store *s, const char *hash,
-		  const struct sl_coord_msg *q);
+		  const struct sl_coord_msg *q, const char *key, uint32_t len);
 
 /* Drives the connection: reads, writes, timeouts, probes. */
 void sl_store_poll(struct sl_store *s, uint64_t now_ns);

@@ -2,11 +2,12 @@
 /*
  * A key's tier when the static map does not name it: asked of the keys
  * hash through the coordinator, cached with a TTL. Until the first
- * answer comes the key is in the default tier; nothing waits for it.
- * A tier once known stands while it is asked again (at its TTL, or
- * while the store cannot say): dropping to the default meanwhile would
- * put a pro key under the free limit for a round trip every minute, and
- * for a whole minute each time the store stumbled.
+ * answer comes a request that can wait for it does (parked with the
+ * limits of every tier it could be in); one that cannot is in the
+ * default tier. A tier once known stands while it is asked again (at its TTL,
+ * or while the store cannot say): dropping to the default meanwhile would put a
+ * pro key under the free limit for a round trip every minute, and for a whole
+ * minute each time the store stumbled.
  */
 #include <string.h>
 
@@ -64,21 +65,34 @@ keep(struct sl_worker *w, struct tier_cache *e)
 	sl_bucket_touch(w->tiers, (struct sl_limit_state *)e, t);
 }
 
-/* Asks the coordinator; the entry says so until the store timeout. */
+/*
+ * Asks the coordinator; the entry says so until the store timeout. A
+ * key longer than a message goes in several, enqueued together, and
+ * only while the ring is at most half full: a flood of long made-up
+ * keys must not crowd out the lease asks.
+ */
 static void
 ask(struct sl_worker *w, const struct sl_bucket_key *k, struct tier_cache *e,
     const char *key, uint32_t len)
 {
-	struct sl_coord_msg m;
+	struct sl_coord_msg m[SL_TIER_MSGS_MAX];
+	struct rte_ring *r = w->app->lanes->ask[w->queue];
+	uint32_t n = sl_tier_msgs(len), i;
 
-	memset(&m, 0, sizeof(m));
-	m.k1 = k->k1;
-	m.k2 = k->k2;
-	m.type = SL_CO_TIER;
-	m.worker = (uint8_t)w->queue;
-	m.tier.len = (uint8_t)len;
-	memcpy(m.tier.text, key, len);
-	if (sl_to_coord(w, &m) != 0)
+	memset(m, 0, sizeof(m[0]) * n);
+	for (i = 0; i < n; i++) {
+		uint32_t off = i * SL_TIER_TEXT;
+
+		m[i].k1 = k->k1;
+		m[i].k2 = k->k2;
+		m[i].type = i == 0 ? SL_CO_TIER : SL_CO_TIER_MORE;
+		m[i].worker = (uint8_t)w->queue;
+		m[i].tier.len = (uint8_t)RTE_MIN(len - off, SL_TIER_TEXT);
+		memcpy(m[i].tier.text, key + off, m[i].tier.len);
+	}
+	m[0].tier.len = (uint8_t)len;
+	if ((n > 1 && rte_ring_free_count(r) < rte_ring_get_capacity(r) / 2) ||
+	    rte_ring_enqueue_bulk_elem(r, m, sizeof(m[0]), n, NULL) != n)
 		return;
 	e->asked = 1;
 	e->asked_ns = w->now_ns + w->app->store_timeout_ns;
@@ -106,8 +120,7 @@ sl_tier_of(struct sl_worker *w, const char *key, uint32_t len,
 	sl_bucket_begin(w->tiers);
 	e = (struct tier_cache *)sl_bucket_get(w->tiers, &k, w->now_ns);
 	if ((!e->known || w->now_ns >= e->fresh_ns) &&
-	    (!e->asked || w->now_ns >= e->asked_ns) &&
-	    len <= sizeof(((struct sl_coord_msg *)0)->tier.text))
+	    (!e->asked || w->now_ns >= e->asked_ns) && len <= SL_TIER_KEY_MAX)
 		ask(w, &k, e, key, len);
 	if (e->known)
 		return known_tier(w, e);
