@@ -84,6 +84,19 @@ def main():
                        "/sluice/tiers: free (k-nobody)")
                 res.eq(tiers["no_key"]["allowed"], 0, "/sluice/tiers: no_key")
 
+                # the keys hash not a hash (WRONGTYPE): the key is in the
+                # default tier, and the operator is told
+                rc = ["redis-cli", "-p", str(port)]
+                subprocess.run(rc + ["rename", h, h + ":kept"], capture_output=True)
+                subprocess.run(rc + ["set", h, "oops"], capture_output=True)
+                res.eq([get("k-wrong", i) for i in range(3)], [200, 200, 429],
+                       "the keys hash of the wrong type: a new key is free")
+                st = sltest.telemetry(t.sluice.prefix, "/sluice/store")
+                res.check(st.get("tier_errors", 0) >= 1 and st.get("tier_asks", 0) >= 3,
+                          "/sluice/store counts the keys hash's error replies (tier_asks %s, "
+                          "tier_errors %s)" % (st.get("tier_asks"), st.get("tier_errors")))
+                subprocess.run(rc + ["rename", h + ":kept", h], capture_output=True)
+
                 # Redis gone when a key is first seen: the store cannot
                 # say, so the key is free for now and asked again a
                 # second later, not cached free for a minute
@@ -114,6 +127,8 @@ def main():
                           "%.1f s after it came back (reconnected, the breaker closed, asked "
                           "again within a second), not a minute later" % (first, late, took))
                 res.eq(t.sluice.stop(), 0, "clean shutdown")
+                res.eq(t.sluice.out.count("keys hash %s: WRONGTYPE" % h), 1,
+                       "the keys hash's error logged, once")
     return res.finish()
 
 

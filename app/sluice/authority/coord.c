@@ -895,6 +895,8 @@ cmd_store(void *ctx, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, "refunds_settled",
 					  ss->refunds_settled);
 		rte_tel_data_add_dict_u64(d, "owed_keys", ss->owed_keys);
+		rte_tel_data_add_dict_u64(d, "tier_asks", ss->tier_asks);
+		rte_tel_data_add_dict_u64(d, "tier_errors", ss->tier_errors);
 	}
 	/* asks the node decided in the store's place, and of them those
 	 * after one late reply (not an outage: every rule by its share) */

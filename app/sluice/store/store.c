@@ -676,8 +676,29 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 
 struct tier_req {
 	struct sl_store *s;
+	const char *hash;
 	struct sl_coord_msg q;
 };
+
+#define TIER_ERR_LOG_NS 60000000000ULL
+
+/* An error reply from the keys hash: every key it was to name stays in
+ * the default tier, so the operator is told (once a minute at most). */
+static void
+tier_error(struct tier_req *t, const redisReply *rep)
+{
+	struct sl_store *s = t->s;
+
+	s->st.tier_errors++;
+	if (s->tier_err_logged_ns != 0 &&
+	    s->now - s->tier_err_logged_ns < TIER_ERR_LOG_NS)
+		return;
+	s->tier_err_logged_ns = s->now;
+	SL_LOG(WARNING,
+	       "store: keys hash %s: %.*s (keys outside the static map "
+	       "are in the default tier)",
+	       t->hash, (int)RTE_MIN(rep->len, (size_t)200), rep->str);
+}
 
 static void
 on_tier(redisAsyncContext *ac, void *r, void *priv)
@@ -695,6 +716,8 @@ on_tier(redisAsyncContext *ac, void *r, void *priv)
 		if (nd != NULL)
 			sl_breaker_close(nd);
 	}
+	if (rep != NULL && rep->type == REDIS_REPLY_ERROR)
+		tier_error(t, rep);
 	a.type = SL_CO_TIER_ANSWER;
 	a.tier.len = 0;
 	/* nil: the hash does not name the key; no reply (the connection
@@ -731,8 +754,10 @@ sl_store_tier(struct sl_store *s, const char *hash,
 	    (t = malloc(sizeof(*t))) == NULL)
 		return -1;
 	t->s = s;
+	t->hash = hash;
 	t->q = *q;
 	s->st.calls++;
+	s->st.tier_asks++;
 	if (redisAsyncCommand(nd->conn.ac, on_tier, t, "HGET %s %b", hash, key,
 			      (size_t)len) != REDIS_OK) {
 		free(t);

@@ -150,6 +150,10 @@ struct sl_store_stats {
 	 * answers again (dropped with the owed ones when the table is full) */
 	uint64_t refunds_owed, refunds_settled;
 	uint32_t owed_keys;
+	/* the keys hash read (HGET), and its error replies: a wrong type
+	 * or no permission leaves every key outside the static map in the
+	 * default tier */
+	uint64_t tier_asks, tier_errors;
 };
 const struct sl_store_stats *sl_store_stats(const struct sl_store *s);
 
