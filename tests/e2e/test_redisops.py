@@ -315,6 +315,18 @@ def main():
             res.eq(rc, 0, "stops cleanly")
             res.check("refused the credentials" not in out, "no credential error logged")
 
+            # a user that may not run the scripts: Redis answers every
+            # ask NOPERM, and the log says so, not only that the circuit
+            # opened
+            cli(port, "ACL", "SETUSER", "sluice", "-fcall", "-evalsha", "-eval", **ADMIN)
+            _, _, _, store, rc, out, _, _ = run(binary, res, tmp, port, pwfile, "n")
+            said = [ln for ln in out.splitlines() if "answered an ask" in ln]
+            res.check(len(said) == 1 and "NOPERM" in said[0] and store["store_errors"] > 1,
+                      "scripts refused: what Redis said is logged, once (%s; store_errors %s)"
+                      % (said, store["store_errors"]))
+            res.eq(rc, 0, "runs degraded and stops cleanly")
+            cli(port, "ACL", "SETUSER", "sluice", *acl, **ADMIN)
+
             with open(pwfile, "w") as f:
                 f.write("not-the-password\n")
             codes, opened, closed, store, rc, out, _, _ = run(binary, res, tmp, port, pwfile,

@@ -127,7 +127,7 @@ def main():
                           "%.1f s after it came back (reconnected, the breaker closed, asked "
                           "again within a second), not a minute later" % (first, late, took))
                 res.eq(t.sluice.stop(), 0, "clean shutdown")
-                res.eq(t.sluice.out.count("keys hash %s: WRONGTYPE" % h), 1,
+                res.eq(t.sluice.out.count("answered the keys hash %s: WRONGTYPE" % h), 1,
                        "the keys hash's error logged, once")
     return res.finish()
 

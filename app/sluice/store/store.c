@@ -555,6 +555,25 @@ failure_of(const redisReply *rep)
 	return SL_SF_ERROR;
 }
 
+#define ERR_LOG_NS 60000000000ULL
+
+/*
+ * An error reply no retry answers (a wrong type, no permission, a
+ * script the server refuses): the operator is told what Redis said,
+ * once a minute at most, not only that a circuit opened.
+ */
+static void
+said_error(struct sl_store *s, const struct node *nd, const char *what,
+	   const redisReply *rep, const char *so)
+{
+	if (s->err_logged_ns != 0 && s->now - s->err_logged_ns < ERR_LOG_NS)
+		return;
+	s->err_logged_ns = s->now;
+	SL_LOG(WARNING, "store: %s:%u answered %s: %.*s (%s)",
+	       nd != NULL ? nd->host : "?", nd != NULL ? nd->port : 0, what,
+	       (int)RTE_MIN(rep->len, (size_t)200), rep->str, so);
+}
+
 /* Any reply from a node (returned; NULL if none has ac now): it is up
  * (its backoff starts afresh); an error is counted, and a cluster that
  * says it is down is read again. */
@@ -651,6 +670,10 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 	    rep->elements != 4) {
 		s->st.errors++;
 		s->nodes[f->judged].br.fails++;
+		if (rep != NULL && rep->type == REDIS_REPLY_ERROR)
+			said_error(s, nd, f->charge ? "a charge" : "an ask",
+				   rep,
+				   "decided by the rule's on_store_failure");
 		/* the worker gets an answer now, not after its own timeout;
 		 * one failed reply while the breaker is closed is late, not
 		 * an outage */
@@ -680,44 +703,28 @@ struct tier_req {
 	struct sl_coord_msg q;
 };
 
-#define TIER_ERR_LOG_NS 60000000000ULL
-
-/* An error reply from the keys hash: every key it was to name stays in
- * the default tier, so the operator is told (once a minute at most). */
-static void
-tier_error(struct tier_req *t, const redisReply *rep)
-{
-	struct sl_store *s = t->s;
-
-	s->st.tier_errors++;
-	if (s->tier_err_logged_ns != 0 &&
-	    s->now - s->tier_err_logged_ns < TIER_ERR_LOG_NS)
-		return;
-	s->tier_err_logged_ns = s->now;
-	SL_LOG(WARNING,
-	       "store: keys hash %s: %.*s (keys outside the static map "
-	       "are in the default tier)",
-	       t->hash, (int)RTE_MIN(rep->len, (size_t)200), rep->str);
-}
-
 static void
 on_tier(redisAsyncContext *ac, void *r, void *priv)
 {
 	struct tier_req *t = priv;
 	redisReply *rep = r;
 	struct sl_coord_msg a = t->q;
+	struct node *nd = rep != NULL ? node_said(t->s, ac, rep) : NULL;
 
 	/* any reply but an error proves the node answers: it closes a
 	 * breaker no lease ask may come to close (every key waiting for
 	 * its tier, or holding what it has) */
-	if (rep != NULL && rep->type != REDIS_REPLY_ERROR) {
-		struct node *nd = node_said(t->s, ac, rep);
+	if (rep != NULL && rep->type != REDIS_REPLY_ERROR && nd != NULL)
+		sl_breaker_close(nd);
+	if (rep != NULL && rep->type == REDIS_REPLY_ERROR) {
+		char what[sizeof("the keys hash ") + SL_NAME_MAX];
 
-		if (nd != NULL)
-			sl_breaker_close(nd);
+		t->s->st.tier_errors++;
+		snprintf(what, sizeof(what), "the keys hash %s", t->hash);
+		said_error(t->s, nd, what, rep,
+			   "keys outside the static map are in the default "
+			   "tier");
 	}
-	if (rep != NULL && rep->type == REDIS_REPLY_ERROR)
-		tier_error(t, rep);
 	a.type = SL_CO_TIER_ANSWER;
 	a.tier.len = 0;
 	/* nil: the hash does not name the key; no reply (the connection

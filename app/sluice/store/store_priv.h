@@ -99,7 +99,7 @@ struct sl_store {
 	uint32_t moved;    /* MOVED replies since the last refresh */
 	uint32_t next_sub; /* the next ask's sub-bucket, mod the rule's */
 	struct sl_redis_auth auth;
-	uint64_t tier_err_logged_ns; /* the keys hash's last error logged */
+	uint64_t err_logged_ns; /* the last error reply logged (said_error) */
 };
 
 /* ---- nodes.c ---- */
