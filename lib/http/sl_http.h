@@ -373,5 +373,11 @@ int sl_http_credentials_conflict(const struct sl_http_req *req);
  */
 int sl_http_normalize_path(const struct sl_norm_cfg *cfg, const char *path,
 			   uint32_t len, char *out);
+/*
+ * Normalises a host alone (a rule's, at load time) as a Host field's:
+ * into out (at least len bytes). Returns the normal length, or -1 where
+ * a request carrying it would be refused (400 authority).
+ */
+int sl_http_normalize_host(const char *host, uint32_t len, char *out);
 
 #endif /* SL_HTTP_H */

@@ -421,6 +421,18 @@ norm_host(struct sl_str a, uint16_t dflt, char *out, struct sl_str *res)
 	return (int)o;
 }
 
+int
+sl_http_normalize_host(const char *host, uint32_t len, char *out)
+{
+	struct sl_str res;
+
+	if (norm_host((struct sl_str){host, len}, 80, out, &res) < 0)
+		return -1;
+	if (res.p != out)
+		memcpy(out, res.p, res.len);
+	return (int)res.len;
+}
+
 static int
 str_eq(struct sl_str a, struct sl_str b)
 {

@@ -269,20 +269,35 @@ f_path(struct loader *L, yaml_node_t *v, void *o)
 	check_route(L, v, r->path);
 }
 
+/*
+ * Compared with the request's normal host, so kept in that form (lower
+ * case, no trailing dot, no ":80"); a host no request's Host can be (a
+ * '*', a blank) is an error: the rule would never match.
+ */
 static void
 f_host(struct loader *L, yaml_node_t *v, void *o)
 {
 	struct sl_rule *r = o;
-	size_t n;
+	char out[sizeof(r->host)];
+	int n;
 
-	if (sl_cfg_get_str(L, v, "host", r->host, sizeof(r->host)) != 0)
+	if (sl_cfg_get_str(L, v, "host", r->host, sizeof(r->host)) != 0 ||
+	    r->host[0] == '\0')
 		return;
-	/* compared with the request's normal host: lower case, no dot */
-	for (n = 0; r->host[n]; n++)
-		if (r->host[n] >= 'A' && r->host[n] <= 'Z')
-			r->host[n] |= 0x20;
-	if (n > 1 && r->host[n - 1] == '.')
-		r->host[n - 1] = '\0';
+	n = sl_http_normalize_host(r->host, (uint32_t)strlen(r->host), out);
+	if (n < 0) {
+		sl_cfg_error_at(L, v,
+				"host: '%s' is refused as a request's Host "
+				"would be (authority)%s",
+				r->host,
+				strchr(r->host, '*') != NULL
+					? ": a host is matched whole, with no "
+					  "wildcard; write a rule per host"
+					: "");
+		return;
+	}
+	memcpy(r->host, out, (size_t)n);
+	r->host[n] = '\0';
 }
 
 static const struct field match_fields[] = {

@@ -423,12 +423,20 @@ paths_in_normal_form(void **state)
 		"  - {name: i, scope: ip, limit: 1/s, match: {path: "
 		"'/v1/a b'}}\n"
 		"  - {name: j, scope: ip, limit: 1/s, match: {path_prefix: "
-		"\"/caf\xc3\xa9\\t\"}}\n";
+		"\"/caf\xc3\xa9\\t\"}}\n"
+		"  - {name: k, scope: ip, limit: 1/s, match: {host: "
+		"'*.api.test'}}\n"
+		"  - {name: l, scope: ip, limit: 1/s, match: {host: "
+		"'api test'}}\n";
 	static const char ok[] =
 		"rules:\n"
 		"  - {name: r, scope: endpoint, limit: 1/s, match: {path: "
 		"'/v1/users/{id}/orders', path_case: insensitive, host: "
-		"API.Test.}}\n";
+		"API.Test.}}\n"
+		"  - {name: s, scope: ip, limit: 1/s, match: {host: "
+		"'API.test:80'}}\n"
+		"  - {name: t, scope: ip, limit: 1/s, match: {host: "
+		"'[2001:2::A]:8080'}}\n";
 	char err[4096];
 	struct sl_config *c = load(y, err, sizeof(err));
 
@@ -456,6 +464,13 @@ paths_in_normal_form(void **state)
 			       "t.yaml:13:59: path_prefix: '/caf\xc3\xa9\t' "
 			       "holds a byte no request target"));
 	assert_non_null(strstr(err, "spelt '/caf%C3%A9%09'"));
+	/* a host no request's Host can be: the rule would never match */
+	assert_non_null(strstr(err, "t.yaml:14:52: host: '*.api.test' is "
+				    "refused as a request's Host would be "
+				    "(authority): a host is matched whole, "
+				    "with no wildcard"));
+	assert_non_null(strstr(err, "t.yaml:15:52: host: 'api test' is "
+				    "refused"));
 	c = load(ok, err, sizeof(err));
 	if (c == NULL)
 		fail_msg("%s", err);
@@ -463,6 +478,9 @@ paths_in_normal_form(void **state)
 	assert_int_equal(c->request.escaped_slashes, SL_ESC_REJECT);
 	assert_int_equal(c->request.host_mismatch, SL_HOST_REJECT);
 	assert_string_equal(c->rules[0].host, "api.test");
+	/* the default port dropped, as a request's Host is: it matches */
+	assert_string_equal(c->rules[1].host, "api.test");
+	assert_string_equal(c->rules[2].host, "[2001:2::a]:8080");
 	assert_int_equal(c->rules[0].path_icase, 1);
 	sl_config_free(c);
 }
