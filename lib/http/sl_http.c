@@ -475,6 +475,40 @@ set_once(struct pstate *s, struct sl_str *dst, struct sl_str v)
 	return 0;
 }
 
+/*
+ * The configured key (or user) field is Authorization: the credential
+ * is read as an auth middleware takes it, after its scheme, so that no
+ * spelling of the scheme is a fresh key ("Bearer k1", "bearer  k1" and
+ * "Token k1" are k1, as without the setting; a bare "k1" is k1). What
+ * the scheme's check refuses, this refuses too.
+ */
+static int
+on_auth_credential(struct pstate *s, struct sl_str *dst, struct sl_str v)
+{
+	uint32_t i = 0;
+
+	if (s->auth_seen++ || listed(v))
+		return fail(s, SL_HTTP_E_DUP_IDENT);
+	while (i < v.len && tchar[(uint8_t)v.p[i]])
+		i++;
+	if (i < v.len && v.p[i] == '\t')
+		return fail(s, SL_HTTP_E_AUTH_SCHEME);
+	if (i < v.len && v.p[i] == ' ') {
+		while (i < v.len && v.p[i] == ' ')
+			i++;
+		v = (struct sl_str){v.p + i, v.len - i};
+	}
+	if (memchr(v.p, ' ', v.len) != NULL || memchr(v.p, '\t', v.len) != NULL)
+		return fail(s, SL_HTTP_E_DUP_IDENT);
+	return set_once(s, dst, v);
+}
+
+static int
+is_authorization(struct sl_str n)
+{
+	return n.len == 13 && ieq(n.p, "authorization", 13);
+}
+
 /* The newest fields are the ones our proxies wrote: kept in a ring. */
 static void
 forwarded_field(struct sl_http_req *r, struct sl_str v)
@@ -493,10 +527,13 @@ on_header(struct pstate *s, struct sl_str n, struct sl_str v)
 
 	if (cfg != NULL && cfg->api_key_header.len &&
 	    same_header(n, cfg->api_key_header, cfg->underscores))
-		return set_once(s, &r->api_key, v);
+		return is_authorization(n)
+			       ? on_auth_credential(s, &r->api_key, v)
+			       : set_once(s, &r->api_key, v);
 	if (cfg != NULL && cfg->user_header.len &&
 	    same_header(n, cfg->user_header, cfg->underscores))
-		return set_once(s, &r->user, v);
+		return is_authorization(n) ? on_auth_credential(s, &r->user, v)
+					   : set_once(s, &r->user, v);
 	switch (n.len) {
 	case 4:
 		if (!ieq(n.p, "host", 4))

@@ -11,6 +11,12 @@ static const struct sl_http_cfg cfg = {
 	.user_header = {"X-User-Id", 9},
 };
 
+/* the key read out of Authorization, after its scheme */
+static const struct sl_http_cfg auth_cfg = {
+	.api_key_header = {"Authorization", 13},
+	.user_header = {"X-User-Id", 9},
+};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* A field set (non-empty) must lie within data[0..n). */
@@ -52,6 +58,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (sl_http_parse_request((const char *)data, i, &cfg,
 						  &r) != SL_HTTP_INCOMPLETE)
 				abort();
+	rc = sl_http_parse_request((const char *)data, size, &auth_cfg, &r);
+	if (rc > 0)
+		outside(&r.api_key, data, (size_t)rc);
 	sl_chunked_init(&c);
 	(void)sl_chunked_consume(&c, (const char *)data, size, &done);
 	return 0;

@@ -827,6 +827,53 @@ bearer_forms(void **state)
 	assert_str(r.bearer, "b");
 }
 
+/* Where the key field is Authorization, the credential after its
+ * scheme is the key, however the scheme is spelt. */
+static void
+authorization_as_key_header(void **state)
+{
+	static const struct sl_http_cfg auth = {
+		.api_key_header = {"Authorization", 13},
+	};
+	static const char *const same[] = {
+		"Authorization: Bearer k-1\r\n",
+		"authorization: bearer   k-1\r\n",
+		"Authorization: Token k-1\r\n",
+		"Authorization: k-1\r\n",
+	};
+	static const struct {
+		const char *field;
+		enum sl_http_err err;
+	} refused[] = {
+		{"Authorization: Bearer k-1 k-2\r\n", SL_HTTP_E_DUP_IDENT},
+		{"Authorization: Bearer\tk-1\r\n", SL_HTTP_E_AUTH_SCHEME},
+		{"Authorization: k-1, k-2\r\n", SL_HTTP_E_DUP_IDENT},
+		{"Authorization: Bearer k-1\r\nAuthorization: k-1\r\n",
+		 SL_HTTP_E_DUP_IDENT},
+	};
+	struct sl_http_req r;
+	char head[256];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		snprintf(head, sizeof(head),
+			 "GET / HTTP/1.1\r\nHost: h\r\n%s\r\n", same[i]);
+		assert_true(sl_http_parse_request(head, strlen(head), &auth,
+						  &r) > 0);
+		assert_str(r.api_key, "k-1");
+	}
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		snprintf(head, sizeof(head),
+			 "GET / HTTP/1.1\r\nHost: h\r\n%s\r\n",
+			 refused[i].field);
+		assert_int_equal(
+			sl_http_parse_request(head, strlen(head), &auth, &r),
+			SL_HTTP_ERROR);
+		assert_int_equal(r.error, refused[i].err);
+	}
+}
+
 int
 main(void)
 {
@@ -849,6 +896,7 @@ main(void)
 		cmocka_unit_test(norm_path_params),
 		cmocka_unit_test(norm_clean_is_not_copied),
 		cmocka_unit_test(bearer_forms),
+		cmocka_unit_test(authorization_as_key_header),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
