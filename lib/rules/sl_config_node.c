@@ -3,6 +3,7 @@
  * The appliance's own settings: dataplane, identity, store, request,
  * response, decisions. Mostly rows: where a value goes and its bounds.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -93,17 +94,66 @@ sl_cfg_header_name(struct loader *L, yaml_node_t *v, const char *what,
 	return -1;
 }
 
+/*
+ * A field the parser reads for itself (the framing, the host, the
+ * client's address) taken as an identity would no longer be read for
+ * what it is: a body unframed, every request without a Host. A Cookie
+ * holds every cookie, which a client adds to and reorders at will: each
+ * spelling would be a fresh bucket for one credential.
+ */
+static const char *
+not_an_identity(const char *name)
+{
+	static const char *const taken[] = {
+		"host",    "content-length", "transfer-encoding", "connection",
+		"upgrade", "forwarded",      "x-forwarded-for",   "cookie",
+	};
+	char low[SL_NAME_MAX];
+	size_t i;
+
+	for (i = 0; name[i] && i + 1 < sizeof(low); i++)
+		low[i] = name[i] == '_' ? '-'
+					: (char)tolower((unsigned char)name[i]);
+	low[i] = '\0';
+	for (i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
+		if (strcmp(low, taken[i]) == 0)
+			return taken[i];
+	return NULL;
+}
+
+static void
+identity_header(struct loader *L, yaml_node_t *v, const char *what, char *dst)
+{
+	const char *t;
+
+	if (sl_cfg_header_name(L, v, what, dst) != 0 ||
+	    (t = not_an_identity(dst)) == NULL)
+		return;
+	if (strcmp(t, "cookie") == 0)
+		sl_cfg_error_at(L, v,
+				"%s: '%s' holds every cookie, in any order "
+				"and number: a key in it is spelt many ways; "
+				"name a field that holds the key alone",
+				what, dst);
+	else
+		sl_cfg_error_at(L, v,
+				"%s: '%s' is read for what it is (framing, "
+				"host, client address) and cannot name an "
+				"identity",
+				what, dst);
+}
+
 static void
 f_keyhdr(struct loader *L, yaml_node_t *v, void *o)
 {
 	(void)o;
-	sl_cfg_header_name(L, v, "api_key_header", ID(L)->api_key_header);
+	identity_header(L, v, "api_key_header", ID(L)->api_key_header);
 }
 static void
 f_userhdr(struct loader *L, yaml_node_t *v, void *o)
 {
 	(void)o;
-	sl_cfg_header_name(L, v, "user_header", ID(L)->user_header);
+	identity_header(L, v, "user_header", ID(L)->user_header);
 }
 
 static const struct field identity_fields[] = {

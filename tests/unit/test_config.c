@@ -633,6 +633,46 @@ endpoints_strict(void **state)
 	assert_non_null(strstr(err, "t.yaml:3:22: endpoints: expected a list"));
 }
 
+/* An identity field the parser reads for itself, or a Cookie, refused;
+ * Authorization taken. */
+static void
+identity_fields_of_their_own(void **state)
+{
+	static const struct {
+		const char *field, *want;
+	} bad[] = {
+		{"api_key_header: Cookie", "t.yaml:2:28: api_key_header: "
+					   "'Cookie' holds every cookie"},
+		{"api_key_header: Content_Length",
+		 "'Content_Length' is read for what it is"},
+		{"user_header: transfer-encoding",
+		 "user_header: 'transfer-encoding' is read"},
+		{"user_header: Host", "'Host' is read"},
+		{"api_key_header: X-Forwarded-For",
+		 "'X-Forwarded-For' is read"},
+		{"api_key_header: Connection", "'Connection' is read"},
+	};
+	char text[512], err[2048];
+	struct sl_config *c;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "version: 1\nidentity: {%s}\n",
+			 bad[i].field);
+		if (load(text, err, sizeof(err)) != NULL ||
+		    strstr(err, bad[i].want) == NULL)
+			fail_msg("%s: want '%s', got '%s'", bad[i].field,
+				 bad[i].want, err);
+	}
+	c = load("version: 1\nidentity: {api_key_header: Authorization, "
+		 "user_header: X-Cookie}\n",
+		 err, sizeof(err));
+	if (c == NULL)
+		fail_msg("%s", err);
+	sl_config_free(c);
+}
+
 /* Errors that say how to fix them: an enum's values listed, a mistyped
  * key answered with the one it is near, a key near none named alone. */
 static void
@@ -663,6 +703,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(errors_suggest),
 		cmocka_unit_test(endpoints_strict),
+		cmocka_unit_test(identity_fields_of_their_own),
 		cmocka_unit_test(checksum_line),
 		cmocka_unit_test(full_example),
 		cmocka_unit_test(all_errors_with_positions),
