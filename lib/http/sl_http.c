@@ -503,6 +503,47 @@ on_auth_credential(struct pstate *s, struct sl_str *dst, struct sl_str v)
 	return set_once(s, dst, v);
 }
 
+/*
+ * A method override: Symfony (and so Laravel), ASP.NET, Express's
+ * method-override and Google's APIs serve a POST carrying one as the
+ * method it names, so rules for that method must see it too. Two that
+ * name two methods are refused: frameworks differ on which wins.
+ */
+static int
+is_override(struct sl_str n, uint8_t us)
+{
+	static const struct sl_str names[] = {
+		{"x-http-method-override", 22},
+		{"x-http-method", 13},
+		{"x-method-override", 17},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (same_header(n, names[i], us))
+			return 1;
+	return 0;
+}
+
+static int
+on_override(struct pstate *s, struct sl_str v)
+{
+	struct sl_str *o = &s->req->method_override;
+
+	uint32_t i;
+
+	if (v.len == 0)
+		return 0; /* names no method */
+	if (o->p != NULL && o->len != v.len)
+		return fail(s, SL_HTTP_E_METHOD_OVERRIDE);
+	for (i = 0; o->p != NULL && i < v.len; i++)
+		if (lower((unsigned char)o->p[i]) !=
+		    lower((unsigned char)v.p[i]))
+			return fail(s, SL_HTTP_E_METHOD_OVERRIDE);
+	*o = v;
+	return 0;
+}
+
 static int
 is_authorization(struct sl_str n)
 {
@@ -534,6 +575,9 @@ on_header(struct pstate *s, struct sl_str n, struct sl_str v)
 	    same_header(n, cfg->user_header, cfg->underscores))
 		return is_authorization(n) ? on_auth_credential(s, &r->user, v)
 					   : set_once(s, &r->user, v);
+	if ((n.len == 13 || n.len == 17 || n.len == 22) &&
+	    is_override(n, cfg != NULL ? cfg->underscores : 0))
+		return on_override(s, v);
 	switch (n.len) {
 	case 4:
 		if (!ieq(n.p, "host", 4))
@@ -742,6 +786,7 @@ sl_http_err_name(enum sl_http_err e)
 		[SL_HTTP_E_UPGRADE_PIPELINED] = "upgrade_pipelined",
 		[SL_HTTP_E_UPGRADE_FRAMING] = "upgrade_framing",
 		[SL_HTTP_E_BACKSLASH] = "backslash",
+		[SL_HTTP_E_METHOD_OVERRIDE] = "method_override",
 	};
 	return (unsigned)e < SL_HTTP_E__COUNT ? names[e] : "unknown";
 }

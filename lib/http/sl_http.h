@@ -81,6 +81,8 @@ enum sl_http_err {
 	/* a '\' in the path where escaped_slashes is reject: IIS reads it
 	 * as '/', nginx and most Linux servers as a byte of the segment */
 	SL_HTTP_E_BACKSLASH,
+	/* two method-override fields that name two methods */
+	SL_HTTP_E_METHOD_OVERRIDE,
 	SL_HTTP_E__COUNT
 };
 
@@ -118,6 +120,9 @@ struct sl_http_req {
 	struct sl_str user;
 	struct sl_str bearer; /* Authorization: Bearer, also when api_key
 				 came from the configured header */
+	/* X-HTTP-Method-Override, X-HTTP-Method or X-Method-Override: the
+	 * method a framework that honours them serves the request as */
+	struct sl_str method_override;
 	uint64_t content_length;
 	uint16_t n_headers;
 	uint8_t n_xff; /* non-empty forwarded-address fields in the head */
@@ -379,5 +384,15 @@ int sl_http_normalize_path(const struct sl_norm_cfg *cfg, const char *path,
  * a request carrying it would be refused (400 authority).
  */
 int sl_http_normalize_host(const char *host, uint32_t len, char *out);
+
+/*
+ * Calls fn with the value (percent-decoded, at most 15 bytes; longer
+ * ones are skipped) of each query parameter of target named "_method"
+ * as PHP reads names: decoded, leading blanks dropped, ' ', '.' and '['
+ * read as '_' (Laravel and Symfony serve a POST as that method).
+ */
+void sl_http_query_methods(struct sl_str target,
+			   void (*fn)(void *ctx, const char *v, uint32_t len),
+			   void *ctx);
 
 #endif /* SL_HTTP_H */

@@ -490,11 +490,27 @@ applies(const struct sl_rule *r, const struct sl_match_req *m)
 	return 1;
 }
 
+static void
+also_method(void *ctx, const char *v, uint32_t len)
+{
+	*(uint32_t *)ctx |= sl_method_bit_any_case(v, len);
+}
+
+/*
+ * The methods the request may be served as: its own, and the one a
+ * method override names, in a field or as the query's "_method" (a
+ * framework that honours them serves the request so); every rule for
+ * either applies, strictest wins.
+ */
 void
 sl_match_req_init(struct sl_match_req *m, const struct sl_http_req *req,
 		  const struct sl_http_norm *n)
 {
 	m->method = sl_method_bit_any_case(req->method.p, req->method.len);
+	if (req->method_override.len)
+		also_method(&m->method, req->method_override.p,
+			    req->method_override.len);
+	sl_http_query_methods(req->target, also_method, &m->method);
 	m->path = n->path.p;
 	m->path_len = n->path.len;
 	m->host = n->host.p;

@@ -17,6 +17,7 @@ usage: h2c_server.py ADDRESS PORT LOG
 import socket
 import sys
 import threading
+import urllib.parse
 
 import h2.config
 import h2.connection
@@ -131,6 +132,23 @@ def serve_headget(c, head, data, late):
         head, data = got
 
 
+def served_as(head, path, hdrs):
+    """The method as Symfony serves it: a POST's X-HTTP-Method-Override
+    (PHP reads X_HTTP_METHOD_OVERRIDE as the same field), else its
+    _method query parameter (names as PHP registers them), upper-cased."""
+    method = head.split(b" ", 1)[0].decode().upper()
+    if method != "POST":
+        return method
+    for name in (b"x-http-method-override", b"x_http_method_override"):
+        if hdrs.get(name):
+            return hdrs[name].decode().upper()
+    query = path.split("?", 1)[1] if "?" in path else ""
+    for name, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
+        if name.lstrip(" ").replace(".", "_").replace(" ", "_").replace("[", "_") == "_method":
+            method = value.upper()
+    return method
+
+
 def serve(c):
     c.settimeout(10)
     try:
@@ -154,7 +172,7 @@ def serve(c):
         if path.startswith(("/headget/", "/headlate/")):
             serve_headget(c, head, rest, path.startswith("/headlate/"))
             return
-        said(hdrs.get(b"x-api-key", b"-").decode(), path, "h1")
+        said(hdrs.get(b"x-api-key", b"-").decode(), path, "h1", served_as(head, path, hdrs))
         c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nh1 ok\n")
     except (OSError, h2.exceptions.ProtocolError):
         pass

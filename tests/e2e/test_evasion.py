@@ -191,7 +191,7 @@ def h2c(res, t, log):
            (["400"] * 4, 400, "upgrade_protocol"),
            "curl --http2 to a backend that takes h2c: each upgrade refused (400 "
            "upgrade_protocol), not tunnelled")
-    res.eq([k for k, _, _ in served if k == "k-h2c"], [],
+    res.eq([ln[0] for ln in served if ln[0] == "k-h2c"], [],
            "the h2c backend served none of the upgrading client's requests (%s)" % served)
     res.eq(plain, [200, 429], "the same backend over HTTP/1.1: served, then limited")
     # the same backend honours CONNECT as a proxy in front of itself
@@ -352,6 +352,44 @@ def method_case(res, t, log):
            "POST spelt post, Post, pOsT under a 1/min POST rule: one served (%s)" % served)
 
 
+# Requests one per connection, each given as "METHOD TARGET [FIELD]",
+# to the backend that serves a POST as the method an override names;
+# prints the statuses.
+OVERRIDDEN = r"""
+import json, socket, sys
+port, out = int(sys.argv[1]), []
+for spec in sys.argv[2:]:
+    m, target, *field = spec.split(" ", 2)
+    s = socket.create_connection(("198.18.0.2", port), timeout=5)
+    s.sendall(("%s %s HTTP/1.1\r\nHost: a\r\nX-API-Key: k-override\r\n%s"
+               "Content-Length: 0\r\n\r\n" % (m, target, field[0] + "\r\n" if field else ""))
+              .encode())
+    got = s.recv(4096)
+    out.append(int(got.split(b" ")[1]) if got.startswith(b"HTTP/1.") else 0)
+    s.close()
+print(json.dumps(out))
+"""
+
+
+def method_override(res, t, log):
+    """A DELETE-only 1/min rule against DELETEs sent as POSTs with a
+    method override: the backend (as Symfony does) serves each as a
+    DELETE, so only the first of them is served."""
+    out = t.client("/usr/bin/python3", "-c", OVERRIDDEN, str(H2C_PORT),
+                   "DELETE /v1/items",
+                   "POST /v1/items X-HTTP-Method-Override: delete",
+                   "POST /v1/items X_HTTP_METHOD_OVERRIDE: DELETE",
+                   "POST /v1/items?_method=DELETE",
+                   "POST /v1/items?.method=delete")
+    time.sleep(0.3)
+    with open(log) as f:
+        served = [ln.split() for ln in f if ln.split()[:1] == ["k-override"]]
+    res.eq((json.loads(out.stdout or "null"), [ln[3] for ln in served]),
+           ([200, 429, 429, 429, 429], ["DELETE"]),
+           "a DELETE, then four POSTs a backend serves as DELETEs, under a 1/min DELETE "
+           "rule: one DELETE served (%s)" % served)
+
+
 def head_late(res, t, log):
     """An upgrade sent once a HEAD's head came, whose body (a 101) the
     backend sends only then: that body would read as the upgrade's
@@ -447,6 +485,7 @@ def main():
             head_body(res, t, h2log)
             head_late(res, t, h2log)
             method_case(res, t, h2log)
+            method_override(res, t, h2log)
             twins(res, t, cmac, smac, t.sluice)
             st = t.sluice.stats()
             print("  normalizer_drops: %s" % st["normalizer_drops"])

@@ -13,6 +13,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* a "_method" value: decoded into a buffer of its own, 15 bytes at most */
+static void
+method_seen(void *ctx, const char *v, uint32_t len)
+{
+	(void)ctx;
+	if (v == NULL || len == 0 || len > 15)
+		abort();
+}
+
 static void
 check_fixed_point(const struct sl_norm_cfg *cfg, struct sl_str path)
 {
@@ -63,6 +72,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(h, nul + 1, hl);
 	r.target = (struct sl_str){t, (uint32_t)tl};
 	r.host = (struct sl_str){h, (uint32_t)hl};
+	sl_http_query_methods(r.target, method_seen, NULL);
 	if (sl_http_normalize(&cfg, &r, scratch, tl + hl, &n) == 0) {
 		if (n.path.len > tl || n.host.len > (hl > tl ? hl : tl))
 			abort();

@@ -874,6 +874,72 @@ authorization_as_key_header(void **state)
 	}
 }
 
+static void
+add_method(void *ctx, const char *v, uint32_t len)
+{
+	char *seen = ctx;
+
+	strncat(seen, v, len);
+	strcat(seen, ",");
+}
+
+/* Method overrides: a field (three names, '_' for '-' too), two that
+ * name two methods refused; "_method" in the query as PHP reads it. */
+static void
+method_overrides(void **state)
+{
+	static const struct sl_http_cfg us = {.underscores = SL_US_SAME};
+	static const char under[] = "POST / HTTP/1.1\r\nHost: h\r\n"
+				    "X_HTTP_Method_Override: DELETE\r\n\r\n";
+	static const struct {
+		const char *target, *want;
+	} queries[] = {
+		{"/x?_method=DELETE", "DELETE,"},
+		{"/x?a=1&_method=put&_method=PATCH", "put,PATCH,"},
+		{"/x?%5Fmethod=DELETE", "DELETE,"},
+		{"/x?.method=DELETE", "DELETE,"},
+		{"/x?[method=DELETE", "DELETE,"},
+		{"/x?+_method=%44ELETE", "DELETE,"},
+		{"/x?_methods=DELETE", ""},
+		{"/x?_method", ""},
+		{"/x?_method=", ""},
+		{"/x?_method=%zz", ""},
+		{"/x?_method=VERYLONGMETHODNAME", ""},
+		{"/x_method=DELETE", ""},
+	};
+	struct sl_http_req r;
+	char seen[64];
+	size_t i;
+
+	(void)state;
+	assert_true(parse_str("POST / HTTP/1.1\r\nHost: h\r\n"
+			      "X-HTTP-Method-Override: DELETE\r\n\r\n",
+			      &r) > 0);
+	assert_str(r.method_override, "DELETE");
+	assert_true(parse_str("POST / HTTP/1.1\r\nHost: h\r\n"
+			      "x-method-override: PUT\r\n"
+			      "X-HTTP-Method: put\r\n\r\n",
+			      &r) > 0);
+	assert_str(r.method_override, "put");
+	assert_int_equal(parse_str("POST / HTTP/1.1\r\nHost: h\r\n"
+				   "X-HTTP-Method: PUT\r\n"
+				   "X-HTTP-Method-Override: DELETE\r\n\r\n",
+				   &r),
+			 SL_HTTP_ERROR);
+	assert_int_equal(r.error, SL_HTTP_E_METHOD_OVERRIDE);
+	assert_true(sl_http_parse_request(under, sizeof(under) - 1, &us, &r) >
+		    0);
+	assert_str(r.method_override, "DELETE");
+	for (i = 0; i < sizeof(queries) / sizeof(queries[0]); i++) {
+		seen[0] = '\0';
+		sl_http_query_methods(
+			(struct sl_str){queries[i].target,
+					(uint32_t)strlen(queries[i].target)},
+			add_method, seen);
+		assert_string_equal(seen, queries[i].want);
+	}
+}
+
 int
 main(void)
 {
@@ -897,6 +963,7 @@ main(void)
 		cmocka_unit_test(norm_clean_is_not_copied),
 		cmocka_unit_test(bearer_forms),
 		cmocka_unit_test(authorization_as_key_header),
+		cmocka_unit_test(method_overrides),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -86,6 +86,21 @@ request_method(const char *method)
 	return m.method;
 }
 
+/* ... with a method override in a field, or in the query. */
+static uint32_t
+served_as(const char *method, const char *override, const char *target)
+{
+	struct sl_http_req q = {
+		.method = {method, (uint32_t)strlen(method)},
+		.target = {target, (uint32_t)strlen(target)},
+		.method_override = {override, (uint32_t)strlen(override)}};
+	struct sl_http_norm n = {.path = {"/", 1}, .host = {"h", 1}};
+	struct sl_match_req m;
+
+	sl_match_req_init(&m, &q, &n);
+	return m.method;
+}
+
 static void
 ruleset_matching(void **state)
 {
@@ -118,6 +133,14 @@ ruleset_matching(void **state)
 	assert_int_equal(request_method("G%T"), 0);
 	assert_int_equal(request_method("GE"), 0);
 	assert_int_equal(sl_method_bit("post", 4), 0);
+	/* a method override: the request is held to both methods' rules */
+	assert_int_equal(served_as("POST", "delete", "/x"),
+			 SL_M_POST | SL_M_DELETE);
+	assert_int_equal(served_as("POST", "", "/x?a=1&_method=PUT"),
+			 SL_M_POST | SL_M_PUT);
+	assert_int_equal(served_as("POST", "PATCH", "/x?.method=DELETE"),
+			 SL_M_POST | SL_M_PATCH | SL_M_DELETE);
+	assert_int_equal(served_as("POST", "FROB", "/x?_method"), SL_M_POST);
 	/* hosts arrive normalised (sl_http_normalize); a port is ignored */
 	assert_int_equal(
 		match(rs, "GET", "/", "api.example.com:8080", NULL, NULL, r),
