@@ -120,9 +120,6 @@ struct sl_http_req {
 	struct sl_str user;
 	struct sl_str bearer; /* Authorization: Bearer, also when api_key
 				 came from the configured header */
-	/* X-HTTP-Method-Override, X-HTTP-Method or X-Method-Override: the
-	 * method a framework that honours them serves the request as */
-	struct sl_str method_override;
 	uint64_t content_length;
 	uint16_t n_headers;
 	uint8_t n_xff; /* non-empty forwarded-address fields in the head */
@@ -136,6 +133,10 @@ struct sl_http_req {
 	 * xff[i % SL_HTTP_MAX_XFF], so the newest are kept (last: a parse
 	 * clears only what precedes it) */
 	struct sl_str xff[SL_HTTP_MAX_XFF];
+	/* X-HTTP-Method-Override, X-HTTP-Method or X-Method-Override: the
+	 * method a framework that honours them serves the request as (set
+	 * by the parse apart from the rest: few requests carry one) */
+	struct sl_str method_override;
 };
 
 /*

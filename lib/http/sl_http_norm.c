@@ -465,7 +465,14 @@ static int
 names_method(const char *p, uint32_t n)
 {
 	char d[16];
-	int len = form_decode(p, n, d, sizeof(d)), i = 0, k;
+	int len, i = 0, k;
+
+	/* most names are none: decoding never lengthens a name, and one
+	 * without an escape ends in "method" as it lies */
+	if (n < 7 ||
+	    (memchr(p, '%', n) == NULL && memcmp(p + n - 6, "method", 6) != 0))
+		return 0;
+	len = form_decode(p, n, d, sizeof(d));
 
 	while (i < len && d[i] == ' ')
 		i++;
