@@ -930,6 +930,9 @@ method_overrides(void **state)
 	assert_true(sl_http_parse_request(under, sizeof(under) - 1, &us, &r) >
 		    0);
 	assert_str(r.method_override, "DELETE");
+	/* kept apart from the fields a parse clears wholesale: cleared too */
+	assert_true(parse_str("POST / HTTP/1.1\r\nHost: h\r\n\r\n", &r) > 0);
+	assert_int_equal(r.method_override.len, 0);
 	for (i = 0; i < sizeof(queries) / sizeof(queries[0]); i++) {
 		seen[0] = '\0';
 		sl_http_query_methods(
