@@ -17,14 +17,14 @@ CFLAGS=(-g -O1 -march=corei7 -fsanitize=fuzzer,address,undefined -fno-sanitize-r
 # undecided-bytes property's
 flow_src="lib/mem/sl_mem.c lib/table/sl_table.c $(echo lib/flow/sl_flow*.c) $(echo lib/http/sl_*.c) lib/ident/sl_ident.c"
 declare -A SRC=(
-	[http]="lib/http/sl_http.c lib/http/sl_chunked.c"
-	[norm]="lib/http/sl_http_norm.c lib/http/sl_http.c"
+	[http]="lib/http/sl_http.c lib/http/sl_http_query.c lib/http/sl_chunked.c"
+	[norm]="lib/http/sl_http_norm.c lib/http/sl_http_query.c lib/http/sl_http.c"
 	[resp]="lib/http/sl_resp.c lib/http/sl_chunked.c"
 	[frame]="lib/net/sl_net.c"
 	[flow]="$flow_src"
 	[decided]="$flow_src"
 	# every sl_config*.c, so a new section file cannot be left out of the harness
-	[config]="$(echo lib/rules/sl_config*.c) lib/http/sl_http_norm.c lib/http/sl_http.c lib/ident/sl_ident.c"
+	[config]="$(echo lib/rules/sl_config*.c) $(echo lib/http/sl_http*.c) lib/ident/sl_ident.c"
 )
 names=("$@")
 [ ${#names[@]} -eq 0 ] && names=(http norm resp frame flow decided config)

@@ -158,6 +158,9 @@ explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
 				     &tier)) ||
 		(req->bearer.len &&
 		 sl_ruleset_key_blocked(rs, req->bearer.p, req->bearer.len)) ||
+		(req->key_param.len &&
+		 sl_ruleset_key_blocked(rs, req->key_param.p,
+					req->key_param.len)) ||
 		sl_ruleset_ip_blocked(rs, id.ip_af, id.addr);
 	printf("{\"identity\":");
 	json_str(stdout, who, (uint32_t)strlen(who));

@@ -9,6 +9,7 @@
 #endif
 
 #include "sl_http.h"
+#include "sl_http_priv.h"
 
 /* tchar per RFC 9110 5.6.2: the bytes allowed in methods and field names. */
 static const uint8_t tchar[256] = {
@@ -692,6 +693,51 @@ parse_header_line(struct pstate *s)
 	return on_header(s, name, value);
 }
 
+struct key_seen {
+	const char *v;
+	uint32_t len, n;
+};
+
+static void
+key_seen(void *ctx, const char *v, uint32_t len)
+{
+	struct key_seen *k = ctx;
+
+	k->v = v;
+	k->len = len;
+	k->n++;
+}
+
+/*
+ * The key in the query, where the config names its parameter: decoded
+ * as a backend reads it (so "k%31" is "k1"), one parameter at most
+ * (frameworks differ on which of two they take).
+ */
+static __attribute__((noinline, cold)) int
+key_param(struct pstate *s, struct sl_str name)
+{
+	struct sl_http_req *r = s->req;
+	struct key_seen k = {NULL, 0, 0};
+	int n;
+
+	sl_query_each(r->target, name.p, name.len, key_seen, &k);
+	if (k.n > 1)
+		return fail(s, SL_HTTP_E_DUP_IDENT);
+	if (k.n == 0 || k.len == 0)
+		return 0;
+	if (memchr(k.v, '%', k.len) == NULL &&
+	    memchr(k.v, '+', k.len) == NULL) {
+		r->key_param = (struct sl_str){k.v, k.len};
+		return 0;
+	}
+	n = sl_form_decode(k.v, k.len, r->key_param_buf,
+			   sizeof(r->key_param_buf));
+	if (n < 0)
+		return fail(s, n == -1 ? SL_HTTP_E_PCT : SL_HTTP_E_KEY_PARAM);
+	r->key_param = (struct sl_str){r->key_param_buf, (uint32_t)n};
+	return 0;
+}
+
 /* Checks that only make sense once every field has been seen. */
 static int
 finish(struct pstate *s)
@@ -710,6 +756,11 @@ finish(struct pstate *s)
 	if (r->method.len == 7 && ieq(r->method.p, "connect", 7))
 		return fail(s, SL_HTTP_E_CONNECT);
 	r->bearer = s->bearer;
+	if (s->cfg != NULL && s->cfg->api_key_param.len &&
+	    key_param(s, s->cfg->api_key_param) != 0)
+		return SL_HTTP_ERROR;
+	if (r->api_key.p == NULL && r->key_param.len != 0)
+		r->api_key = r->key_param;
 	if (r->api_key.p == NULL && s->bearer.len != 0)
 		r->api_key = s->bearer;
 	r->upgrade = (uint8_t)(s->conn_upgrade && s->upgrade_hdr);
@@ -724,8 +775,8 @@ sl_http_parse_request(const char *buf, size_t len,
 	int rc;
 
 	memset(req, 0, offsetof(struct sl_http_req, xff));
-	req->method_override.len = 0;
-	req->method_override.p = NULL;
+	req->method_override = (struct sl_str){NULL, 0};
+	req->key_param = (struct sl_str){NULL, 0};
 	/* RFC 9112 2.2: ignore empty lines before the request line. */
 	while (s.pos + 1 < len && buf[s.pos] == '\r' && buf[s.pos + 1] == '\n')
 		s.pos += 2;
@@ -792,6 +843,7 @@ sl_http_err_name(enum sl_http_err e)
 		[SL_HTTP_E_UPGRADE_FRAMING] = "upgrade_framing",
 		[SL_HTTP_E_BACKSLASH] = "backslash",
 		[SL_HTTP_E_METHOD_OVERRIDE] = "method_override",
+		[SL_HTTP_E_KEY_PARAM] = "key_parameter",
 	};
 	return (unsigned)e < SL_HTTP_E__COUNT ? names[e] : "unknown";
 }

@@ -22,8 +22,9 @@
 
 /* forwarded-address fields kept: the newest, as many as trusted_hops may
  * reach (a field holds at least one address) */
-#define SL_HTTP_MAX_XFF     16
-#define SL_HTTP_MAX_HEADERS 100
+#define SL_HTTP_MAX_XFF       16
+#define SL_HTTP_MAX_HEADERS   100
+#define SL_HTTP_KEY_PARAM_MAX 256 /* a query key's bytes, decoded */
 
 enum sl_http_err {
 	SL_HTTP_E_NONE = 0,
@@ -83,6 +84,9 @@ enum sl_http_err {
 	SL_HTTP_E_BACKSLASH,
 	/* two method-override fields that name two methods */
 	SL_HTTP_E_METHOD_OVERRIDE,
+	/* the key's query parameter decodes to more than
+	 * SL_HTTP_KEY_PARAM_MAX bytes */
+	SL_HTTP_E_KEY_PARAM,
 	SL_HTTP_E__COUNT
 };
 
@@ -105,7 +109,9 @@ enum sl_underscores {
 struct sl_http_cfg {
 	struct sl_str api_key_header; /* e.g. X-API-Key */
 	struct sl_str user_header;    /* e.g. X-User-Id; len 0 disables */
-	uint8_t underscores;          /* enum sl_underscores */
+	/* a query parameter that may carry the key (api_key); len 0: none */
+	struct sl_str api_key_param;
+	uint8_t underscores; /* enum sl_underscores */
 	/* the forwarded-address fields kept are Forwarded (RFC 7239), not
 	 * X-Forwarded-For */
 	uint8_t forwarded;
@@ -137,6 +143,10 @@ struct sl_http_req {
 	 * method a framework that honours them serves the request as (set
 	 * by the parse apart from the rest: few requests carry one) */
 	struct sl_str method_override;
+	/* the key in the query (sl_http_cfg.api_key_param), decoded: where
+	 * it lies when it holds no escape, else in key_param_buf */
+	struct sl_str key_param;
+	char key_param_buf[SL_HTTP_KEY_PARAM_MAX];
 };
 
 /*

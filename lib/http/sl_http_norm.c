@@ -433,83 +433,6 @@ sl_http_normalize_host(const char *host, uint32_t len, char *out)
 	return (int)res.len;
 }
 
-/* ---- _method in the query ---- */
-
-/* p[0..n) percent-decoded ('+' a blank) into out (cap bytes); its
- * length, or -1 where it does not fit or an escape is malformed. */
-static int
-form_decode(const char *p, uint32_t n, char *out, uint32_t cap)
-{
-	uint32_t i, o = 0;
-
-	for (i = 0; i < n; i++, o++) {
-		int hi, lo;
-
-		if (o == cap)
-			return -1;
-		out[o] = p[i] == '+' ? ' ' : p[i];
-		if (p[i] != '%')
-			continue;
-		if (i + 2 >= n ||
-		    (hi = sl_hexval((unsigned char)p[i + 1])) < 0 ||
-		    (lo = sl_hexval((unsigned char)p[i + 2])) < 0)
-			return -1;
-		out[o] = (char)(hi << 4 | lo);
-		i += 2;
-	}
-	return (int)o;
-}
-
-/* A parameter name as PHP registers it is "_method". */
-static int
-names_method(const char *p, uint32_t n)
-{
-	char d[16];
-	int len, i = 0, k;
-
-	/* most names are none: decoding never lengthens a name, and one
-	 * without an escape ends in "method" as it lies */
-	if (n < 7 ||
-	    (memchr(p, '%', n) == NULL && memcmp(p + n - 6, "method", 6) != 0))
-		return 0;
-	len = form_decode(p, n, d, sizeof(d));
-
-	while (i < len && d[i] == ' ')
-		i++;
-	if (len - i != 7)
-		return 0;
-	for (k = i; k < len; k++)
-		if (d[k] == ' ' || d[k] == '.' || d[k] == '[')
-			d[k] = '_';
-	return memcmp(d + i, "_method", 7) == 0;
-}
-
-void
-sl_http_query_methods(struct sl_str target,
-		      void (*fn)(void *ctx, const char *v, uint32_t len),
-		      void *ctx)
-{
-	const char *q = target.len ? memchr(target.p, '?', target.len) : NULL;
-	const char *end, *p;
-
-	if (q == NULL)
-		return;
-	end = target.p + target.len;
-	for (p = q + 1; p < end;) {
-		const char *amp = memchr(p, '&', (size_t)(end - p));
-		const char *e = amp != NULL ? amp : end;
-		const char *eq = memchr(p, '=', (size_t)(e - p));
-		char v[15];
-		int n;
-
-		if (eq != NULL && names_method(p, (uint32_t)(eq - p)) &&
-		    (n = form_decode(eq + 1, (uint32_t)(e - eq - 1), v,
-				     sizeof(v))) > 0)
-			fn(ctx, v, (uint32_t)n);
-		p = e + 1;
-	}
-}
-
 static int
 str_eq(struct sl_str a, struct sl_str b)
 {
@@ -654,11 +577,17 @@ sl_http_normalize(const struct sl_norm_cfg *cfg, const struct sl_http_req *req,
 	return SL_HTTP_E_FORM;
 }
 
+/* Credential c beside the key: one that names another key. */
+static int
+names_other(struct sl_str c, struct sl_str k)
+{
+	return c.len > 0 && c.p != k.p &&
+	       (c.len != k.len || memcmp(c.p, k.p, k.len) != 0);
+}
+
 int
 sl_http_credentials_conflict(const struct sl_http_req *req)
 {
-	struct sl_str k = req->api_key, b = req->bearer;
-
-	return b.len > 0 && b.p != k.p &&
-	       (b.len != k.len || memcmp(b.p, k.p, k.len) != 0);
+	return names_other(req->bearer, req->api_key) ||
+	       names_other(req->key_param, req->api_key);
 }

@@ -191,6 +191,9 @@ sl_config_http_cfg(const struct sl_config *c, struct sl_http_cfg *out)
 	out->user_header =
 		(struct sl_str){c->identity.user_header,
 				(uint32_t)strlen(c->identity.user_header)};
+	out->api_key_param =
+		(struct sl_str){c->identity.api_key_param,
+				(uint32_t)strlen(c->identity.api_key_param)};
 	out->underscores = c->identity.underscores;
 	out->forwarded = c->identity.client_ip == SL_CIP_FORWARDED;
 }

@@ -156,8 +156,31 @@ f_userhdr(struct loader *L, yaml_node_t *v, void *o)
 	identity_header(L, v, "user_header", ID(L)->user_header);
 }
 
+/* Written as a backend reads it, decoded: an escape, or a byte that
+ * ends or joins parameters, could never name it. */
+static void
+f_keyparam(struct loader *L, yaml_node_t *v, void *o)
+{
+	char *dst = ID(L)->api_key_param;
+	size_t i;
+
+	(void)o;
+	if (sl_cfg_get_str(L, v, "api_key_param", dst, SL_NAME_MAX) != 0)
+		return;
+	for (i = 0; dst[i]; i++)
+		if (dst[i] <= ' ' || dst[i] >= 0x7f || strchr("&=#?%+", dst[i]))
+			break;
+	if (dst[0] == '\0' || dst[i] != '\0')
+		sl_cfg_error_at(L, v,
+				"api_key_param: '%s' is not a query "
+				"parameter name (printable ASCII, none of "
+				"'&=#?%%+' or a blank; written decoded)",
+				dst);
+}
+
 static const struct field identity_fields[] = {
 	F_FN("api_key_header", f_keyhdr),
+	F_FN("api_key_param", f_keyparam),
 	F_FN("user_header", f_userhdr),
 	F_ENUM("client_ip", struct sl_config, identity.client_ip,
 	       client_ip_names),

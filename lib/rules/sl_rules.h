@@ -176,6 +176,8 @@ struct sl_config {
 	struct {
 		char api_key_header[SL_NAME_MAX];
 		char user_header[SL_NAME_MAX];
+		/* a query parameter that may carry the key ("" none) */
+		char api_key_param[SL_NAME_MAX];
 		uint8_t client_ip; /* enum sl_client_ip */
 		uint8_t trusted_hops;
 		uint8_t ipv6_prefix;

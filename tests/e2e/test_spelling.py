@@ -275,6 +275,19 @@ def run(res, binary, t, tmp, corpus, corpus_by_path):
            "served; Bearer<TAB>: 400; two keys in one field, as a server joins two: 400; "
            "two tokens in one Bearer field: 400; a Bearer beside a Basic, either first: 400; "
            "absolute-form authority that is not Host: 400")
+    # the key in the query, however its parameter is spelt: one key
+    spelt = ["/v1/search?api_key=k-q", "/v1/search?api_key=k%2Dq", "/v1/search?api.key=k-q",
+             "/v1/search?x=1&api%5Fkey=k-q", "/v1/search?api+key=k%2dq"]
+    reqs = [{"dst": "198.18.0.2", "port": PORT, "head": head(x, "q%d" % i)}
+            for i, x in enumerate(spelt)]
+    reqs += [{"dst": "198.18.0.2", "port": PORT, "head": head(x, "qx%d" % i, extra=e)}
+             for i, (x, e) in enumerate([("/free?api_key=k-a", "X-API-Key: k-b\r\n"),
+                                         ("/free?api_key=k-a&api_key=k-b", ""),
+                                         ("/free?api_key=k-revoked", ""),
+                                         ("/free?api_key=k-x", "X-API-Key: k-revoked\r\n")])]
+    res.eq(send(t, tmp, reqs, "param"), ["200"] + ["429"] * 4 + ["400", "400", "403", "403"],
+           "the key in the query spelt five ways under 1/min: one served; beside another "
+           "key, or twice: 400; revoked there, or beside a revoked key: 403")
     st = t.sluice.stats()
     res.check(st["invalid"] > 0 and st["blocked"] >= 4,
               "counted: invalid %d, blocked %d" % (st["invalid"], st["blocked"]))

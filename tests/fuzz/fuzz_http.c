@@ -11,10 +11,12 @@ static const struct sl_http_cfg cfg = {
 	.user_header = {"X-User-Id", 9},
 };
 
-/* the key read out of Authorization, after its scheme */
+/* the key read out of Authorization, after its scheme, or out of the
+ * query, decoded */
 static const struct sl_http_cfg auth_cfg = {
 	.api_key_header = {"Authorization", 13},
 	.user_header = {"X-User-Id", 9},
+	.api_key_param = {"api_key", 7},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -59,8 +61,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						  &r) != SL_HTTP_INCOMPLETE)
 				abort();
 	rc = sl_http_parse_request((const char *)data, size, &auth_cfg, &r);
-	if (rc > 0)
+	if (rc > 0 && r.api_key.p == r.key_param_buf) {
+		if (r.api_key.len > sizeof(r.key_param_buf))
+			abort();
+	} else if (rc > 0) {
 		outside(&r.api_key, data, (size_t)rc);
+	}
 	sl_chunked_init(&c);
 	(void)sl_chunked_consume(&c, (const char *)data, size, &done);
 	return 0;

@@ -666,11 +666,19 @@ identity_fields_of_their_own(void **state)
 				 bad[i].want, err);
 	}
 	c = load("version: 1\nidentity: {api_key_header: Authorization, "
-		 "user_header: X-Cookie}\n",
+		 "user_header: X-Cookie, api_key_param: api_key}\n",
 		 err, sizeof(err));
 	if (c == NULL)
 		fail_msg("%s", err);
+	assert_string_equal(c->identity.api_key_param, "api_key");
 	sl_config_free(c);
+	/* a parameter name as a backend reads it, decoded */
+	assert_null(load("version: 1\nidentity: {api_key_param: 'k%41'}\n", err,
+			 sizeof(err)));
+	assert_non_null(strstr(err, "t.yaml:2:27: api_key_param: 'k%41' is "
+				    "not a query parameter name"));
+	assert_null(load("version: 1\nidentity: {api_key_param: 'a b'}\n", err,
+			 sizeof(err)));
 }
 
 /* Errors that say how to fix them: an enum's values listed, a mistyped

@@ -943,6 +943,83 @@ method_overrides(void **state)
 	}
 }
 
+/* The key in the query, where the config names its parameter: decoded,
+ * its name in any spelling a backend resolves, once; beside another
+ * credential it conflicts. */
+static void
+key_in_query(void **state)
+{
+	static const struct sl_http_cfg q = {
+		.api_key_header = {"X-API-Key", 9},
+		.api_key_param = {"api_key", 7},
+	};
+	static const struct {
+		const char *target, *key;
+		int err; /* or the refusal */
+	} cases[] = {
+		{"/x?api_key=k1", "k1", 0},
+		{"/x?a=b&api_key=k%31&c", "k1", 0},
+		{"/x?api.key=k1", "k1", 0},
+		{"/x?%61pi_key=k1", "k1", 0},
+		{"/x?+api[key=k+1", "k 1", 0},
+		{"/x?api_keys=k1&xapi_key=k2", "", 0},
+		{"/x?api_key=", "", 0},
+		{"/x?api_key=k1&api.key=k1", NULL, SL_HTTP_E_DUP_IDENT},
+		{"/x?api_key=k%zz", NULL, SL_HTTP_E_PCT},
+	};
+	struct sl_http_req r;
+	char head[1024], big[700];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc;
+
+		snprintf(head, sizeof(head),
+			 "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", cases[i].target);
+		rc = sl_http_parse_request(head, strlen(head), &q, &r);
+		if (cases[i].key == NULL) {
+			assert_int_equal(rc, SL_HTTP_ERROR);
+			assert_int_equal(r.error, cases[i].err);
+			continue;
+		}
+		assert_true(rc > 0);
+		assert_str(r.api_key, cases[i].key);
+	}
+	/* more than SL_HTTP_KEY_PARAM_MAX bytes decoded from escapes */
+	memset(big, 'a', sizeof(big));
+	memcpy(big, "/x?api_key=%41", 14);
+	big[SL_HTTP_KEY_PARAM_MAX + 20] = '\0';
+	snprintf(head, sizeof(head), "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", big);
+	assert_int_equal(sl_http_parse_request(head, strlen(head), &q, &r),
+			 SL_HTTP_ERROR);
+	assert_int_equal(r.error, SL_HTTP_E_KEY_PARAM);
+	/* beside the header's key or a Bearer token: the same key, or a
+	 * conflict */
+	snprintf(head, sizeof(head),
+		 "GET /x?api_key=k%%31 HTTP/1.1\r\nHost: h\r\n"
+		 "X-API-Key: k1\r\n\r\n");
+	assert_true(sl_http_parse_request(head, strlen(head), &q, &r) > 0);
+	assert_false(sl_http_credentials_conflict(&r));
+	snprintf(head, sizeof(head),
+		 "GET /x?api_key=k2 HTTP/1.1\r\nHost: h\r\n"
+		 "X-API-Key: k1\r\n\r\n");
+	assert_true(sl_http_parse_request(head, strlen(head), &q, &r) > 0);
+	assert_str(r.api_key, "k1");
+	assert_true(sl_http_credentials_conflict(&r));
+	snprintf(head, sizeof(head),
+		 "GET /x?api_key=k2 HTTP/1.1\r\nHost: h\r\n"
+		 "Authorization: Bearer k1\r\n\r\n");
+	assert_true(sl_http_parse_request(head, strlen(head), &q, &r) > 0);
+	assert_str(r.api_key, "k2");
+	assert_true(sl_http_credentials_conflict(&r));
+	/* without the setting the query is no credential */
+	snprintf(head, sizeof(head),
+		 "GET /x?api_key=k2 HTTP/1.1\r\nHost: h\r\n\r\n");
+	assert_true(parse_str(head, &r) > 0);
+	assert_int_equal(r.api_key.len, 0);
+}
+
 int
 main(void)
 {
@@ -967,6 +1044,7 @@ main(void)
 		cmocka_unit_test(bearer_forms),
 		cmocka_unit_test(authorization_as_key_header),
 		cmocka_unit_test(method_overrides),
+		cmocka_unit_test(key_in_query),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -325,11 +325,12 @@ screen(struct sl_worker *w, const struct sl_req *q, int *key_tier)
 {
 	const struct sl_ruleset *rs = w->pol->rs;
 	const struct sl_http_req *req = q->http;
-	struct sl_str k = req->api_key, b = req->bearer;
+	struct sl_str k = req->api_key, b = req->bearer, p = req->key_param;
 	int conflict = sl_http_credentials_conflict(req);
 
 	if ((k.len && sl_ruleset_key_info(rs, k.p, k.len, key_tier)) ||
 	    (conflict && sl_ruleset_key_blocked(rs, b.p, b.len)) ||
+	    (conflict && p.len && sl_ruleset_key_blocked(rs, p.p, p.len)) ||
 	    (w->pol->fib != NULL &&
 	     sl_blockfib_blocked(w->pol->fib, q->id->ip_af, q->id->addr)))
 		return sl_verdict_blocked(w, q);

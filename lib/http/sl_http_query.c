@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Parameters of the query that a backend reads as more than a query: an
+ * API key, a method override. Names are compared as they are decoded,
+ * and as PHP registers them (leading blanks dropped, ' ', '.' and '['
+ * read as '_'), so that no spelling a backend resolves to the name
+ * escapes it.
+ */
+#include <string.h>
+
+#include "sl_http.h"
+#include "sl_http_priv.h"
+
+#define QNAME_MAX 64 /* the longest parameter name compared */
+
+int
+sl_form_decode(const char *p, uint32_t n, char *out, uint32_t cap)
+{
+	uint32_t i, o = 0;
+
+	for (i = 0; i < n; i++, o++) {
+		int hi, lo;
+
+		if (o == cap)
+			return -2;
+		out[o] = p[i] == '+' ? ' ' : p[i];
+		if (p[i] != '%')
+			continue;
+		if (i + 2 >= n ||
+		    (hi = sl_hexval((unsigned char)p[i + 1])) < 0 ||
+		    (lo = sl_hexval((unsigned char)p[i + 2])) < 0)
+			return -1;
+		out[o] = (char)(hi << 4 | lo);
+		i += 2;
+	}
+	return (int)o;
+}
+
+/* Whether the raw name p[0..n) reads as want[0..wl). */
+static int
+names(const char *p, uint32_t n, const char *want, uint32_t wl)
+{
+	char d[QNAME_MAX];
+	int len, i = 0, k;
+
+	/* most names are not it: decoding never lengthens a name, and one
+	 * without an escape ends in want's last byte (unless that is the
+	 * '_' PHP writes for three others) */
+	if (n < wl || (memchr(p, '%', n) == NULL && want[wl - 1] != '_' &&
+		       p[n - 1] != want[wl - 1]))
+		return 0;
+	len = sl_form_decode(p, n, d, sizeof(d));
+	if (len == (int)wl && memcmp(d, want, wl) == 0)
+		return 1;
+	while (i < len && d[i] == ' ')
+		i++;
+	if (len - i != (int)wl)
+		return 0;
+	for (k = i; k < len; k++)
+		if (d[k] == ' ' || d[k] == '.' || d[k] == '[')
+			d[k] = '_';
+	return memcmp(d + i, want, wl) == 0;
+}
+
+void
+sl_query_each(struct sl_str target, const char *want, uint32_t wl,
+	      void (*fn)(void *ctx, const char *v, uint32_t len), void *ctx)
+{
+	const char *q = target.len ? memchr(target.p, '?', target.len) : NULL;
+	const char *end, *p;
+
+	if (q == NULL || wl == 0 || wl > QNAME_MAX)
+		return;
+	end = target.p + target.len;
+	for (p = q + 1; p < end;) {
+		const char *amp = memchr(p, '&', (size_t)(end - p));
+		const char *e = amp != NULL ? amp : end;
+		const char *eq = memchr(p, '=', (size_t)(e - p));
+
+		if (eq != NULL && names(p, (uint32_t)(eq - p), want, wl))
+			fn(ctx, eq + 1, (uint32_t)(e - eq - 1));
+		p = e + 1;
+	}
+}
+
+struct methods {
+	void (*fn)(void *ctx, const char *v, uint32_t len);
+	void *ctx;
+};
+
+static void
+one_method(void *ctx, const char *v, uint32_t len)
+{
+	const struct methods *m = ctx;
+	char d[15];
+	int n = sl_form_decode(v, len, d, sizeof(d));
+
+	if (n > 0)
+		m->fn(m->ctx, d, (uint32_t)n);
+}
+
+void
+sl_http_query_methods(struct sl_str target,
+		      void (*fn)(void *ctx, const char *v, uint32_t len),
+		      void *ctx)
+{
+	struct methods m = {fn, ctx};
+
+	sl_query_each(target, "_method", 7, one_method, &m);
+}
