@@ -138,7 +138,8 @@ explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
 	struct sl_identity id;
 	struct sl_http_norm nt;
 	struct sl_match_req m;
-	char *scratch = malloc(req->target.len + req->host.len + 1);
+	char *scratch = malloc(req->target.len + req->host.len +
+			       req->path_override.len + 1);
 	char who[SL_IDENT_MAX * 2 + 16];
 	int tier = -1, blocked, err;
 
@@ -165,8 +166,9 @@ explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
 	printf("{\"identity\":");
 	json_str(stdout, who, (uint32_t)strlen(who));
 	printf(",\"blocked\":%s", blocked ? "true" : "false");
-	err = sl_http_normalize(&c->request, req, scratch,
-				req->target.len + req->host.len, &nt);
+	err = sl_http_normalize(
+		&c->request, req, scratch,
+		req->target.len + req->host.len + req->path_override.len, &nt);
 	if (err == 0 && sl_http_credentials_conflict(req))
 		err = SL_HTTP_E_CREDENTIALS;
 	if (err != 0) {
@@ -176,6 +178,11 @@ explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
 	}
 	printf(",\"path\":");
 	json_str(stdout, nt.path.p, nt.path.len);
+	if (nt.alt_path.len) {
+		/* the path a framework honouring X-Original-URL routes by */
+		printf(",\"path_override\":");
+		json_str(stdout, nt.alt_path.p, nt.alt_path.len);
+	}
 	printf(",\"host\":");
 	json_str(stdout, nt.host.p, nt.host.len);
 	sl_match_req_init(&m, req, &nt);

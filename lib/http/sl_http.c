@@ -509,21 +509,33 @@ on_auth_credential(struct pstate *s, struct sl_str *dst, struct sl_str v)
  * method-override and Google's APIs serve a POST carrying one as the
  * method it names, so rules for that method must see it too. Two that
  * name two methods are refused: frameworks differ on which wins.
+ *
+ * A path override: Zend Framework 1 (and Magento 1 on it), and Symfony
+ * before 2.7.49, route a request by X-Original-URL, else X-Rewrite-URL
+ * (fields IIS rewriters set), over its request line; rules for that
+ * path must see it too.
  */
-static __attribute__((noinline)) int
-is_override(struct sl_str n, uint8_t us)
+enum override { OV_NONE, OV_METHOD, OV_PATH };
+
+static __attribute__((noinline)) enum override
+override_kind(struct sl_str n, uint8_t us)
 {
-	static const struct sl_str names[] = {
-		{"x-http-method-override", 22},
-		{"x-http-method", 13},
-		{"x-method-override", 17},
+	static const struct {
+		struct sl_str name;
+		enum override kind;
+	} names[] = {
+		{{"x-http-method-override", 22}, OV_METHOD},
+		{{"x-http-method", 13}, OV_METHOD},
+		{{"x-method-override", 17}, OV_METHOD},
+		{{"x-original-url", 14}, OV_PATH},
+		{{"x-rewrite-url", 13}, OV_PATH},
 	};
 	size_t i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (same_header(n, names[i], us))
-			return 1;
-	return 0;
+		if (same_header(n, names[i].name, us))
+			return names[i].kind;
+	return OV_NONE;
 }
 
 /* Kept out of line, as the credential below: few requests carry one,
@@ -546,6 +558,34 @@ on_override(struct pstate *s, struct sl_str v)
 			return fail(s, SL_HTTP_E_METHOD_OVERRIDE);
 	*o = v;
 	return 0;
+}
+
+/* Both fields, or one twice, naming two targets: a backend reading one
+ * and a proxy before it the other could route apart, so refused. An
+ * empty one is kept: a framework that finds the field set routes by it
+ * (to its root), and the normal form refuses it. */
+static __attribute__((noinline, cold)) int
+on_path_override(struct pstate *s, struct sl_str v)
+{
+	struct sl_str *o = &s->req->path_override;
+
+	if (o->p != NULL && (o->len != v.len || memcmp(o->p, v.p, v.len) != 0))
+		return fail(s, SL_HTTP_E_PATH_OVERRIDE);
+	*o = v;
+	return 0;
+}
+
+static int
+on_any_override(struct pstate *s, struct sl_str n, struct sl_str v)
+{
+	switch (override_kind(n, s->cfg != NULL ? s->cfg->underscores : 0)) {
+	case OV_METHOD:
+		return on_override(s, v);
+	case OV_PATH:
+		return on_path_override(s, v);
+	default:
+		return 0;
+	}
 }
 
 static int
@@ -579,9 +619,9 @@ on_header(struct pstate *s, struct sl_str n, struct sl_str v)
 	    same_header(n, cfg->user_header, cfg->underscores))
 		return is_authorization(n) ? on_auth_credential(s, &r->user, v)
 					   : set_once(s, &r->user, v);
-	if ((n.len == 13 || n.len == 17 || n.len == 22) &&
-	    is_override(n, cfg != NULL ? cfg->underscores : 0))
-		return on_override(s, v);
+	if ((n.len == 13 || n.len == 14 || n.len == 17 || n.len == 22) &&
+	    (n.p[0] | 0x20) == 'x')
+		return on_any_override(s, n, v);
 	switch (n.len) {
 	case 4:
 		if (!ieq(n.p, "host", 4))
@@ -776,6 +816,7 @@ sl_http_parse_request(const char *buf, size_t len,
 
 	memset(req, 0, offsetof(struct sl_http_req, xff));
 	req->method_override = (struct sl_str){NULL, 0};
+	req->path_override = (struct sl_str){NULL, 0};
 	req->key_param = (struct sl_str){NULL, 0};
 	/* RFC 9112 2.2: ignore empty lines before the request line. */
 	while (s.pos + 1 < len && buf[s.pos] == '\r' && buf[s.pos + 1] == '\n')
@@ -844,6 +885,7 @@ sl_http_err_name(enum sl_http_err e)
 		[SL_HTTP_E_BACKSLASH] = "backslash",
 		[SL_HTTP_E_METHOD_OVERRIDE] = "method_override",
 		[SL_HTTP_E_KEY_PARAM] = "key_parameter",
+		[SL_HTTP_E_PATH_OVERRIDE] = "path_override",
 	};
 	return (unsigned)e < SL_HTTP_E__COUNT ? names[e] : "unknown";
 }

@@ -87,6 +87,9 @@ enum sl_http_err {
 	/* the key's query parameter decodes to more than
 	 * SL_HTTP_KEY_PARAM_MAX bytes */
 	SL_HTTP_E_KEY_PARAM,
+	/* X-Original-URL and X-Rewrite-URL naming two targets, or one that
+	 * is no origin- or absolute-form target */
+	SL_HTTP_E_PATH_OVERRIDE,
 	SL_HTTP_E__COUNT
 };
 
@@ -143,6 +146,9 @@ struct sl_http_req {
 	 * method a framework that honours them serves the request as (set
 	 * by the parse apart from the rest: few requests carry one) */
 	struct sl_str method_override;
+	/* the target a path-override field names (X-Original-URL,
+	 * X-Rewrite-URL), raw; set apart as method_override is */
+	struct sl_str path_override;
 	/* the key in the query (sl_http_cfg.api_key_param), decoded: where
 	 * it lies when it holds no escape, else in key_param_buf */
 	struct sl_str key_param;
@@ -361,16 +367,19 @@ struct sl_http_norm {
 	struct sl_str path; /* normal path, no query: "/" at least, except
 			       for the authority and asterisk forms ("") */
 	struct sl_str host; /* normal host, ":port" kept unless default */
-	uint8_t form;       /* enum sl_target_form */
-	uint8_t rewritten;  /* the path differs from the raw bytes */
+	/* the normal path of the target a path-override field names
+	 * (sl_http_req.path_override); len 0: none */
+	struct sl_str alt_path;
+	uint8_t form;      /* enum sl_target_form */
+	uint8_t rewritten; /* the path differs from the raw bytes */
 };
 
 /*
  * Normalises req's target and host into out. Clean origin-form targets
  * (no '%', no "//", no "/.", no '#') and lower-case hosts are pointed at
  * where they lie, with no copy; others are written into scratch, which
- * must hold req->target.len + req->host.len bytes. Returns 0 or an
- * sl_http_err (the 400 to answer).
+ * must hold req->target.len + req->host.len + req->path_override.len
+ * bytes. Returns 0 or an sl_http_err (the 400 to answer).
  */
 int sl_http_normalize(const struct sl_norm_cfg *cfg,
 		      const struct sl_http_req *req, char *scratch, size_t cap,

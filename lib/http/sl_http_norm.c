@@ -480,12 +480,12 @@ struct nstate {
 
 /* The path part of a target, from its first byte up to the query. */
 static int
-set_path(struct nstate *s, const char *p, uint32_t n)
+path_into(struct nstate *s, const char *p, uint32_t n, struct sl_str *dst)
 {
 	int rc = p[0] == '/' ? clean_path_len(s->cfg, p, n) : -1;
 
 	if (rc > 0) {
-		s->out->path = (struct sl_str){p, (uint32_t)rc};
+		*dst = (struct sl_str){p, (uint32_t)rc};
 		return 0;
 	}
 	n = path_end(p, n);
@@ -494,10 +494,16 @@ set_path(struct nstate *s, const char *p, uint32_t n)
 	rc = norm_segments(s->cfg, p, n, s->buf + s->used);
 	if (rc < 0)
 		return -rc;
-	s->out->path = (struct sl_str){s->buf + s->used, (uint32_t)rc};
-	s->out->rewritten = 1;
+	*dst = (struct sl_str){s->buf + s->used, (uint32_t)rc};
+	s->out->rewritten |= dst == &s->out->path;
 	s->used += (uint32_t)rc;
 	return 0;
+}
+
+static int
+set_path(struct nstate *s, const char *p, uint32_t n)
+{
+	return path_into(s, p, n, &s->out->path);
 }
 
 static int
@@ -541,40 +547,80 @@ absolute_form(struct nstate *s, int sl, uint16_t dflt)
 	return set_path(s, t.p + e, t.len - e);
 }
 
+static int
+target_of(struct nstate *s)
+{
+	const struct sl_http_req *req = s->req;
+	struct sl_str t = req->target;
+	uint16_t dflt = 80;
+	int sl, rc;
+
+	if (is_method(req, "CONNECT")) {
+		s->out->form = SL_FORM_AUTHORITY;
+		if (memchr(t.p, '/', t.len) != NULL ||
+		    memchr(t.p, '@', t.len) != NULL)
+			return SL_HTTP_E_FORM;
+		return set_host(s, t, 443, &s->out->host);
+	}
+	if (t.len > 0 && t.p[0] == '/') {
+		if (req->host.len > 0 &&
+		    (rc = set_host(s, req->host, 80, &s->out->host)) != 0)
+			return rc;
+		return set_path(s, t.p, t.len);
+	}
+	if ((sl = scheme_len(t, &dflt)) > 0)
+		return absolute_form(s, sl, dflt);
+	if (t.len == 1 && t.p[0] == '*' && is_method(req, "OPTIONS")) {
+		s->out->form = SL_FORM_ASTERISK;
+		if (req->host.len > 0)
+			return set_host(s, req->host, 80, &s->out->host);
+		return 0;
+	}
+	return SL_HTTP_E_FORM;
+}
+
+/*
+ * The path a path-override field names, as the framework that honours
+ * it routes: an origin-form target, or an absolute one's path (its
+ * authority is not the framework's to route by). Anything else is no
+ * path sluice could match as the framework does: refused.
+ */
+static __attribute__((noinline, cold)) int
+override_of(struct nstate *s)
+{
+	struct sl_str t = s->req->path_override;
+	uint16_t dflt = 80;
+	uint32_t e;
+	int sl;
+
+	if (t.len > 0 && t.p[0] == '/')
+		return path_into(s, t.p, t.len, &s->out->alt_path);
+	if ((sl = scheme_len(t, &dflt)) <= 0)
+		return SL_HTTP_E_PATH_OVERRIDE;
+	e = (uint32_t)sl;
+	while (e < t.len && t.p[e] != '/' && t.p[e] != '?' && t.p[e] != '#')
+		e++;
+	if (e < t.len && t.p[e] == '/')
+		return path_into(s, t.p + e, t.len - e, &s->out->alt_path);
+	s->out->alt_path = (struct sl_str){"/", 1};
+	return 0;
+}
+
 int
 sl_http_normalize(const struct sl_norm_cfg *cfg, const struct sl_http_req *req,
 		  char *scratch, size_t cap, struct sl_http_norm *out)
 {
 	struct nstate s = {cfg, req, scratch, 0, out};
-	struct sl_str t = req->target;
-	uint16_t dflt = 80;
-	int sl, rc;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (cap < (size_t)t.len + req->host.len)
+	if (cap <
+	    (size_t)req->target.len + req->host.len + req->path_override.len)
 		return SL_HTTP_E_TARGET; /* never: the caller sizes it */
-	if (is_method(req, "CONNECT")) {
-		out->form = SL_FORM_AUTHORITY;
-		if (memchr(t.p, '/', t.len) != NULL ||
-		    memchr(t.p, '@', t.len) != NULL)
-			return SL_HTTP_E_FORM;
-		return set_host(&s, t, 443, &out->host);
-	}
-	if (t.len > 0 && t.p[0] == '/') {
-		if (req->host.len > 0 &&
-		    (rc = set_host(&s, req->host, 80, &out->host)) != 0)
-			return rc;
-		return set_path(&s, t.p, t.len);
-	}
-	if ((sl = scheme_len(t, &dflt)) > 0)
-		return absolute_form(&s, sl, dflt);
-	if (t.len == 1 && t.p[0] == '*' && is_method(req, "OPTIONS")) {
-		out->form = SL_FORM_ASTERISK;
-		if (req->host.len > 0)
-			return set_host(&s, req->host, 80, &out->host);
-		return 0;
-	}
-	return SL_HTTP_E_FORM;
+	rc = target_of(&s);
+	if (rc == 0 && req->path_override.p != NULL)
+		rc = override_of(&s);
+	return rc;
 }
 
 /* Credential c beside the key: one that names another key. */

@@ -315,6 +315,9 @@ struct sl_match_req {
 	uint32_t method;  /* sl_method bit, 0 for a method no rule names */
 	const char *path; /* sl_http_normalize's path and host */
 	uint32_t path_len;
+	/* the path a path override names; NULL: none */
+	const char *alt_path;
+	uint32_t alt_path_len;
 	const char *host;
 	uint32_t host_len;
 	/* -1: the request carries no API key; SL_TIER_ANY: its tier is not

@@ -464,10 +464,22 @@ sl_route_match(const char *route, const char *path, uint32_t len, int icase)
 }
 
 static int
-applies(const struct sl_rule *r, const struct sl_match_req *m)
+path_applies(const struct sl_rule *r, const char *path, uint32_t len)
 {
 	size_t pl;
 
+	if (r->path_prefix[0]) {
+		pl = strlen(r->path_prefix);
+		if (len < pl ||
+		    !bytes_eq(path, r->path_prefix, pl, r->path_icase))
+			return 0;
+	}
+	return !r->path[0] || sl_route_match(r->path, path, len, r->path_icase);
+}
+
+static int
+applies(const struct sl_rule *r, const struct sl_match_req *m)
+{
 	if (r->scope == SL_SCOPE_KEY && !m->has_key)
 		return 0;
 	if (r->scope == SL_SCOPE_USER && !m->has_user)
@@ -476,14 +488,9 @@ applies(const struct sl_rule *r, const struct sl_match_req *m)
 		return 0;
 	if (r->methods && !(r->methods & m->method))
 		return 0;
-	if (r->path_prefix[0]) {
-		pl = strlen(r->path_prefix);
-		if (m->path_len < pl ||
-		    !bytes_eq(m->path, r->path_prefix, pl, r->path_icase))
-			return 0;
-	}
-	if (r->path[0] &&
-	    !sl_route_match(r->path, m->path, m->path_len, r->path_icase))
+	if (!path_applies(r, m->path, m->path_len) &&
+	    (m->alt_path == NULL ||
+	     !path_applies(r, m->alt_path, m->alt_path_len)))
 		return 0;
 	if (r->host[0] && !host_matches(r->host, m->host, m->host_len))
 		return 0;
@@ -498,9 +505,10 @@ also_method(void *ctx, const char *v, uint32_t len)
 
 /*
  * The methods the request may be served as: its own, and the one a
- * method override names, in a field or as the query's "_method" (a
- * framework that honours them serves the request so); every rule for
- * either applies, strictest wins.
+ * method override names, in a field or as the query's "_method"; and
+ * the paths: its own, and the one a path override names (a framework
+ * that honours them serves the request so). Every rule for either
+ * applies, strictest wins.
  */
 void
 sl_match_req_init(struct sl_match_req *m, const struct sl_http_req *req,
@@ -513,6 +521,8 @@ sl_match_req_init(struct sl_match_req *m, const struct sl_http_req *req,
 	sl_http_query_methods(req->target, also_method, &m->method);
 	m->path = n->path.p;
 	m->path_len = n->path.len;
+	m->alt_path = n->alt_path.len ? n->alt_path.p : NULL;
+	m->alt_path_len = n->alt_path.len;
 	m->host = n->host.p;
 	m->host_len = n->host.len;
 	m->has_key = req->api_key.len > 0;

@@ -14,6 +14,7 @@ to LOG per request it served: "KEY PATH h1|h2|tunnel|cl0|headget".
 usage: h2c_server.py ADDRESS PORT LOG
 """
 
+import posixpath
 import socket
 import sys
 import threading
@@ -149,6 +150,17 @@ def served_as(head, path, hdrs):
     return method
 
 
+def routed_by(path, hdrs):
+    """The path as Zend Framework 1 routes it: X-Original-URL, else
+    X-Rewrite-URL (PHP reads X_Original_URL as the same field), else the
+    request line's; an absolute URL's authority dropped."""
+    for name in (b"x-original-url", b"x_original_url", b"x-rewrite-url", b"x_rewrite_url"):
+        if name in hdrs:
+            url = urllib.parse.urlsplit(hdrs[name].decode())
+            return posixpath.normpath(urllib.parse.unquote(url.path or "/"))
+    return path
+
+
 def serve(c):
     c.settimeout(10)
     try:
@@ -172,7 +184,8 @@ def serve(c):
         if path.startswith(("/headget/", "/headlate/")):
             serve_headget(c, head, rest, path.startswith("/headlate/"))
             return
-        said(hdrs.get(b"x-api-key", b"-").decode(), path, "h1", served_as(head, path, hdrs))
+        said(hdrs.get(b"x-api-key", b"-").decode(), routed_by(path, hdrs), "h1",
+             served_as(head, path, hdrs))
         c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nh1 ok\n")
     except (OSError, h2.exceptions.ProtocolError):
         pass

@@ -357,12 +357,12 @@ def method_case(res, t, log):
 # prints the statuses.
 OVERRIDDEN = r"""
 import json, socket, sys
-port, out = int(sys.argv[1]), []
-for spec in sys.argv[2:]:
+port, key, out = int(sys.argv[1]), sys.argv[2], []
+for spec in sys.argv[3:]:
     m, target, *field = spec.split(" ", 2)
     s = socket.create_connection(("198.18.0.2", port), timeout=5)
-    s.sendall(("%s %s HTTP/1.1\r\nHost: a\r\nX-API-Key: k-override\r\n%s"
-               "Content-Length: 0\r\n\r\n" % (m, target, field[0] + "\r\n" if field else ""))
+    s.sendall(("%s %s HTTP/1.1\r\nHost: a\r\nX-API-Key: %s\r\n%s"
+               "Content-Length: 0\r\n\r\n" % (m, target, key, field[0] + "\r\n" if field else ""))
               .encode())
     got = s.recv(4096)
     out.append(int(got.split(b" ")[1]) if got.startswith(b"HTTP/1.") else 0)
@@ -375,7 +375,7 @@ def method_override(res, t, log):
     """A DELETE-only 1/min rule against DELETEs sent as POSTs with a
     method override: the backend (as Symfony does) serves each as a
     DELETE, so only the first of them is served."""
-    out = t.client("/usr/bin/python3", "-c", OVERRIDDEN, str(H2C_PORT),
+    out = t.client("/usr/bin/python3", "-c", OVERRIDDEN, str(H2C_PORT), "k-override",
                    "DELETE /v1/items",
                    "POST /v1/items X-HTTP-Method-Override: delete",
                    "POST /v1/items X_HTTP_METHOD_OVERRIDE: DELETE",
@@ -388,6 +388,26 @@ def method_override(res, t, log):
            ([200, 429, 429, 429, 429], ["DELETE"]),
            "a DELETE, then four POSTs a backend serves as DELETEs, under a 1/min DELETE "
            "rule: one DELETE served (%s)" % served)
+
+
+def path_override(res, t, log):
+    """A 1/min rule on /v1/admin against requests to another path that
+    name /v1/admin in X-Original-URL or X-Rewrite-URL: the backend (as
+    Zend Framework 1 does) routes each to /v1/admin, so only the first
+    is served; two fields naming two targets are refused."""
+    out = t.client("/usr/bin/python3", "-c", OVERRIDDEN, str(H2C_PORT), "k-path",
+                   "GET /v1/admin/users",
+                   "GET /v1/public X-Original-URL: /v1/admin/users",
+                   "GET /v1/public X_Rewrite_URL: http://a/v1/%61dmin/users?x=1",
+                   "GET /v1/public X-Original-URL: /v1/public/../admin/users",
+                   "GET /v1/public X-Original-URL: /v1/public\r\nX-Rewrite-URL: /v1/admin")
+    time.sleep(0.3)
+    with open(log) as f:
+        served = [ln.split() for ln in f if ln.split()[:1] == ["k-path"]]
+    res.eq((json.loads(out.stdout or "null"), [ln[1] for ln in served]),
+           ([200, 429, 429, 429, 400], ["/v1/admin/users"]),
+           "a request to /v1/admin, then three a backend routes there by a path "
+           "override, under a 1/min rule, and one naming two paths: one served (%s)" % served)
 
 
 def head_late(res, t, log):
@@ -486,6 +506,7 @@ def main():
             head_late(res, t, h2log)
             method_case(res, t, h2log)
             method_override(res, t, h2log)
+            path_override(res, t, h2log)
             twins(res, t, cmac, smac, t.sluice)
             st = t.sluice.stats()
             print("  normalizer_drops: %s" % st["normalizer_drops"])

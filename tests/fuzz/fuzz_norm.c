@@ -45,9 +45,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sl_norm_cfg cfg;
 	struct sl_http_req r;
 	struct sl_http_norm n;
-	const uint8_t *nul;
-	char *t, *h, *scratch;
-	size_t tl, hl;
+	const uint8_t *nul, *nul2;
+	char *t, *h, *o, *scratch;
+	size_t tl, hl, ol;
 
 	if (size < 1)
 		return 0;
@@ -60,26 +60,39 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r.method.len = (uint32_t)strlen(r.method.p);
 	data++;
 	size--;
+	/* target NUL host [NUL path override] */
 	nul = memchr(data, 0, size);
 	tl = nul ? (size_t)(nul - data) : size;
 	hl = nul ? size - tl - 1 : 0;
+	nul2 = nul ? memchr(nul + 1, 0, hl) : NULL;
+	ol = nul2 ? hl - (size_t)(nul2 - nul) : 0;
+	hl = nul2 ? (size_t)(nul2 - nul - 1) : hl;
 	/* exact-size copies: ASan sees any read past either */
 	t = malloc(tl ? tl : 1);
 	h = malloc(hl ? hl : 1);
-	scratch = malloc(tl + hl ? tl + hl : 1);
+	o = malloc(ol ? ol : 1);
+	scratch = malloc(tl + hl + ol ? tl + hl + ol : 1);
 	memcpy(t, data, tl);
 	if (hl)
 		memcpy(h, nul + 1, hl);
+	if (ol)
+		memcpy(o, nul2 + 1, ol);
 	r.target = (struct sl_str){t, (uint32_t)tl};
 	r.host = (struct sl_str){h, (uint32_t)hl};
+	if (nul2 != NULL)
+		r.path_override = (struct sl_str){o, (uint32_t)ol};
 	sl_http_query_methods(r.target, method_seen, NULL);
-	if (sl_http_normalize(&cfg, &r, scratch, tl + hl, &n) == 0) {
-		if (n.path.len > tl || n.host.len > (hl > tl ? hl : tl))
+	if (sl_http_normalize(&cfg, &r, scratch, tl + hl + ol, &n) == 0) {
+		if (n.path.len > tl || n.host.len > (hl > tl ? hl : tl) ||
+		    n.alt_path.len > (ol > 1 ? ol : 1))
 			abort();
 		check_fixed_point(&cfg, n.path);
+		if (n.alt_path.len)
+			check_fixed_point(&cfg, n.alt_path);
 	}
 	free(t);
 	free(h);
+	free(o);
 	free(scratch);
 	return 0;
 }

@@ -943,6 +943,101 @@ method_overrides(void **state)
 	}
 }
 
+/* The path a path-override field names, normalised as a target;
+ * NULL where the request is refused (err). */
+static const char *
+alt_path(const char *field, int *err, char *out)
+{
+	static const struct sl_http_cfg us = {.underscores = SL_US_SAME};
+	char head[512], scratch[512];
+	struct sl_http_req r;
+	struct sl_http_norm n;
+
+	snprintf(head, sizeof(head),
+		 "GET /v1/items HTTP/1.1\r\nHost: h\r\n%s\r\n", field);
+	*err = 0;
+	if (sl_http_parse_request(head, strlen(head), &us, &r) <= 0) {
+		*err = r.error;
+		return NULL;
+	}
+	*err = sl_http_normalize(&NORM, &r, scratch, sizeof(scratch), &n);
+	if (*err != 0)
+		return NULL;
+	assert_string_equal((memcpy(out, n.path.p, n.path.len),
+			     out[n.path.len] = '\0', out),
+			    "/v1/items");
+	if (n.alt_path.len)
+		memcpy(out, n.alt_path.p, n.alt_path.len);
+	out[n.alt_path.len] = '\0';
+	return out;
+}
+
+/* X-Original-URL and X-Rewrite-URL: the path they name, normal; two
+ * naming two targets, or one naming no target, refused. */
+static void
+path_overrides(void **state)
+{
+	static const struct {
+		const char *fields, *want;
+		int err;
+	} cases[] = {
+		{"X-Original-URL: /v1/admin\r\n", "/v1/admin", 0},
+		{"x-rewrite-url: /v1/%61dmin/./x?y=1\r\n", "/v1/admin/x", 0},
+		{"X_Original_URL: /v1//admin/../admin\r\n", "/v1/admin", 0},
+		{"X-Original-URL: http://other/v1/admin?q\r\n", "/v1/admin", 0},
+		{"X-Original-URL: HTTPS://other\r\n", "/", 0},
+		{"X-Original-URL: https://other?x\r\n", "/", 0},
+		{"X-Original-URL: /a\r\nX-Rewrite-URL: /a\r\n", "/a", 0},
+		{"X-Original-URL: /a\r\nX-Original-URL: /b\r\n", NULL,
+		 SL_HTTP_E_PATH_OVERRIDE},
+		{"X-Rewrite-URL: /a\r\nX-Original-URL: /A\r\n", NULL,
+		 SL_HTTP_E_PATH_OVERRIDE},
+		{"X-Original-URL: v1/admin\r\n", NULL, SL_HTTP_E_PATH_OVERRIDE},
+		{"X-Original-URL:\r\n", NULL, SL_HTTP_E_PATH_OVERRIDE},
+		{"X-Original-URL: *\r\n", NULL, SL_HTTP_E_PATH_OVERRIDE},
+		{"X-Original-URL: ftp://h/v1/admin\r\n", NULL,
+		 SL_HTTP_E_PATH_OVERRIDE},
+		{"X-Original-URL: /v1/%zz\r\n", NULL, SL_HTTP_E_PCT},
+		{"X-Original-URLs: /v1/admin\r\n", "", 0},
+		{"X-Originals-URL: /v1/admin\r\n", "", 0},
+	};
+	struct sl_http_req r;
+	char out[512];
+	size_t i;
+	int err;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *got = alt_path(cases[i].fields, &err, out);
+
+		if (cases[i].want == NULL) {
+			assert_null(got);
+			assert_int_equal(err, cases[i].err);
+			continue;
+		}
+		assert_non_null(got);
+		assert_string_equal(got, cases[i].want);
+	}
+	/* kept apart from the fields a parse clears wholesale: cleared too */
+	assert_true(parse_str("GET / HTTP/1.1\r\nHost: h\r\n"
+			      "X-Rewrite-URL: /a\r\n\r\n",
+			      &r) > 0);
+	assert_true(parse_str("GET / HTTP/1.1\r\nHost: h\r\n\r\n", &r) > 0);
+	assert_null(r.path_override.p);
+	/* the underscore spelling is another field where the config says
+	 * underscores are ignored */
+	{
+		static const struct sl_http_cfg ign = {.underscores =
+							       SL_US_IGNORE};
+		static const char h[] = "GET / HTTP/1.1\r\nHost: h\r\n"
+					"X_Original_URL: /a\r\n\r\n";
+
+		assert_true(sl_http_parse_request(h, sizeof(h) - 1, &ign, &r) >
+			    0);
+	}
+	assert_null(r.path_override.p);
+}
+
 /* The key in the query, where the config names its parameter: decoded,
  * its name in any spelling a backend resolves, once; beside another
  * credential it conflicts. */
@@ -1044,6 +1139,7 @@ main(void)
 		cmocka_unit_test(bearer_forms),
 		cmocka_unit_test(authorization_as_key_header),
 		cmocka_unit_test(method_overrides),
+		cmocka_unit_test(path_overrides),
 		cmocka_unit_test(key_in_query),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -101,6 +101,21 @@ served_as(const char *method, const char *override, const char *target)
 	return m.method;
 }
 
+/* The rules a POST to one path carrying a path override matches. */
+static uint32_t
+match_overridden(const struct sl_ruleset *rs, const char *path, const char *alt,
+		 uint16_t *out)
+{
+	struct sl_http_req q = {.method = {"POST", 4}};
+	struct sl_http_norm n = {.path = {path, (uint32_t)strlen(path)},
+				 .alt_path = {alt, (uint32_t)strlen(alt)},
+				 .host = {"h", 1}};
+	struct sl_match_req m;
+
+	sl_match_req_init(&m, &q, &n);
+	return sl_ruleset_match(rs, &m, out, 32);
+}
+
 static void
 ruleset_matching(void **state)
 {
@@ -141,6 +156,12 @@ ruleset_matching(void **state)
 	assert_int_equal(served_as("POST", "PATCH", "/x?.method=DELETE"),
 			 SL_M_POST | SL_M_PATCH | SL_M_DELETE);
 	assert_int_equal(served_as("POST", "FROB", "/x?_method"), SL_M_POST);
+	/* a path override: the request is held to both paths' rules */
+	assert_int_equal(match_overridden(rs, "/v1/x", "/v1/login/a", r), 1);
+	assert_string_equal(sl_ruleset_rule(rs, r[0])->name, "login");
+	assert_int_equal(match_overridden(rs, "/v1/login", "/v1/x", r), 1);
+	assert_int_equal(match_overridden(rs, "/v1/x", "/v1/y", r), 0);
+	assert_int_equal(match_overridden(rs, "/v1/x", "", r), 0);
 	/* hosts arrive normalised (sl_http_normalize); a port is ignored */
 	assert_int_equal(
 		match(rs, "GET", "/", "api.example.com:8080", NULL, NULL, r),
