@@ -433,8 +433,12 @@ process(struct seg_ctx *c, const uint8_t *p, uint32_t n, uint32_t off)
 		default: /* PASS: forwarded as it is */
 			return SL_SEG_FORWARD;
 		}
-		if (r == NO_SLOT)
-			return SL_SEG_DROP;
+		if (r == NO_SLOT) {
+			/* no buffer for the head: what went before it goes
+			 * on alone, the client sends the head again */
+			c->t->cut = off;
+			return off > c->first ? SL_SEG_PREFIX : SL_SEG_DROP;
+		}
 		if (r == PARKED)
 			return SL_SEG_PARKED;
 		if (r == CUT)
@@ -830,7 +834,7 @@ sl_flow_cut(const struct sl_flow_table *t)
 
 void
 sl_flow_cut_back(struct sl_flow_table *t, struct sl_flow *f, uint32_t seq,
-		 const uint8_t *payload, uint32_t cut)
+		 const uint8_t *payload, uint32_t cut, int counted)
 {
 	uint32_t end = seq + cut;
 	uint8_t i;
@@ -852,7 +856,8 @@ sl_flow_cut_back(struct sl_flow_table *t, struct sl_flow *f, uint32_t seq,
 	sl_flow_rec_drop(t, f, i);
 	f->c_next = end;
 	f->parked = 0;
-	sl_resp_unexpect(&f->resp); /* the refused one did not go */
+	if (counted)
+		sl_resp_unexpect(&f->resp); /* the refused one did not go */
 	f->state = SL_FLOW_HEAD;
 	f->body_remaining = 0;
 	f->c_fin = 0;
@@ -865,13 +870,18 @@ sl_flow_last(const struct sl_flow_table *t)
 }
 
 enum sl_seg_verdict
-sl_flow_resume(struct sl_flow_table *t, struct sl_flow *f, const uint8_t *rest,
-	       uint32_t len, sl_flow_event_fn fn, void *arg)
+sl_flow_resume(struct sl_flow_table *t, struct sl_flow *f,
+	       const uint8_t *payload, uint32_t from, uint32_t len,
+	       sl_flow_event_fn fn, void *arg)
 {
-	struct seg_ctx c = {.t = t, .f = f, .fn = fn, .arg = arg};
+	/* the granted head before from went through: a refusal behind it
+	 * cuts there (refusal_order), and no head after it is the first
+	 * (offset 0 is never one: the parked head lies before from) */
+	struct seg_ctx c = {
+		.t = t, .f = f, .fn = fn, .arg = arg, .allowed = 1, .first = 0};
 
 	f->parked = 0;
-	if (len == 0 || f->state == SL_FLOW_ABSORB)
+	if (from >= len || f->state == SL_FLOW_ABSORB)
 		return SL_SEG_FORWARD;
-	return process(&c, rest, len, 0);
+	return process(&c, payload + from, len - from, from);
 }

@@ -309,26 +309,33 @@ sl_flow_client_segment_of(struct sl_flow_table *t, struct sl_flow *f,
 uint32_t sl_flow_cut(const struct sl_flow_table *t);
 
 /*
- * A parked request was refused behind requests of its segment that went
- * on: the segment (seq, its payload) is forwarded only up to cut, where
- * the refused head begins, and the stream resumes there; that request
- * is decided again when the client sends it again.
+ * A parked segment is forwarded only up to cut, where a refused head
+ * begins (the parked one, refused behind requests of its segment that
+ * went on, or one behind it, sl_flow_resume's SL_SEG_PREFIX), and the
+ * stream resumes there; that request is decided again when the client
+ * sends it again. counted: the refused head was counted as a response
+ * due (the parked one was; one refused on resuming was not).
  */
 void sl_flow_cut_back(struct sl_flow_table *t, struct sl_flow *f, uint32_t seq,
-		      const uint8_t *payload, uint32_t cut);
+		      const uint8_t *payload, uint32_t cut, int counted);
 
 /* Counts a segment the caller kept out before it reached the table. */
 void sl_flow_norm_drop(struct sl_flow_table *t, enum sl_norm_reason r);
 
 /*
- * Goes on after a parked request was allowed: rest is what followed its
- * head in the parked segment (events may fire for it as usual). Without
- * fn, an error in it (a body refused) absorbs the flow from there on
- * (SL_SEG_STOPPED) rather than leave the stream unread.
+ * Goes on after a parked request was allowed: payload[from, len) is what
+ * followed its head in the parked segment of len payload bytes. Events
+ * fire for it as usual, at payload offsets, heads pipelined behind
+ * included: a refusal there is SL_SEG_PREFIX (the granted bytes before
+ * it go on, sl_flow_cut() of them). Without fn, an error in it (a body
+ * refused) absorbs the flow from there on (SL_SEG_STOPPED) rather than
+ * leave the stream unread; a head there would pass undecided, so a
+ * caller without fn must know that none follows.
  */
 enum sl_seg_verdict sl_flow_resume(struct sl_flow_table *t, struct sl_flow *f,
-				   const uint8_t *rest, uint32_t len,
-				   sl_flow_event_fn fn, void *arg);
+				   const uint8_t *payload, uint32_t from,
+				   uint32_t len, sl_flow_event_fn fn,
+				   void *arg);
 
 /*
  * A server-to-client segment; k is in client/server orientation. Its

@@ -444,10 +444,10 @@ degraded(void **state)
 }
 
 /*
- * Requests pipelined in one segment cannot wait for the coordinator (the
- * bytes after a head are the next request's): decided from the worker's
- * slice, and charged to the authority, they do not add to what the same
- * key gets afterwards — a 2/min key gets two in all, not four.
+ * Requests pipelined in one segment: the first waits for the
+ * coordinator, holding the segment; the one behind it is decided once
+ * the grant comes, from the lease that grant made. Neither adds to what
+ * the same key gets afterwards — a 2/min key gets two in all, not four.
  */
 static void
 pipelined(void **state)
@@ -458,15 +458,15 @@ pipelined(void **state)
 
 	(void)state;
 	two_heads(w, &c, "/two", "/two", "k-pipe");
+	assert_int_equal(w->ctr.parked, 1);
+	assert_false(sl_parkq_empty(&w->parkq));
 	coord_turn(w);
-	/* the first decided alone (the second's bytes follow it), the
-	 * last waited for the coordinator, which had been told of the
-	 * first: one unit left, granted. Nothing failed: not degraded */
+	/* the grant was the first's unit: the second, decided then, from
+	 * the worker's slice (and reported to the authority). Nothing
+	 * failed: not degraded */
 	assert_int_equal(w->ctr.allowed, 2);
 	assert_int_equal(w->ctr.decided_alone, 1);
 	assert_int_equal(w->ctr.degraded, 0);
-	assert_int_equal(w->ctr.parked, 1);
-	assert_int_equal(app.coord->st.taken_units, 1);
 	assert_forwarded_n(1); /* both in the one segment */
 	for (i = 0; i < 2; i++) {
 		c = open_conn(w);
@@ -559,52 +559,28 @@ assert_body_request_refused(void)
 }
 
 /*
- * A head that would wait for the coordinator, its body in the same
- * segment, and that body a request to a backend ignoring Content-Length:
- * refused at once (400 body_request), not parked. Parked, the body was
- * read after the grant with no one to answer it, and the connection
- * went on unread: the body's request and all that followed undecided.
+ * A head that waits for the coordinator, its body in the same segment,
+ * and that body a request to a backend ignoring Content-Length: once
+ * the head is granted, its body is read with the worker to answer, and
+ * the segment is refused whole (400 body_request): no byte of it, the
+ * body's request least of all, reaches the backend.
  */
 static void
-body_request_not_parked(void **state)
+body_request_refused_whole(void **state)
 {
 	struct sl_worker *w = worker(1);
 	struct conn c = open_conn(w);
+	struct rte_mbuf *m[4];
 
 	(void)state;
 	post_with_body(w, &c, "k-cl0",
 		       "GET /admin HTTP/1.1\r\nHost: api\r\n\r\n");
-	assert_true(sl_parkq_empty(&w->parkq));
-	coord_turn(w);
-	assert_body_request_refused();
-	done(w);
-}
-
-/*
- * The worker's second wall behind parkable(): whatever the bytes after a
- * parked head read as once it is granted, a refusal found there is
- * answered, and no byte of the segment goes on. The test parks a head
- * with a JSON body, then rewrites the parked body in place to a request
- * line, which parkable() would not have let wait.
- */
-static void
-resume_refusal_answered(void **state)
-{
-	struct sl_worker *w = worker(1);
-	struct conn c = open_conn(w);
-	static const char body[] = "{\"a\": \"GET /admin HTTP/1.1\"}";
-	static const char req[] = "GET /admin HTTP/1.1\r\n";
-	const struct sl_parked *e;
-	uint8_t *b;
-
-	(void)state;
-	post_with_body(w, &c, "k-resume", body);
+	/* it waits: nothing goes either way before the grant */
 	assert_false(sl_parkq_empty(&w->parkq));
-	e = sl_parkq_entry(&w->parkq, w->parkq.head);
-	assert_int_equal(e->rest_len, strlen(body));
-	b = rte_pktmbuf_mtod(e->m, uint8_t *) + e->p.payload_off + e->rest_off;
-	memcpy(b, req, strlen(req));
+	assert_int_equal(sent(UP, m, 4), 0);
+	assert_int_equal(sent(DOWN, m, 4), 0);
 	coord_turn(w);
+	assert_true(sl_parkq_empty(&w->parkq));
 	assert_body_request_refused();
 	done(w);
 }
@@ -1167,6 +1143,120 @@ tier_first_sight(void **state)
 	done(w);
 }
 
+/* The tier answer for key given to the worker, and the leases it asks
+ * then granted. */
+static void
+tier_told(struct sl_worker *w, const char *key, uint8_t found, const char *tier)
+{
+	struct sl_coord_msg a = tier_answer(key, found, tier);
+
+	assert_int_equal(
+		rte_ring_enqueue_elem(app.lanes->ans[w->queue], &a, sizeof(a)),
+		0);
+	w->now = rte_rdtsc();
+	w->now_ns = sl_tsc_ns(&app, w->now);
+	sl_worker_leases(w);
+	coord_turn(w);
+}
+
+/*
+ * A pro key seen for the first time, three requests pipelined in one
+ * segment: the first waits for the tier, holding the segment, and the
+ * two behind it are decided once it is known, under pro's limit. Decided
+ * at once under the default tier (free: a burst of one), the second and
+ * third were refused below the key's limit.
+ */
+static void
+tier_first_sight_pipelined(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct sl_lanes *lanes = (struct sl_lanes *)(uintptr_t)app.lanes;
+	uint8_t had = lanes->store;
+	struct rte_mbuf *m[4];
+	struct conn c = open_conn(w);
+	char heads[512];
+	uint32_t len;
+	int n, pro;
+
+	(void)state;
+	lanes->store = 1;
+	pro = sl_ruleset_tier_of_hash(app.policy->rs, sl_tier_hash("pro", 3));
+	n = snprintf(
+		heads, sizeof(heads),
+		"GET /tier/1 HTTP/1.1\r\nHost: api\r\nX-API-Key: k-pp\r\n\r\n"
+		"GET /tier/2 HTTP/1.1\r\nHost: api\r\nX-API-Key: k-pp\r\n\r\n"
+		"GET /tier/3 HTTP/1.1\r\nHost: api\r\nX-API-Key: k-pp\r\n\r\n");
+	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
+	      DOWN);
+	c.cseq += (uint32_t)n;
+	assert_int_equal(sent(UP, m, 4), 0);
+	assert_int_equal(w->ctr.tier_waits, 1);
+	assert_int_equal(tier_asks(w), 1);
+	tier_told(w, "k-pp", SL_TIER_NAMED, "pro");
+	assert_true(sl_parkq_empty(&w->parkq));
+	assert_int_equal(sent(UP, m, 4), 1);
+	payload(m[0], &len);
+	assert_int_equal(len, (uint32_t)n); /* the segment whole */
+	rte_pktmbuf_free(m[0]);
+	assert_int_equal(sent(DOWN, m, 4), 0);
+	assert_int_equal(w->ctr.rejected, 0);
+	assert_int_equal(w->tiers_ctr[pro + 1].allowed, 3);
+	lanes->store = had;
+	done(w);
+}
+
+/*
+ * The same for a key in no tier (free, a burst of one): the first goes
+ * on, the second, refused behind it, is cut off the segment with all
+ * after it, and answered 429 when the client sends it again.
+ */
+static void
+tier_pipelined_refused_behind(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct sl_lanes *lanes = (struct sl_lanes *)(uintptr_t)app.lanes;
+	uint8_t had = lanes->store;
+	struct rte_mbuf *m[4];
+	struct conn c = open_conn(w);
+	static const char h1[] =
+		"GET /tier/1 HTTP/1.1\r\nHost: api\r\nX-API-Key: k-pf\r\n\r\n";
+	char heads[512];
+	uint32_t len;
+
+	(void)state;
+	lanes->store = 1;
+	snprintf(
+		heads, sizeof(heads), "%s%s%s", h1,
+		"GET /tier/2 HTTP/1.1\r\nHost: api\r\nX-API-Key: k-pf\r\n\r\n",
+		"GET /tier/3 HTTP/1.1\r\nHost: api\r\nX-API-Key: k-pf\r\n\r\n");
+	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
+	      DOWN);
+	assert_int_equal(tier_asks(w), 1);
+	tier_told(w, "k-pf", SL_TIER_UNNAMED, "");
+	assert_int_equal(sent(UP, m, 4), 1);
+	payload(m[0], &len);
+	assert_int_equal(len, sizeof(h1) - 1); /* the first alone */
+	rte_pktmbuf_free(m[0]);
+	assert_int_equal(sent(DOWN, m, 4), 0);
+	/* the server answers it; the client sends the rest again */
+	c.cseq += sizeof(h1) - 1;
+	burst(w,
+	      frame(0, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG,
+		    "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+	      UP);
+	c.sseq += 38;
+	drain();
+	burst(w,
+	      frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG,
+		    heads + sizeof(h1) - 1),
+	      DOWN);
+	coord_turn(w);
+	assert_answered("429", "tfree");
+	assert_int_equal(w->ctr.allowed, 1);
+	lanes->store = had;
+	done(w);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1184,8 +1274,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(degraded),
 		cmocka_unit_test(pipelined),
 		cmocka_unit_test(refused_behind_allowed),
-		cmocka_unit_test(body_request_not_parked),
-		cmocka_unit_test(resume_refusal_answered),
+		cmocka_unit_test(body_request_refused_whole),
 		cmocka_unit_test(overload_park_held),
 		cmocka_unit_test(overload_tx_full),
 		cmocka_unit_test(server_closes),
@@ -1194,6 +1283,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(retry_jitter),
 		cmocka_unit_test(tier_cache),
 		cmocka_unit_test(tier_first_sight),
+		cmocka_unit_test(tier_first_sight_pipelined),
+		cmocka_unit_test(tier_pipelined_refused_behind),
 		cmocka_unit_test(tier_long_key),
 	};
 	int rc;

@@ -35,6 +35,29 @@ response: {retry_jitter: 0}
 """
 
 
+# Four requests of one key in one segment, then the statuses of their
+# answers, in order, as the client reads them (a refused one is sent
+# again on its own by the client's stack, and answered then).
+PIPELINED = r"""
+import re, socket, sys
+key, host, n = sys.argv[1], sys.argv[2], 4
+s = socket.create_connection((host, 80), timeout=5)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+s.sendall(b"".join(b"GET /v1/%s/p%d HTTP/1.1\r\nHost: a\r\nX-API-Key: %s\r\n\r\n"
+                   % (key.encode(), i, key.encode()) for i in range(n)))
+got = b""
+try:
+    while len(re.findall(rb"HTTP/1\.1 \d{3}", got)) < n:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+except OSError:
+    pass
+print(" ".join(m.decode() for m in re.findall(rb"HTTP/1\.1 (\d{3})", got)))
+"""
+
+
 def main():
     binary = sys.argv[1]
     res = sltest.Results("tiers")
@@ -48,7 +71,7 @@ def main():
             # a key longer than one message to the authority holds
             longk = "sk_live_" + "x" * 150
             subprocess.run(["redis-cli", "-p", str(port), "hset", h, "k-vip", "pro",
-                            longk, "pro"], capture_output=True)
+                            longk, "pro", "k-pipe", "pro"], capture_output=True)
             with sltest.Topology(binary, conf, tmp, prefix="ti%d" % (os.getpid() % 1000)) as t:
                 def get(key, i):
                     return t.curl("-H", "X-API-Key: " + key, "http://%s/v1/%s/%d" % (S4, key, i))[0]
@@ -83,6 +106,20 @@ def main():
                 res.eq((tiers["free"]["allowed"], tiers["free"]["rejected"]), (2, 1),
                        "/sluice/tiers: free (k-nobody)")
                 res.eq(tiers["no_key"]["allowed"], 0, "/sluice/tiers: no_key")
+
+                # a pro key first seen in four pipelined requests: the
+                # first waits for the tier holding its segment, the three
+                # behind it are decided once the tier is known. Decided at
+                # once under free, two were counted in free's ledger and
+                # the third refused there (the client's stack sent it
+                # again, and pro served it)
+                r = t.client("/usr/bin/python3", "-c", PIPELINED, "k-pipe", S4)
+                res.eq(r.stdout.split(), ["200"] * 4,
+                       "a pro key's first four requests in one segment: all served")
+                tiers = sltest.telemetry(t.sluice.prefix, "/sluice/tiers")
+                res.eq((tiers["pro"]["allowed"], tiers["free"]["allowed"],
+                        tiers["free"]["rejected"]), (22, 2, 1),
+                       "/sluice/tiers: all four counted in pro's ledger, none in free's")
 
                 # the keys hash not a hash (WRONGTYPE): the key is in the
                 # default tier, and the operator is told

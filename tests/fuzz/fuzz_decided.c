@@ -65,27 +65,9 @@ static struct sl_chunked chunk;
 /* Content-Length bodies the server read: where each starts, its length */
 static uint32_t cl_at[32], cl_len[32], n_cl;
 
-/*
- * The appliance's rule for a head that would wait for its lease: only
- * if what follows it in its segment is its own body, one the flow can
- * read after the grant with no one to answer (worker.c parkable).
- */
-static int
-parkable(const struct sl_flow_event *ev, const struct sl_http_req *q)
-{
-	uint32_t rest = cur_len > ev->seg_end ? cur_len - ev->seg_end : 0;
-	const uint8_t *b = cur_p + ev->seg_end;
-	struct sl_chunked ck;
-	int done;
-
-	if (rest == 0)
-		return 1;
-	if (q->has_cl && !q->chunked && rest <= q->content_length)
-		return !sl_flow_body_request(b, rest, q->content_length);
-	sl_chunked_init(&ck);
-	return q->chunked && sl_chunked_consume(&ck, (const char *)b, rest,
-						&done) == (long)rest;
-}
+/* the heads behind a granted one, read on its resumption: decided then,
+ * none of them waits (worker.c resume) */
+static int resuming;
 
 static enum sl_req_action
 on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
@@ -115,7 +97,7 @@ on_ev(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 		n_recs++;
 	if (r->refused)
 		return SL_REQ_STOP;
-	if (q->target.len >= 2 && q->target.p[1] == 'w' && parkable(ev, q)) {
+	if (q->target.len >= 2 && q->target.p[1] == 'w' && !resuming) {
 		park_rest = ev->seg_end;
 		return SL_REQ_PARK;
 	}
@@ -516,16 +498,20 @@ client(struct sl_flow_table *t, const struct sl_flow_key *k, uint32_t seq,
 	v = sl_flow_client_segment(t, k, sl_flow_hash(t, k), &s, 0, on_ev,
 				   NULL);
 	if (v == SL_SEG_PARKED) {
-		/* granted at once: the rest of its segment read with no one
-		 * to answer, as the appliance resumes it, and the whole
-		 * segment sent on */
+		/* granted at once: the rest of its segment read, its heads
+		 * decided, as the appliance resumes it; the segment sent on
+		 * whole, up to a head refused behind it, or refused whole */
 		struct sl_flow *f = sl_flow_lookup(t, k);
 
 		if (f == NULL || park_rest > len)
 			broken("a parked head lost");
-		sl_flow_resume(t, f, p + park_rest, len - park_rest, NULL,
-			       NULL);
-		v = SL_SEG_FORWARD;
+		resuming = 1;
+		v = sl_flow_resume(t, f, p, park_rest, len, on_ev, NULL);
+		resuming = 0;
+		if (v == SL_SEG_PREFIX)
+			sl_flow_cut_back(t, f, seq, p, sl_flow_cut(t), 0);
+		else if (v != SL_SEG_FORWARD)
+			v = SL_SEG_STOPPED;
 	}
 	return v;
 }

@@ -104,8 +104,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 */
 			if (f == NULL || park_end > len)
 				abort();
-			sl_flow_resume(t, f, data + off + park_end,
-				       len - park_end, on_ev, NULL);
+			sl_flow_resume(t, f, data + off, park_end, len, on_ev,
+				       NULL);
 		}
 		if (v == SL_SEG_PREFIX && sl_flow_cut(t) > len)
 			abort();

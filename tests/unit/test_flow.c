@@ -370,9 +370,9 @@ resumed_refusal_absorbs(void **state)
 						1, park_first, &rest),
 			 SL_SEG_PARKED);
 	f = sl_flow_lookup(t, &k);
-	assert_int_equal(sl_flow_resume(t, f, (const uint8_t *)msg + rest,
-					n - rest, NULL, NULL),
-			 SL_SEG_STOPPED);
+	assert_int_equal(
+		sl_flow_resume(t, f, (const uint8_t *)msg, rest, n, NULL, NULL),
+		SL_SEG_STOPPED);
 	assert_int_equal(f->state, SL_FLOW_ABSORB);
 	assert_int_equal(seg(t, &k, 1000 + n, ACK, R1, strlen(R1), &s),
 			 SL_SEG_ABSORBED);

@@ -41,7 +41,7 @@ struct sl_req {
 	const struct sl_identity *id;
 	int16_t tier;     /* -1: no API key */
 	uint8_t flags;    /* SL_DF_* for the decision stream */
-	uint8_t parkable; /* what follows its head in the segment is its own */
+	uint8_t parkable; /* it may wait: not read behind a granted head */
 };
 
 /* What was decided, for the caller to carry out. */

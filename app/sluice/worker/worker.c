@@ -24,42 +24,11 @@ struct inspecting {
 	struct sl_park_place place; /* of a request that parks */
 	struct sl_flow *xl_flow;    /* translated (keep_alive): its flow */
 	uint32_t xl_ack; /* and the segment's ack, server's numbers */
+	/* the heads behind a granted one, read from its parked segment:
+	 * decided now, none of them waits (complete() holds no second
+	 * entry for the segment) */
+	uint8_t resuming;
 };
-
-/* Whether a chunked body takes all of b[0, rest). */
-static int
-chunked_takes_all(const uint8_t *b, uint32_t rest)
-{
-	struct sl_chunked ck;
-	int done;
-
-	sl_chunked_init(&ck);
-	return sl_chunked_consume(&ck, (const char *)b, rest, &done) ==
-	       (long)rest;
-}
-
-/*
- * A request may wait for the coordinator only if what follows its head
- * in this segment is its own body, and one that reads without an
- * answer: after the grant the flow reads it with no one to answer
- * (sl_flow_resume), so a chunked body must be whole framing and a
- * Content-Length body no request to a backend that ignores the length.
- */
-static int
-parkable(const struct inspecting *in, const struct sl_flow_event *ev)
-{
-	uint32_t len = in->p->payload_len;
-	uint32_t rest = len > ev->seg_end ? len - ev->seg_end : 0;
-	const uint8_t *b = rte_pktmbuf_mtod(in->m, const uint8_t *) +
-			   in->p->payload_off + ev->seg_end;
-
-	if (rest == 0)
-		return 1;
-	if (ev->req->has_cl && !ev->req->chunked &&
-	    rest <= ev->req->content_length)
-		return !sl_flow_body_request(b, rest, ev->req->content_length);
-	return ev->req->chunked && chunked_takes_all(b, rest);
-}
 
 /*
  * Whether a refused head can be answered with the connection kept: the
@@ -76,7 +45,7 @@ keepable(const struct inspecting *in, const struct sl_flow *f,
 
 	/* the running policy's keep_alive: on only where the worker's
 	 * translation table exists (policy/reload.c) */
-	return in->w->pol->keep_alive && !ev->buffered &&
+	return in->w->pol->keep_alive && !in->resuming && !ev->buffered &&
 	       ev->seg_end == in->p->payload_len && ev->head_len < 65536 &&
 	       !(in->p->tcp_flags & SL_TCP_FIN) && !q->chunked &&
 	       !(q->has_cl && q->content_length > 0) &&
@@ -111,7 +80,7 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 	r = (struct sl_req){.http = ev->req,
 			    .p = in->p,
 			    .flow = f,
-			    .parkable = (uint8_t)parkable(in, ev)};
+			    .parkable = (uint8_t)!in->resuming};
 	in->v = sl_decide(w, &r);
 	if (in->v.action == SL_REQ_CONTINUE && in->v.budget >= 0)
 		sl_budget_note(w, f, in->p, &in->v, 0);
@@ -352,6 +321,7 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 	in.flow = NULL;
 	in.v.tpl = NULL;
 	in.xl_flow = NULL;
+	in.resuming = 0;
 	f = sl_flow_get(w->flows, &k, h);
 	if (unlikely(f != NULL && (f->nflags & SL_NF_XLATE)) &&
 	    translated(w, &in, f, &s) != 0)
@@ -489,54 +459,52 @@ forward_translated(struct sl_worker *w, struct sl_flow *f, struct sl_parked *e)
 				    &e->p, ack);
 }
 
-/* A parked head's grant, as the bytes after it read. */
-struct resuming {
-	struct sl_worker *w;
-	struct sl_verdict v;
-};
-
 /*
- * parkable() let a head wait only where the bytes after it are its own
- * body and read without an answer, so nothing should fire here. If
- * anything does (an error in the body; a head behind it, which the
- * body's length or framing would have had to end before), no byte of
- * the parked segment has gone on yet: the request is refused whole
- * rather than let bytes through undecided.
+ * The bytes after a granted head in its parked segment, read now: its
+ * body, and the heads pipelined behind it, each decided as it would
+ * have been had it come alone (none waits). Returns 0 where the segment
+ * goes on whole; 1 where it was dealt with here: up to a refused head
+ * behind it (the client sends that head again, and it is answered
+ * then), or refused whole (an error in the body: no byte of it has gone
+ * on yet, so none goes undecided).
  */
-static enum sl_req_action
-on_resumed(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
-{
-	struct resuming *rs = arg;
-	struct sl_http_req e = {.error = SL_HTTP_E_BODY_REQUEST};
-	struct sl_flow_event x = *ev;
-
-	(void)f;
-	/* a head there: refused as a body read as a request would be */
-	if (ev->kind == SL_EV_REQUEST) {
-		x.kind = SL_EV_PARSE_ERROR;
-		x.req = &e;
-	}
-	rs->v = sl_decide_invalid(rs->w, &x);
-	return SL_REQ_STOP;
-}
-
-/* Whether the bytes after a granted head refused it (answered here). */
 static int
-resume_refused(struct sl_worker *w, struct sl_flow *f, struct sl_parked *e)
+resume(struct sl_worker *w, struct sl_flow *f, struct sl_parked *e)
 {
-	struct resuming rs = {.w = w};
+	struct inspecting in = {
+		.w = w, .m = e->m, .p = &e->p, .flow = f, .resuming = 1};
 	const uint8_t *pl =
 		rte_pktmbuf_mtod(e->m, const uint8_t *) + e->p.payload_off;
 
-	if (sl_flow_resume(w->flows, f, pl + e->rest_off, e->rest_len,
-			   on_resumed, &rs) == SL_SEG_FORWARD)
+	switch (sl_flow_resume(w->flows, f, pl, e->rest_off, e->p.payload_len,
+			       on_event, &in)) {
+	case SL_SEG_FORWARD:
 		return 0;
-	/* answered and the backend's side reset, whatever the flow made of
-	 * the refusal's order: the connection is over */
-	f->parked = 0;
-	f->state = SL_FLOW_ABSORB;
-	sl_reply_send(w, e->m, f, &e->p, &rs.v);
-	return 1;
+	case SL_SEG_PREFIX:
+		sl_flow_cut_back(w->flows, f, e->p.seq, pl,
+				 sl_flow_cut(w->flows), 0);
+		if (f->nflags & SL_NF_XLATE)
+			forward_translated(w, f, e);
+		sl_reply_prefix(w, e->m, &e->p, sl_flow_cut(w->flows));
+		return 1;
+	default:
+		/* answered and the backend's side reset, whatever the flow
+		 * made of the refusal's order: the connection is over */
+		f->parked = 0;
+		f->state = SL_FLOW_ABSORB;
+		if (in.v.action != SL_REQ_STOP) {
+			/* nothing answered (never: a body error or a head is
+			 * answered): refused whole all the same */
+			struct sl_http_req err = {
+				.error = SL_HTTP_E_BODY_REQUEST};
+			struct sl_flow_event x = {.kind = SL_EV_PARSE_ERROR,
+						  .req = &err};
+
+			in.v = sl_decide_invalid(w, &x);
+		}
+		sl_reply_send(w, e->m, f, &e->p, &in.v);
+		return 1;
+	}
 }
 
 /* A parked request's verdict carried out: what the worker would have
@@ -556,18 +524,20 @@ complete(struct sl_worker *w, uint16_t i, const struct sl_verdict *v)
 			    (e->deadline_ns - w->app->store_timeout_ns));
 	if (f != NULL && f->park_idx != i)
 		f = NULL; /* the flow was evicted and picked up again */
-	if (v->action == SL_REQ_CONTINUE && f != NULL &&
-	    resume_refused(w, f, e)) {
-		/* answered; what it held is absorbed below */
-	} else if (v->action == SL_REQ_CONTINUE) {
-		if (f != NULL && v->budget >= 0)
+	if (v->action == SL_REQ_CONTINUE && f != NULL) {
+		/* its notes before those of the heads behind it: its
+		 * response comes first */
+		if (v->budget >= 0)
 			sl_budget_note(w, f, &e->p, v, 1);
-		if (f != NULL && w->cost_next_set)
+		if (w->cost_next_set)
 			sl_cost_note(w, f, 1);
-		if (f != NULL)
-			sl_health_note(w, f, 1);
-		if (f != NULL && (f->nflags & SL_NF_XLATE))
-			forward_translated(w, f, e);
+		sl_health_note(w, f, 1);
+		if (!resume(w, f, e)) {
+			if (f->nflags & SL_NF_XLATE)
+				forward_translated(w, f, e);
+			sl_tx_send(w, UP, e->m);
+		}
+	} else if (v->action == SL_REQ_CONTINUE) {
 		sl_tx_send(w, UP, e->m);
 	} else if (f != NULL && (!e->first || sl_resp_due(&f->resp) > 1)) {
 		/*
@@ -579,7 +549,7 @@ complete(struct sl_worker *w, uint16_t i, const struct sl_verdict *v)
 		sl_flow_cut_back(w->flows, f, e->p.seq,
 				 rte_pktmbuf_mtod(e->m, const uint8_t *) +
 					 e->p.payload_off,
-				 e->head_off);
+				 e->head_off, 1);
 		if (f->nflags & SL_NF_XLATE)
 			forward_translated(w, f, e);
 		sl_reply_prefix(w, e->m, &e->p, e->head_off);
