@@ -444,10 +444,10 @@ degraded(void **state)
 }
 
 /*
- * Requests pipelined in one segment: the first waits for the
- * coordinator, holding the segment; the one behind it is decided once
- * the grant comes, from the lease that grant made. Neither adds to what
- * the same key gets afterwards — a 2/min key gets two in all, not four.
+ * Requests pipelined in one segment cannot wait for the coordinator (the
+ * bytes after a head are the next request's): decided from the worker's
+ * slice, and charged to the authority, they do not add to what the same
+ * key gets afterwards — a 2/min key gets two in all, not four.
  */
 static void
 pipelined(void **state)
@@ -458,15 +458,15 @@ pipelined(void **state)
 
 	(void)state;
 	two_heads(w, &c, "/two", "/two", "k-pipe");
-	assert_int_equal(w->ctr.parked, 1);
-	assert_false(sl_parkq_empty(&w->parkq));
 	coord_turn(w);
-	/* the grant was the first's unit: the second, decided then, from
-	 * the worker's slice (and reported to the authority). Nothing
-	 * failed: not degraded */
+	/* the first decided alone (the second's bytes follow it), the
+	 * last waited for the coordinator, which had been told of the
+	 * first: one unit left, granted. Nothing failed: not degraded */
 	assert_int_equal(w->ctr.allowed, 2);
 	assert_int_equal(w->ctr.decided_alone, 1);
 	assert_int_equal(w->ctr.degraded, 0);
+	assert_int_equal(w->ctr.parked, 1);
+	assert_int_equal(app.coord->st.taken_units, 1);
 	assert_forwarded_n(1); /* both in the one segment */
 	for (i = 0; i < 2; i++) {
 		c = open_conn(w);
@@ -559,28 +559,52 @@ assert_body_request_refused(void)
 }
 
 /*
- * A head that waits for the coordinator, its body in the same segment,
- * and that body a request to a backend ignoring Content-Length: once
- * the head is granted, its body is read with the worker to answer, and
- * the segment is refused whole (400 body_request): no byte of it, the
- * body's request least of all, reaches the backend.
+ * A head that would wait for the coordinator, its body in the same
+ * segment, and that body a request to a backend ignoring Content-Length:
+ * refused at once (400 body_request), not parked. Parked, the body was
+ * read after the grant with no one to answer it, and the connection
+ * went on unread: the body's request and all that followed undecided.
  */
 static void
-body_request_refused_whole(void **state)
+body_request_not_parked(void **state)
 {
 	struct sl_worker *w = worker(1);
 	struct conn c = open_conn(w);
-	struct rte_mbuf *m[4];
 
 	(void)state;
 	post_with_body(w, &c, "k-cl0",
 		       "GET /admin HTTP/1.1\r\nHost: api\r\n\r\n");
-	/* it waits: nothing goes either way before the grant */
-	assert_false(sl_parkq_empty(&w->parkq));
-	assert_int_equal(sent(UP, m, 4), 0);
-	assert_int_equal(sent(DOWN, m, 4), 0);
-	coord_turn(w);
 	assert_true(sl_parkq_empty(&w->parkq));
+	coord_turn(w);
+	assert_body_request_refused();
+	done(w);
+}
+
+/*
+ * The worker's second wall behind parkable(): whatever the bytes after a
+ * parked head read as once it is granted, a refusal found there is
+ * answered, and no byte of the segment goes on. The test parks a head
+ * with a JSON body, then rewrites the parked body in place to a request
+ * line, which parkable() would not have let wait.
+ */
+static void
+resume_refusal_answered(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct conn c = open_conn(w);
+	static const char body[] = "{\"a\": \"GET /admin HTTP/1.1\"}";
+	static const char req[] = "GET /admin HTTP/1.1\r\n";
+	const struct sl_parked *e;
+	uint8_t *b;
+
+	(void)state;
+	post_with_body(w, &c, "k-resume", body);
+	assert_false(sl_parkq_empty(&w->parkq));
+	e = sl_parkq_entry(&w->parkq, w->parkq.head);
+	assert_int_equal(e->rest_len, strlen(body));
+	b = rte_pktmbuf_mtod(e->m, uint8_t *) + e->p.payload_off + e->rest_off;
+	memcpy(b, req, strlen(req));
+	coord_turn(w);
 	assert_body_request_refused();
 	done(w);
 }
@@ -1274,7 +1298,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(degraded),
 		cmocka_unit_test(pipelined),
 		cmocka_unit_test(refused_behind_allowed),
-		cmocka_unit_test(body_request_refused_whole),
+		cmocka_unit_test(body_request_not_parked),
+		cmocka_unit_test(resume_refusal_answered),
 		cmocka_unit_test(overload_park_held),
 		cmocka_unit_test(overload_tx_full),
 		cmocka_unit_test(server_closes),

@@ -254,7 +254,7 @@ wait_for_tier(struct sl_worker *w, struct sl_req *q, struct sl_need *ns,
 		tiered += ns[i].tier_h != 0;
 	if (tiered == 0)
 		return sl_leased_decide(w, q, ns, k);
-	if (q->parkable && !sl_parkq_full(&w->parkq))
+	if (q->tier_parkable && !sl_parkq_full(&w->parkq))
 		return sl_leased_wait_tier(w, q, ns, k, asked);
 	for (i = 0; i < k; i++)
 		if (ns[i].tier_h == 0 || ns[i].tier_h == def)

@@ -39,9 +39,10 @@ struct sl_req {
 	const struct sl_pkt *p;
 	struct sl_flow *flow; /* its flow's hint finds the first limit */
 	const struct sl_identity *id;
-	int16_t tier;     /* -1: no API key */
-	uint8_t flags;    /* SL_DF_* for the decision stream */
-	uint8_t parkable; /* it may wait: not read behind a granted head */
+	int16_t tier;          /* -1: no API key */
+	uint8_t flags;         /* SL_DF_* for the decision stream */
+	uint8_t parkable;      /* it may wait for a lease (worker.c) */
+	uint8_t tier_parkable; /* for its key's tier: not behind a grant */
 };
 
 /* What was decided, for the caller to carry out. */

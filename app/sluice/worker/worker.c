@@ -30,6 +30,48 @@ struct inspecting {
 	uint8_t resuming;
 };
 
+/* Whether a chunked body takes all of b[0, rest). */
+static int
+chunked_takes_all(const uint8_t *b, uint32_t rest)
+{
+	struct sl_chunked ck;
+	int done;
+
+	sl_chunked_init(&ck);
+	return sl_chunked_consume(&ck, (const char *)b, rest, &done) ==
+	       (long)rest;
+}
+
+/*
+ * A request may wait for a lease only if what follows its head in this
+ * segment is its own body (whole chunked framing; a Content-Length body
+ * that is no request to a backend ignoring the length). Heads behind it
+ * would be decided on the grant, and decided then from the worker's
+ * slice where the grant does not cover them: a response's cost
+ * presumed for such a request was seen not to reach the authority's
+ * ledger before the key's next ask (e2e/cost). Decided at once, from
+ * the slice too, they are charged in arrival order. A wait for a key's
+ * tier holds heads behind it (tiers.c): decided under the default tier
+ * at once, they were counted in its ledger.
+ */
+static int
+parkable(const struct inspecting *in, const struct sl_flow_event *ev)
+{
+	uint32_t len = in->p->payload_len;
+	uint32_t rest = len > ev->seg_end ? len - ev->seg_end : 0;
+	const uint8_t *b = rte_pktmbuf_mtod(in->m, const uint8_t *) +
+			   in->p->payload_off + ev->seg_end;
+
+	if (in->resuming)
+		return 0;
+	if (rest == 0)
+		return 1;
+	if (ev->req->has_cl && !ev->req->chunked &&
+	    rest <= ev->req->content_length)
+		return !sl_flow_body_request(b, rest, ev->req->content_length);
+	return ev->req->chunked && chunked_takes_all(b, rest);
+}
+
 /*
  * Whether a refused head can be answered with the connection kept: the
  * head alone at the end of its segment (no body, nothing pipelined
@@ -80,7 +122,8 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 	r = (struct sl_req){.http = ev->req,
 			    .p = in->p,
 			    .flow = f,
-			    .parkable = (uint8_t)!in->resuming};
+			    .parkable = (uint8_t)parkable(in, ev),
+			    .tier_parkable = (uint8_t)!in->resuming};
 	in->v = sl_decide(w, &r);
 	if (in->v.action == SL_REQ_CONTINUE && in->v.budget >= 0)
 		sl_budget_note(w, f, in->p, &in->v, 0);
