@@ -249,6 +249,7 @@ struct sl_flow_stats {
 	uint64_t created;
 	uint64_t midstream;
 	uint64_t evicted; /* pushed out by a full table */
+	uint64_t shifted; /* moved to their other bucket to make room */
 	uint64_t expired; /* idle past their timeout */
 	uint64_t closed;  /* RST, or FIN from both sides */
 	uint64_t ooo_dropped;

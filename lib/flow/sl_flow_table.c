@@ -511,6 +511,37 @@ evict_one(struct sl_flow_table *t, uint64_t now)
 	t->st.evicted++;
 }
 
+/* The other bucket of entry e, linked in b: from its key's hash. */
+static uint32_t
+other_bucket(void *arg, uint32_t e, uint32_t b)
+{
+	struct sl_flow_table *t = arg;
+	uint64_t h = sl_flow_hash(t, &t->flows[e].key);
+	uint32_t p = (uint32_t)h & t->tab.mask;
+
+	return p == b ? alt_bucket(t, h) : p;
+}
+
+/* Both of a key's buckets full: room in one of them by moving an entry
+ * of it to its own other bucket; -1 where none can move. */
+static int
+shift(struct sl_flow_table *t, uint32_t *b, uint32_t b2)
+{
+	struct sl_table_move mv;
+	int s = sl_table_shift(&t->tab, *b, other_bucket, t, &mv);
+
+	if (s < 0) {
+		*b = b2;
+		s = sl_table_shift(&t->tab, b2, other_bucket, t, &mv);
+	}
+	if (s >= 0 && mv.entry != SL_TABLE_NONE) {
+		t->flows[mv.entry].bucket = mv.bucket;
+		t->flows[mv.entry].bslot = (uint8_t)mv.slot;
+		t->st.shifted++;
+	}
+	return s;
+}
+
 struct sl_flow *
 sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
 	       uint64_t now)
@@ -526,6 +557,10 @@ sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
 	if (s < 0) {
 		b = alt_bucket(t, h);
 		s = sl_table_free_slot(&t->tab, b);
+	}
+	if (s < 0) {
+		b = (uint32_t)h & t->tab.mask;
+		s = shift(t, &b, alt_bucket(t, h));
 	}
 	if (s < 0) {
 		/* Both buckets full: the first to go of their sixteen goes. */

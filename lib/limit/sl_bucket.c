@@ -231,12 +231,45 @@ sl_bucket_find(struct sl_bucket_table *t, const struct sl_bucket_key *k)
 	return i < 0 ? NULL : state_of(t, (uint32_t)i);
 }
 
-/* Both candidate buckets are full: free a slot in one of them. */
+/* The other bucket of entry e, linked in b: from its key. */
+static uint32_t
+other_bucket(void *arg, uint32_t e, uint32_t b)
+{
+	struct sl_bucket_table *t = arg;
+	struct sl_bucket_key k = {t->ents[e].k1, t->ents[e].k2};
+	uint32_t p = (uint32_t)k.k1 & t->tab.mask;
+
+	return p == b ? alt_of(t, &k) : p;
+}
+
+/* Room in b by moving an entry of it to its own other bucket. */
+static int
+shift(struct sl_bucket_table *t, uint32_t b)
+{
+	struct sl_table_move mv;
+	int s = sl_table_shift(&t->tab, b, other_bucket, t, &mv);
+
+	if (s >= 0 && mv.entry != SL_TABLE_NONE) {
+		t->ents[mv.entry].bucket = mv.bucket;
+		t->ents[mv.entry].bslot = mv.slot;
+		t->st.shifted++;
+	}
+	return s;
+}
+
+/*
+ * Both candidate buckets are full: free a slot in one of them, by a
+ * move where one can be made (an entry dropped before it is full again
+ * is a bucket restarted full), else by dropping the first to go.
+ */
 static void
 make_room(struct sl_bucket_table *t, uint32_t b1, uint32_t b2, uint64_t now)
 {
-	uint32_t v = sl_table_pair(&t->tab, b1, b2, before, t);
+	uint32_t v;
 
+	if (shift(t, b1) >= 0 || shift(t, b2) >= 0)
+		return;
+	v = sl_table_pair(&t->tab, b1, b2, before, t);
 	if (v != SL_TABLE_NONE)
 		drop(t, v, now);
 }

@@ -122,6 +122,7 @@ struct sl_bucket_stats {
 	uint64_t active;
 	uint64_t created;
 	uint64_t evicted; /* dropped while not yet full: the table was full */
+	uint64_t shifted; /* moved to their other bucket to make room */
 	uint64_t expired; /* dropped once full again */
 };
 

@@ -138,3 +138,31 @@ sl_table_pair(const struct sl_table *t, uint32_t b1, uint32_t b2,
 		}
 	return best;
 }
+
+int
+sl_table_shift(struct sl_table *t, uint32_t b, sl_table_other_fn other,
+	       void *arg, struct sl_table_move *mv)
+{
+	struct sl_table_bkt *bk = &t->bkts[b];
+	int s, to;
+
+	mv->entry = SL_TABLE_NONE;
+	for (s = 0; s < SL_TABLE_SLOTS; s++) {
+		uint32_t e = bk->idx[s] - 1, o;
+
+		if (bk->idx[s] == 0)
+			return s; /* room after all */
+		o = other(arg, e, b);
+		if (o == b || (to = sl_table_free_slot(t, o)) < 0)
+			continue;
+		t->bkts[o].sig[to] = bk->sig[s];
+		t->bkts[o].idx[to] = bk->idx[s];
+		bk->sig[s] = 0;
+		bk->idx[s] = 0;
+		mv->entry = e;
+		mv->bucket = o;
+		mv->slot = (uint32_t)to;
+		return s;
+	}
+	return -1;
+}

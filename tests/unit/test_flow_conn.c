@@ -176,6 +176,36 @@ flood_evicts_oldest(void **state)
 }
 
 /*
+ * A table filled to its capacity with live connections keeps them all:
+ * where both of a flow's buckets are full, an entry moves to its other
+ * bucket instead of a live one being evicted (first-fit alone evicted
+ * some from 80 % on, each then picked up mid-stream and reset).
+ */
+static void
+fill_keeps_all(void **state)
+{
+	struct sl_flow_table *t = table(16384, 4, 1024);
+	struct seen s = {0};
+	uint32_t i;
+
+	(void)state;
+	for (i = 0; i < 16384; i++) {
+		struct sl_flow_key k = key(i);
+
+		open_flow(t, &k, &s);
+	}
+	assert_int_equal(sl_flow_stats(t)->active, 16384);
+	assert_int_equal(sl_flow_stats(t)->evicted, 0);
+	assert_true(sl_flow_stats(t)->shifted > 0);
+	for (i = 0; i < 16384; i++) {
+		struct sl_flow_key k = key(i);
+
+		assert_non_null(sl_flow_lookup(t, &k));
+	}
+	sl_flow_table_free(t);
+}
+
+/*
  * New connections in their handshake are not evicted for each other: a
  * full table of established ones gives up its least recently seen.
  */
@@ -701,6 +731,7 @@ main(void)
 		cmocka_unit_test(request_after_server_fin),
 		cmocka_unit_test(flood_evicts_oldest),
 		cmocka_unit_test(kept_evicted_last),
+		cmocka_unit_test(fill_keeps_all),
 		cmocka_unit_test(handshakes_not_evicted_for_each_other),
 		cmocka_unit_test(rst_and_syn_on_open),
 		cmocka_unit_test(upgrade_waits_for_server),

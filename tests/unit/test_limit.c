@@ -253,6 +253,40 @@ bad_params(void **state)
 			 0);
 }
 
+/*
+ * A table filled to its capacity keeps every key: where both of a key's
+ * buckets are full, an entry moves to its other bucket instead of one
+ * being dropped (first-fit alone dropped some from 80 % on).
+ */
+static void
+bucket_fill_keeps_all(void **state)
+{
+	struct sl_bucket_table *t = sl_bucket_table_create(16384, 0);
+	uint64_t x = 0x243f6a8885a308d3ULL, now = S;
+	uint32_t i;
+
+	(void)state;
+	assert_non_null(t);
+	for (i = 0; i < 16384; i++) {
+		struct sl_bucket_key k;
+
+		/* xorshift: keys as a hash spreads them */
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		k.k1 = x;
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		k.k2 = x;
+		sl_bucket_begin(t);
+		assert_non_null(sl_bucket_get(t, &k, now));
+		/* charged: not full again for a minute */
+		sl_bucket_touch(t, sl_bucket_get(t, &k, now), now + 60 * S);
+	}
+	assert_int_equal(sl_bucket_stats(t)->active, 16384);
+	assert_int_equal(sl_bucket_stats(t)->evicted, 0);
+	assert_int_equal(sl_bucket_stats(t)->expired, 0);
+	assert_true(sl_bucket_stats(t)->shifted > 0);
+	sl_bucket_table_free(t);
+}
+
 /* A flood of new identities never grows the table nor evicts a throttled one.
  */
 static void
@@ -634,6 +668,7 @@ main(void)
 		cmocka_unit_test(fixed_vs_sliding_boundary),
 		cmocka_unit_test(sliding_log),
 		cmocka_unit_test(bad_params),
+		cmocka_unit_test(bucket_fill_keeps_all),
 		cmocka_unit_test(bucket_flood),
 		cmocka_unit_test(bucket_pins),
 		cmocka_unit_test(bucket_hints),
