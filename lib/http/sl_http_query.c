@@ -46,8 +46,9 @@ names(const char *p, uint32_t n, const char *want, uint32_t wl)
 	/* most names are not it: decoding never lengthens a name, and one
 	 * without an escape ends in want's last byte (unless that is the
 	 * '_' PHP writes for three others) */
-	if (n < wl || (memchr(p, '%', n) == NULL && want[wl - 1] != '_' &&
-		       p[n - 1] != want[wl - 1]))
+	if (n < wl || wl > sizeof(d) ||
+	    (memchr(p, '%', n) == NULL && want[wl - 1] != '_' &&
+	     p[n - 1] != want[wl - 1]))
 		return 0;
 	len = sl_form_decode(p, n, d, sizeof(d));
 	if (len == (int)wl && memcmp(d, want, wl) == 0)
