@@ -56,6 +56,7 @@ add_table(struct sl_bucket_stats *o, const struct sl_bucket_table *t)
 	o->active += b->active;
 	o->created += b->created;
 	o->evicted += b->evicted;
+	o->shifted += b->shifted;
 	o->expired += b->expired;
 }
 
@@ -178,11 +179,13 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "buckets_active", b->active);
 	U64(d, "buckets_created", b->created);
 	U64(d, "buckets_evicted", b->evicted);
+	U64(d, "buckets_shifted", b->shifted);
 	U64(d, "buckets_expired", b->expired);
 	U64(d, "flows_active", f->active);
 	U64(d, "flows_created", f->created);
 	U64(d, "flows_midstream", f->midstream);
 	U64(d, "flows_evicted", f->evicted);
+	U64(d, "flows_shifted", f->shifted);
 	U64(d, "flows_expired", f->expired);
 	U64(d, "flows_closed", f->closed);
 	U64(d, "ooo_dropped", f->ooo_dropped);

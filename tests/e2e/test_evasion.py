@@ -371,21 +371,28 @@ print(json.dumps(out))
 """
 
 
+def overridden(t, log, key, *specs):
+    """Each spec ("METHOD TARGET [FIELDS]") sent on its own connection
+    with key: the statuses, and the requests the backend logged for key
+    (key, the path it routed, h1, the method it served)."""
+    out = t.client("/usr/bin/python3", "-c", OVERRIDDEN, str(H2C_PORT), key, *specs)
+    time.sleep(0.3)
+    with open(log) as f:
+        served = [ln.split() for ln in f if ln.split()[:1] == [key]]
+    return json.loads(out.stdout or "null"), served
+
+
 def method_override(res, t, log):
     """A DELETE-only 1/min rule against DELETEs sent as POSTs with a
     method override: the backend (as Symfony does) serves each as a
     DELETE, so only the first of them is served."""
-    out = t.client("/usr/bin/python3", "-c", OVERRIDDEN, str(H2C_PORT), "k-override",
-                   "DELETE /v1/items",
-                   "POST /v1/items X-HTTP-Method-Override: delete",
-                   "POST /v1/items X_HTTP_METHOD_OVERRIDE: DELETE",
-                   "POST /v1/items?_method=DELETE",
-                   "POST /v1/items?.method=delete")
-    time.sleep(0.3)
-    with open(log) as f:
-        served = [ln.split() for ln in f if ln.split()[:1] == ["k-override"]]
-    res.eq((json.loads(out.stdout or "null"), [ln[3] for ln in served]),
-           ([200, 429, 429, 429, 429], ["DELETE"]),
+    got, served = overridden(t, log, "k-override",
+                             "DELETE /v1/items",
+                             "POST /v1/items X-HTTP-Method-Override: delete",
+                             "POST /v1/items X_HTTP_METHOD_OVERRIDE: DELETE",
+                             "POST /v1/items?_method=DELETE",
+                             "POST /v1/items?.method=delete")
+    res.eq((got, [ln[3] for ln in served]), ([200, 429, 429, 429, 429], ["DELETE"]),
            "a DELETE, then four POSTs a backend serves as DELETEs, under a 1/min DELETE "
            "rule: one DELETE served (%s)" % served)
 
@@ -395,17 +402,14 @@ def path_override(res, t, log):
     name /v1/admin in X-Original-URL or X-Rewrite-URL: the backend (as
     Zend Framework 1 does) routes each to /v1/admin, so only the first
     is served; two fields naming two targets are refused."""
-    out = t.client("/usr/bin/python3", "-c", OVERRIDDEN, str(H2C_PORT), "k-path",
-                   "GET /v1/admin/users",
-                   "GET /v1/public X-Original-URL: /v1/admin/users",
-                   "GET /v1/public X_Rewrite_URL: http://a/v1/%61dmin/users?x=1",
-                   "GET /v1/public X-Original-URL: /v1/public/../admin/users",
-                   "GET /v1/public X-Original-URL: /v1/public\r\nX-Rewrite-URL: /v1/admin")
-    time.sleep(0.3)
-    with open(log) as f:
-        served = [ln.split() for ln in f if ln.split()[:1] == ["k-path"]]
-    res.eq((json.loads(out.stdout or "null"), [ln[1] for ln in served]),
-           ([200, 429, 429, 429, 400], ["/v1/admin/users"]),
+    got, served = overridden(t, log, "k-path",
+                             "GET /v1/admin/users",
+                             "GET /v1/public X-Original-URL: /v1/admin/users",
+                             "GET /v1/public X_Rewrite_URL: http://a/v1/%61dmin/users?x=1",
+                             "GET /v1/public X-Original-URL: /v1/public/../admin/users",
+                             "GET /v1/public X-Original-URL: /v1/public\r\n"
+                             "X-Rewrite-URL: /v1/admin")
+    res.eq((got, [ln[1] for ln in served]), ([200, 429, 429, 429, 400], ["/v1/admin/users"]),
            "a request to /v1/admin, then three a backend routes there by a path "
            "override, under a 1/min rule, and one naming two paths: one served (%s)" % served)
 
