@@ -1286,6 +1286,48 @@ tier_pipelined_refused_behind(void **state)
 	done(w);
 }
 
+/*
+ * Units a worker admits without a grant are charged to the node's
+ * authority (SL_CO_TAKEN). Three keys pipelined on one connection under
+ * a cost rule: the middle one is decided alone, and its response's
+ * cost presumed (the record holds the first's): 1 + 19 units taken,
+ * its burst of 20. Its next request is refused. The authority's bucket
+ * made by that charge was taken for full and swept at the next poll,
+ * and the next request served from a fresh one.
+ */
+static void
+taken_units_kept(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct conn c = open_conn(w);
+	static const char *const keys[] = {"k-ta", "k-tb", "k-tc"};
+	char heads[512];
+	int n = 0, i;
+
+	(void)state;
+	for (i = 0; i < 3; i++)
+		n += snprintf(heads + n, sizeof(heads) - (size_t)n,
+			      "GET /bulk/%d HTTP/1.1\r\nHost: api\r\n"
+			      "X-API-Key: %s\r\n\r\n",
+			      i, keys[i]);
+	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
+	      DOWN);
+	coord_turn(w);
+	coord_turn(w);
+	assert_int_equal(w->ctr.allowed, 3);
+	assert_int_equal(w->ctr.decided_alone, 2);
+	assert_int_equal(w->ctr.cost_presumed, 2);
+	assert_int_equal(app.coord->st.taken_units, 40);
+	assert_forwarded_n(1);
+	c = open_conn(w);
+	request(w, &c, "/bulk/next", "k-tb");
+	coord_turn(w);
+	coord_turn(w);
+	assert_answered("429", "bulk");
+	assert_int_equal(w->ctr.allowed, 3);
+	done(w);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1316,6 +1358,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(tier_first_sight_pipelined),
 		cmocka_unit_test(tier_pipelined_refused_behind),
 		cmocka_unit_test(tier_long_key),
+		cmocka_unit_test(taken_units_kept),
 	};
 	int rc;
 

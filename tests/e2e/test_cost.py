@@ -210,6 +210,15 @@ def scenario(res, t, label):
     res.eq(s["cost_presumed"], 2, label + ": two presumed")
     res.eq(s["cost_settled"], 4 + 30 + none_ok + 4 + 1 + 4 + 24 + 4 + 10 + 2,
            label + ": settled: every other request allowed")
+    # three keys pipelined: the middle one is decided alone, on the
+    # worker's slice, and its cost presumed with the last's: units the
+    # node's authority must keep (its bucket made by the charge was
+    # swept as full, and the key served again)
+    mix = ["k-tria-" + label, "k-trib-" + label, "k-tric-" + label]
+    r = t.client("/usr/bin/python3", "-c", PIPELINE, S4, ",".join(mix), "3", timeout=30)
+    res.eq(json.loads(r.stdout or "[]"), [200] * 3, label + ": three keys pipelined")
+    got = [codes(t, k, "cost=5", 1)[0] for k in mix]
+    res.eq(got, [200, 429, 429], label + ": the first settled (5), the others presumed (20)")
 
 
 # One connection (http.client), each response's status and RateLimit.

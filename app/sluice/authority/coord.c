@@ -640,6 +640,8 @@ taken(struct sl_coord *c, const struct sl_coord_msg *q, uint64_t now)
 {
 	struct sl_limit_params p;
 	struct sl_bucket_key k = {q->k1, q->k2};
+	struct sl_limit_state *s;
+	struct sl_limit_result after;
 
 	c->st.taken_units += q->back.units;
 	if (c->store != NULL) {
@@ -654,8 +656,13 @@ taken(struct sl_coord *c, const struct sl_coord_msg *q, uint64_t now)
 				 q->period_ms * 1000000ULL, q->back.burst) != 0)
 		return;
 	sl_bucket_begin(c->state);
-	sl_limit_commit(&p, sl_bucket_get(c->state, &k, now),
-			(uint32_t)q->back.units, now);
+	s = sl_bucket_get(c->state, &k, now);
+	sl_limit_commit(&p, s, (uint32_t)q->back.units, now);
+	/* kept until full again: a bucket the table took for full (one
+	 * first made by this charge, or charged past its last grant's
+	 * reset) was swept at the next poll, and the units with it */
+	sl_limit_check(&p, s, 0, now, &after);
+	sl_bucket_touch(c->state, s, now + after.reset_ns);
 }
 
 /* /sluice/why's look at a key: the node's bucket of it (its own
