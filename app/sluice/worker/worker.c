@@ -46,13 +46,12 @@ chunked_takes_all(const uint8_t *b, uint32_t rest)
  * A request may wait for a lease only if what follows its head in this
  * segment is its own body (whole chunked framing; a Content-Length body
  * that is no request to a backend ignoring the length). Heads behind it
- * would be decided on the grant, and decided then from the worker's
- * slice where the grant does not cover them: a response's cost
- * presumed for such a request was seen not to reach the authority's
- * ledger before the key's next ask (e2e/cost). Decided at once, from
- * the slice too, they are charged in arrival order. A wait for a key's
- * tier holds heads behind it (tiers.c): decided under the default tier
- * at once, they were counted in its ledger.
+ * are decided at once, from the worker's slice where their leases are
+ * not held; holding them for the grant as a tier wait does has not been
+ * tried since the node's authority kept the units such decisions take
+ * (coord.c taken()). A wait for a key's tier holds heads behind it
+ * (tiers.c): decided under the default tier at once, they were counted
+ * in its ledger.
  */
 static int
 parkable(const struct inspecting *in, const struct sl_flow_event *ev)
