@@ -26,6 +26,33 @@ queue_limit(uint16_t port)
 	return RTE_MIN(info.max_rx_queues, info.max_tx_queues);
 }
 
+/*
+ * net_af_packet opens each queue's socket for every interface of the host
+ * and binds it to its own only after setting its ring up, so the ring can
+ * hold frames of other interfaces (the host's loopback, say) by the time
+ * the port starts. Forwarded, they would leave on the wire as if they had
+ * crossed it: nothing read before the workers run is passed on.
+ */
+static void
+flush_foreign(uint16_t port, const struct rte_eth_dev_info *info, uint16_t nq)
+{
+	struct rte_mbuf *m[32];
+	unsigned n = 0;
+	uint16_t q, got, i;
+
+	if (strcmp(info->driver_name, "net_af_packet") != 0)
+		return;
+	for (q = 0; q < nq; q++)
+		while ((got = rte_eth_rx_burst(port, q, m, RTE_DIM(m))) > 0) {
+			for (i = 0; i < got; i++)
+				rte_pktmbuf_free(m[i]);
+			n += got;
+		}
+	if (n > 0)
+		SL_LOG(INFO, "port %u: %u frame(s) read before start dropped",
+		       port, n);
+}
+
 static int
 port_init(const struct sl_app *app, uint16_t port, uint16_t nq)
 {
@@ -75,6 +102,7 @@ port_init(const struct sl_app *app, uint16_t port, uint16_t nq)
 	}
 	if ((rc = rte_eth_dev_start(port)) != 0)
 		return rc;
+	flush_foreign(port, &info, nq);
 	/* A bridge must see frames for every MAC on the wire. */
 	if (rte_eth_promiscuous_enable(port) != 0)
 		SL_LOG(WARNING, "port %u: promiscuous mode not available",

@@ -227,6 +227,28 @@ class Wire:
         self.fwd(res, "s", p, "%d: %s" % (conn.sport, what))
 
 
+class LoopbackBusy:
+    """The host's loopback busy (ping -f, bounded in count and time) while
+    sluice starts: net_af_packet's sockets read every interface of the
+    host until they are bound, and nothing of that may reach the wire."""
+
+    def __enter__(self, seconds=5):
+        # two, for a rate that fills the few milliseconds before the bind
+        self.p = [subprocess.Popen(["ping", "-f", "-q", "-c", "200000", "-w", str(seconds),
+                                    "127.0.0.1"], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL) for _ in range(2)]
+        time.sleep(0.2)
+        return self
+
+    def stop(self):
+        for p in self.p:
+            p.kill()
+            p.wait()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
 def _chatter(f):
     """The hosts' own frames on the veths (IPv6 MLD and ND, LLDP): to a
     group address and not TCP. A test's frames are TCP, or unicast."""
