@@ -109,6 +109,10 @@ sl_lease_want(const struct sl_lease *l, const struct sl_lease_sizing *z,
 	}
 	if (want > budget)
 		want = budget;
+	/* spent as soon as the grant comes, not held unspent: beyond the
+	 * accuracy budget, never beyond the burst */
+	if (want < z->waiting)
+		want = z->waiting;
 	if (z->burst > 0 && want > z->burst)
 		want = z->burst;
 	return want > cost ? want : cost;

@@ -264,6 +264,10 @@ struct sl_lease_sizing {
 	uint32_t holders;      /* leases that may be outstanding at once */
 	uint64_t burst;        /* no lease larger: it could never be granted */
 	uint64_t now_ns;
+	/* units a waiting request brings behind it (the heads pipelined in
+	 * its segment): asked for too, spent on the grant, so beyond the
+	 * accuracy budget; never beyond the burst */
+	uint64_t waiting;
 };
 
 enum sl_lease_take {
@@ -305,8 +309,9 @@ enum sl_lease_take sl_lease_take(struct sl_lease *l, uint32_t cost,
 
 /*
  * How many units to ask for: enough for a lease's lifetime at the observed
- * rate, at least cost, at most what the accuracy budget allows per holder.
- * A result equal to cost means exact: one request, one round trip.
+ * rate, at least cost, at most what the accuracy budget allows per holder;
+ * at least z->waiting (spent on the grant) within the burst. A result
+ * equal to cost means exact: one request, one round trip.
  */
 uint64_t sl_lease_want(const struct sl_lease *l,
 		       const struct sl_lease_sizing *z, uint32_t cost);

@@ -444,29 +444,32 @@ degraded(void **state)
 }
 
 /*
- * Requests pipelined in one segment cannot wait for the coordinator (the
- * bytes after a head are the next request's): decided from the worker's
- * slice, and charged to the authority, they do not add to what the same
- * key gets afterwards — a 2/min key gets two in all, not four.
+ * Requests pipelined in one segment wait for the coordinator together:
+ * the first parks with the segment, its ask sized for the head behind
+ * it, and on the grant the second is read on and decided from what the
+ * grant left. Neither is decided from the worker's empty slice, and the
+ * two do not add to what the same key gets afterwards — a 2/min key
+ * gets two in all, not four.
  */
 static void
 pipelined(void **state)
 {
 	struct sl_worker *w = worker(1);
 	struct conn c = open_conn(w);
+	struct rte_mbuf *m[4];
 	int i;
 
 	(void)state;
 	two_heads(w, &c, "/two", "/two", "k-pipe");
+	/* nothing leaves before the grant: the first head waits for it */
+	assert_false(sl_parkq_empty(&w->parkq));
+	assert_int_equal(sent(UP, m, RTE_DIM(m)), 0);
 	coord_turn(w);
-	/* the first decided alone (the second's bytes follow it), the
-	 * last waited for the coordinator, which had been told of the
-	 * first: one unit left, granted. Nothing failed: not degraded */
 	assert_int_equal(w->ctr.allowed, 2);
-	assert_int_equal(w->ctr.decided_alone, 1);
+	assert_int_equal(w->ctr.decided_alone, 0);
 	assert_int_equal(w->ctr.degraded, 0);
 	assert_int_equal(w->ctr.parked, 1);
-	assert_int_equal(app.coord->st.taken_units, 1);
+	assert_int_equal(app.coord->st.taken_units, 0);
 	assert_forwarded_n(1); /* both in the one segment */
 	for (i = 0; i < 2; i++) {
 		c = open_conn(w);
@@ -476,6 +479,32 @@ pipelined(void **state)
 		assert_answered("429", "two");
 	}
 	assert_int_equal(w->ctr.allowed, 2);
+	done(w);
+}
+
+/*
+ * A key whose lease is spent, its next two heads pipelined: the first
+ * waits again, and its ask is sized for both, so the second is decided
+ * from the grant too (a lease asked for one unit left it to the worker's
+ * empty slice: decided alone).
+ */
+static void
+pipelined_granted(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct conn c = open_conn(w);
+
+	(void)state;
+	request(w, &c, "/fast", "k-pipe-fast");
+	coord_turn(w);
+	assert_forwarded("/fast");
+	c = open_conn(w);
+	two_heads(w, &c, "/fast", "/fast", "k-pipe-fast");
+	coord_turn(w);
+	assert_int_equal(w->ctr.parked, 2);
+	assert_int_equal(w->ctr.allowed, 3);
+	assert_int_equal(w->ctr.decided_alone, 0);
+	assert_forwarded_n(1); /* both in the one segment */
 	done(w);
 }
 
@@ -1344,6 +1373,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(below_after_refusals),
 		cmocka_unit_test(degraded),
 		cmocka_unit_test(pipelined),
+		cmocka_unit_test(pipelined_granted),
 		cmocka_unit_test(refused_behind_allowed),
 		cmocka_unit_test(body_request_not_parked),
 		cmocka_unit_test(resume_refusal_answered),

@@ -22,8 +22,8 @@ static void
 sizing(void **state)
 {
 	struct sl_lease l;
-	struct sl_lease_sizing login = {5, 60 * S, 20000, 2, 5, 0};
-	struct sl_lease_sizing bulk = {10000, S, 20000, 2, 10000, 0};
+	struct sl_lease_sizing login = {5, 60 * S, 20000, 2, 5, 0, 0};
+	struct sl_lease_sizing bulk = {10000, S, 20000, 2, 10000, 0, 0};
 	uint64_t t = 100 * S;
 	int i;
 
@@ -60,6 +60,18 @@ sizing(void **state)
 	sl_lease_seen(&l, 1, t + 100 * MS);
 	assert_int_equal(sl_lease_want(&l, &bulk, 1), 10);
 	assert_int_equal(sl_lease_want(&l, &login, 1), 1);
+	/* units waiting behind a request (heads pipelined in its segment):
+	 * asked for at first sight, spent on the grant, so beyond the
+	 * accuracy budget (100 units, 1 for login), never beyond the burst */
+	memset(&l, 0, sizeof(l));
+	bulk.waiting = 16;
+	assert_int_equal(sl_lease_want(&l, &bulk, 1), 16);
+	bulk.waiting = 255;
+	assert_int_equal(sl_lease_want(&l, &bulk, 1), 255);
+	login.waiting = 4;
+	assert_int_equal(sl_lease_want(&l, &login, 1), 4);
+	login.waiting = 9;
+	assert_int_equal(sl_lease_want(&l, &login, 1), 5);
 }
 
 /*
@@ -70,7 +82,7 @@ sizing(void **state)
 static void
 bursty_rate(void **state)
 {
-	struct sl_lease_sizing far = {6000000, 60 * S, 20000, 2, 100000, 0};
+	struct sl_lease_sizing far = {6000000, 60 * S, 20000, 2, 100000, 0, 0};
 	struct sl_lease l;
 	uint64_t t = 100 * S, lo = UINT64_MAX, hi = 0;
 	int b, i;
@@ -255,7 +267,7 @@ saturated_sizing(void **state)
 {
 	struct sl_lease l;
 	/* 6000/min over 4 holders: budget 2 % = 30 each, fair 25/s each */
-	struct sl_lease_sizing z = {6000, 60 * S, 20000, 4, 100, 0};
+	struct sl_lease_sizing z = {6000, 60 * S, 20000, 4, 100, 0, 0};
 	uint64_t t = 100 * S;
 	int i;
 
@@ -490,8 +502,8 @@ sim_init(struct sim *m, uint64_t per_s, uint64_t burst, unsigned int holders)
 	assert_int_equal(sl_limit_params_init(&m->p, SL_LIM_TOKEN_BUCKET,
 					      per_s * 60, 60 * S, burst),
 			 0);
-	m->z = (struct sl_lease_sizing){per_s * 60, 60 * S, 20000,
-					holders,    burst,  0};
+	m->z = (struct sl_lease_sizing){per_s * 60, 60 * S, 20000, holders,
+					burst,      0,      0};
 }
 
 /*

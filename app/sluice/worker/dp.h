@@ -43,6 +43,10 @@ struct sl_req {
 	uint8_t flags;         /* SL_DF_* for the decision stream */
 	uint8_t parkable;      /* it may wait for a lease (worker.c) */
 	uint8_t tier_parkable; /* for its key's tier: not behind a grant */
+	/* the bytes after its head in its segment: the heads pipelined
+	 * there wait with it, and its ask is sized for them too */
+	const uint8_t *rest;
+	uint32_t rest_len;
 };
 
 /* What was decided, for the caller to carry out. */

@@ -91,13 +91,14 @@ report_demand(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l)
 
 static uint64_t
 want_of(const struct sl_worker *w, const struct sl_need *n,
-	const struct sl_lease *l)
+	const struct sl_lease *l, uint32_t behind)
 {
 	struct sl_lease_sizing z = sl_sizing_of(w, n);
 
 	/* the log is decided by the authority per request */
 	if (n->algo == SL_LIM_SLIDING_LOG)
 		return n->cost;
+	z.waiting = (uint64_t)n->cost * (1 + behind);
 	return sl_lease_want(l, &z, n->cost);
 }
 
@@ -221,9 +222,38 @@ evaluate(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 	return worst;
 }
 
+/*
+ * How many heads a waiting request's segment holds behind it, at most
+ * 255: past its own Content-Length body, each blank line ends one (a
+ * later body's count too: units asked for and not spent go back with
+ * the lease).
+ */
+static uint32_t
+heads_behind(const struct sl_req *r)
+{
+	const uint8_t *b = r->rest, *end = r->rest + r->rest_len, *q;
+	uint32_t k = 0;
+
+	if (r->http->has_cl && !r->http->chunked)
+		b += r->http->content_length < r->rest_len
+			     ? r->http->content_length
+			     : r->rest_len;
+	while (k < 255 && b < end &&
+	       (q = memmem(b, (size_t)(end - b), "\r\n\r\n", 4)) != NULL) {
+		k++;
+		b = q + 4;
+	}
+	return k;
+}
+
+/*
+ * Asks for the leases a request lacks; behind: the heads that wait with
+ * it (read on once it is granted, none of them can wait again), so that
+ * the grant is sized for them too, within a lease's bounds.
+ */
 static int
 ask_missing(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
-	    struct sl_lease **ls)
+	    struct sl_lease **ls, uint32_t behind)
 {
 	uint32_t i;
 
@@ -232,7 +262,7 @@ ask_missing(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 		    sl_lease_pending(ls[i], w->now_ns,
 				     w->app->store_timeout_ns))
 			continue;
-		uint64_t want = want_of(w, &ns[i], ls[i]);
+		uint64_t want = want_of(w, &ns[i], ls[i], behind);
 
 		/* a saturated key asks for its whole lease or nothing where
 		 * the store reserves it (its units come good at the rate, one
@@ -356,7 +386,7 @@ spend(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 		ls[i]->spent_pending += ns[i].cost;
 		sl_lease_touch(w, ls[i]);
 		sl_rule_allowed(w, ns[i].slot);
-		want = want_of(w, &ns[i], ls[i]);
+		want = want_of(w, &ns[i], ls[i], 0);
 		/* ask ahead, so that most requests never wait (not a key
 		 * above its limit: what trickles back would come a unit a call)
 		 */
@@ -416,16 +446,19 @@ sl_leased_decide(struct sl_worker *w, struct sl_req *r,
 	struct sl_lease *ls[SL_MAX_MATCH];
 	int unknown, strict, st;
 	int wait = r->parkable && !sl_parkq_full(&w->parkq);
+	uint32_t behind;
 
 	st = evaluate(w, ns, n, ls, &strict, r->flow, &unknown);
 	arrived(w, ns, n, ls);
 
 	if (st == ST_OK)
 		return spend(w, r, ns, n, ls);
+	behind = wait && r->rest_len > 0 ? heads_behind(r) : 0;
 	if (st == ST_REFUSED &&
-	    (!unknown || !wait || ask_missing(w, ns, n, ls) != 0))
+	    (!unknown || !wait || ask_missing(w, ns, n, ls, behind) != 0))
 		return refuse_lease(w, r, &ns[strict], ls[strict]);
-	if (st != ST_REFUSED && (!wait || ask_missing(w, ns, n, ls) != 0))
+	if (st != ST_REFUSED &&
+	    (!wait || ask_missing(w, ns, n, ls, behind) != 0))
 		return sl_degrade(w, r, ns, ls, n, 0);
 	w->ctr.parked++;
 	return (struct sl_verdict){
@@ -504,7 +537,7 @@ sl_leased_resolve(struct sl_worker *w, struct sl_parked *e,
 		*v = sl_verdict_go();
 	} else if (st == ST_REFUSED) {
 		*v = refuse_lease(w, &r, &e->need[strict], ls[strict]);
-	} else if (late || ask_missing(w, e->need, e->n_need, ls) != 0) {
+	} else if (late || ask_missing(w, e->need, e->n_need, ls, 0) != 0) {
 		*v = sl_degrade(w, &r, e->need, ls, e->n_need, late);
 	} else {
 		return -1;

@@ -30,45 +30,39 @@ struct inspecting {
 	uint8_t resuming;
 };
 
-/* Whether a chunked body takes all of b[0, rest). */
-static int
-chunked_takes_all(const uint8_t *b, uint32_t rest)
+/* The bytes after the event's head in the segment being inspected. */
+static const uint8_t *
+rest_of(const struct inspecting *in, const struct sl_flow_event *ev,
+	uint32_t *len)
 {
-	struct sl_chunked ck;
-	int done;
+	uint32_t n = in->p->payload_len;
 
-	sl_chunked_init(&ck);
-	return sl_chunked_consume(&ck, (const char *)b, rest, &done) ==
-	       (long)rest;
+	*len = n > ev->seg_end ? n - ev->seg_end : 0;
+	return rte_pktmbuf_mtod(in->m, const uint8_t *) + in->p->payload_off +
+	       ev->seg_end;
 }
 
 /*
- * A request may wait for a lease only if what follows its head in this
- * segment is its own body (whole chunked framing; a Content-Length body
- * that is no request to a backend ignoring the length). Heads behind it
- * are decided at once, from the worker's slice where their leases are
- * not held; holding them for the grant as a tier wait does has not been
- * tried since the node's authority kept the units such decisions take
- * (coord.c taken()). A wait for a key's tier holds heads behind it
- * (tiers.c): decided under the default tier at once, they were counted
- * in its ledger.
+ * A request may wait for a lease, with its body and the heads pipelined
+ * behind it in its segment held with it: on the grant they are read on
+ * from where it ended (resume()), each decided as it would have been had
+ * it come alone, from what the grant left. Decided at once instead, they
+ * took the worker's slice where its leases were not held yet: refused,
+ * or degraded, below their limit. The heads read on a resume wait for
+ * nothing (complete() holds no second entry for the segment).
  */
 static int
 parkable(const struct inspecting *in, const struct sl_flow_event *ev)
 {
-	uint32_t len = in->p->payload_len;
-	uint32_t rest = len > ev->seg_end ? len - ev->seg_end : 0;
-	const uint8_t *b = rte_pktmbuf_mtod(in->m, const uint8_t *) +
-			   in->p->payload_off + ev->seg_end;
+	uint32_t rest;
+	const uint8_t *b = rest_of(in, ev, &rest);
 
 	if (in->resuming)
 		return 0;
-	if (rest == 0)
-		return 1;
-	if (ev->req->has_cl && !ev->req->chunked &&
-	    rest <= ev->req->content_length)
-		return !sl_flow_body_request(b, rest, ev->req->content_length);
-	return ev->req->chunked && chunked_takes_all(b, rest);
+	/* a body that is a request to a backend ignoring its length: refused
+	 * now (400 body_request) rather than after a wait */
+	return !(ev->req->has_cl && !ev->req->chunked && rest > 0 &&
+		 sl_flow_body_request(b, rest, ev->req->content_length));
 }
 
 /*
@@ -123,6 +117,7 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 			    .flow = f,
 			    .parkable = (uint8_t)parkable(in, ev),
 			    .tier_parkable = (uint8_t)!in->resuming};
+	r.rest = rest_of(in, ev, &r.rest_len);
 	in->v = sl_decide(w, &r);
 	if (in->v.action == SL_REQ_CONTINUE && in->v.budget >= 0)
 		sl_budget_note(w, f, in->p, &in->v, 0);
