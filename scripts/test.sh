@@ -59,12 +59,12 @@ build_asan() {
 	build build-asan -- -Dbuildtype=debug -Db_sanitize=address,undefined \
 		-Db_lundef=false -Db_lto=false
 }
-# of the optimised tree, the appliance alone: the accuracy test and the
-# documents' check need no more, and the package test builds the rest
-# (the tools, the benchmark, tests linked with LTO: 34 s of 57) at the
-# lowest priority beside the serial suites, which wait on clients and
-# timers a third of the time
-build build app/sluice/sluice -- --prefix=/usr --buildtype=release &
+# of the optimised tree, what runs from it: the appliance (the accuracy
+# test, the documents' check) and the benchmark (the package), not the
+# test programs, which the sanitizer tree runs and which, each linked
+# with LTO, were 34 s of the tree's 57 from a fresh clone
+build build app/sluice/sluice app/sluice-bench/sluice-bench -- \
+	--prefix=/usr --buildtype=release &
 rel_pid=$!
 build_asan
 wait "$rel_pid"
