@@ -8,7 +8,8 @@ endpoints that take no body): what follows a head is the next request.
 And, on a connection begun under /headget/, requests in turn with HEAD
 answered as GET, its body a 101 status line; under /headlate/ the same,
 the body sent only once the next request came (a body the client held
-back with its window). Prints "up" once listening, and writes one line
+back with its window). Plain HTTP/1.1 requests are served in turn on
+their connection. Prints "up" once listening, and writes one line
 to LOG per request it served: "KEY PATH h1|h2|tunnel|cl0|headget".
 
 usage: h2c_server.py ADDRESS PORT LOG
@@ -161,6 +162,19 @@ def routed_by(path, hdrs):
     return path
 
 
+def serve_h1(c, head, data):
+    """Requests in turn on one connection (none has a body)."""
+    while True:
+        path, hdrs = fields(head)
+        said(hdrs.get(b"x-api-key", b"-").decode(), routed_by(path, hdrs), "h1",
+             served_as(head, path, hdrs))
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nh1 ok\n")
+        got = read_head(c, data)
+        if got is None:
+            return
+        head, data = got
+
+
 def serve(c):
     c.settimeout(10)
     try:
@@ -184,9 +198,7 @@ def serve(c):
         if path.startswith(("/headget/", "/headlate/")):
             serve_headget(c, head, rest, path.startswith("/headlate/"))
             return
-        said(hdrs.get(b"x-api-key", b"-").decode(), routed_by(path, hdrs), "h1",
-             served_as(head, path, hdrs))
-        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nh1 ok\n")
+        serve_h1(c, head, rest)
     except (OSError, h2.exceptions.ProtocolError):
         pass
     finally:

@@ -371,6 +371,30 @@ print(json.dumps(out))
 """
 
 
+# Two requests of key in one write: to /v1/admin/users, then to
+# /v1/public naming /v1/admin/users in X-Original-URL; prints the
+# statuses read in 5 s.
+PIPELINED_OVERRIDE = r"""
+import json, socket, sys, time
+port, key = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("198.18.0.2", port), timeout=5)
+s.sendall(("GET /v1/admin/users HTTP/1.1\r\nHost: a\r\nX-API-Key: %s\r\n\r\n"
+           "GET /v1/public HTTP/1.1\r\nHost: a\r\nX-API-Key: %s\r\n"
+           "X-Original-URL: /v1/admin/users\r\n\r\n" % (key, key)).encode())
+data, end = b"", time.time() + 5
+s.settimeout(0.2)
+while time.time() < end and data.count(b"HTTP/1.1 ") < 2:
+    try:
+        d = s.recv(4096)
+    except socket.timeout:
+        continue
+    if not d:
+        break
+    data += d
+print(json.dumps([int(x.split(b" ")[0]) for x in data.split(b"HTTP/1.1 ")[1:]]))
+"""
+
+
 def overridden(t, log, key, *specs):
     """Each spec ("METHOD TARGET [FIELDS]") sent on its own connection
     with key: the statuses, and the requests the backend logged for key
@@ -412,6 +436,31 @@ def path_override(res, t, log):
     res.eq((got, [ln[1] for ln in served]), ([200, 429, 429, 429, 400], ["/v1/admin/users"]),
            "a request to /v1/admin, then three a backend routes there by a path "
            "override, under a 1/min rule, and one naming two paths: one served (%s)" % served)
+    # other spellings the backend decodes to the same path: an encoded
+    # slash, encoded dot segments in either case, an encoded letter in
+    # an absolute form; refused by the limit or as ambiguous, never served
+    got, served = overridden(t, log, "k-path-enc",
+                             "GET /v1/admin/users",
+                             "GET /v1/public X-Original-URL: /v1%2Fadmin/users",
+                             "GET /v1/public X-Original-URL: /v1%2fadmin%2Fusers",
+                             "GET /v1/public X-Rewrite-URL: /v1/public/%2e%2e/admin/users",
+                             "GET /v1/public X-Original-URL: /v1/public/%2E%2E/%61dmin/users",
+                             "GET /v1/public X-Original-URL: http://a:80/v1/adm%69n")
+    res.check(got is not None and got[0] == 200 and all(g in (400, 429) for g in got[1:])
+              and [ln[1] for ln in served] == ["/v1/admin/users"],
+              "a request to /v1/admin, then five overrides naming it in other "
+              "encodings: each refused (%s), one served (%s)" % (got, served))
+    # the override on a request pipelined behind an allowed one: the
+    # first served, the second refused (the client's stack sends it
+    # again once sluice cut it off the first)
+    out = t.client("/usr/bin/python3", "-c", PIPELINED_OVERRIDE, str(H2C_PORT), "k-path-pipe")
+    time.sleep(0.3)
+    with open(log) as f:
+        served = [ln.split() for ln in f if ln.split()[:1] == ["k-path-pipe"]]
+    res.eq((json.loads(out.stdout or "null"), [ln[1] for ln in served]),
+           ([200, 429], ["/v1/admin/users"]),
+           "a request to /v1/admin and one behind it in the same write that names "
+           "/v1/admin in X-Original-URL: the first served, the second refused (%s)" % served)
 
 
 def head_late(res, t, log):
