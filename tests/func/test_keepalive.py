@@ -194,6 +194,7 @@ def main():
             oc, os_ = w.collect(want=0, quiet=0.3, limit=0.6)
             res.eq([x.hex() for x in oc + os_], [],
                    "started with the host's loopback busy: nothing on the wire")
+            w.attach(s.counts)
             for case in (kept, lost, kept_v6_vlan, fallback):
                 case(w, res)
             st = s.stats()

@@ -96,7 +96,7 @@ def main():
     with wire.Wire(wire.netns_prefix()) as w:
         with sltest.Sluice(binary, conf, w.vdevs()) as s:
             s.wait_ready()
-            w.drain()
+            w.attach(s.counts)
             run(w, res)
             st = s.stats()
             rules = sltest.telemetry(s.prefix, "/sluice/rules")

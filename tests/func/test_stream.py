@@ -377,7 +377,7 @@ def main():
         W = w
         with sltest.Sluice(binary, conf, w.vdevs()) as s:
             s.wait_ready()
-            w.drain()
+            w.attach(s.counts)
             for case in (keep_alive, ipv6_vlan, gap_and_checksum, answers, rst_and_syn,
                          resent, linux_drops, encapsulation, syn_data, pickup, order,
                          upgrade, undecided, head_timeout):

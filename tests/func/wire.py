@@ -34,6 +34,11 @@ PACKET_AUXDATA = 8
 TP_STATUS_VLAN_VALID = 0x10
 TP_STATUS_VLAN_TPID_VALID = 0x40
 SO_RCVBUFFORCE = 33
+# SL_DRAIN_US, with room for the clocks' skew: how long a TX buffer waits
+DRAIN_S = 0.0005
+# attached, how long a step waits past sluice's counters that do not
+# agree with the wire (a frame the kernel dropped): the old quiet wire
+QUIET_UNSETTLED = 0.5
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -57,6 +62,11 @@ class Wire:
         self.p = prefix
         self.ns = prefix + "-x"
         self.socks = {}
+        # frames put on the wire by the test, and read off it (sluice's
+        # and the hosts' alike): what attach() compares sluice's own
+        # counters against
+        self.sent = self.got = 0
+        self.counts = None
 
     def __enter__(self):
         self.down()
@@ -107,11 +117,38 @@ class Wire:
 
     def send(self, side, frame):
         self.socks[side].send(bytes(frame))
+        self.sent += 1
 
     def drain(self):
         for side in ("c", "s"):
             while self._read(side) is not None:
                 pass
+
+    def attach(self, counts):
+        """counts() -> (rx, tx, loop age in us) of the sluice between the
+        ends, over its workers. From here a step ends once sluice has read
+        every frame sent, every frame it sent has arrived, and each worker
+        has begun a loop since (its TX buffers drained), instead of after
+        a quiet wire: what a quiet tenth of a second only made likely, the
+        counters say, in milliseconds."""
+        self.drain()
+        rx, tx, _ = counts()
+        self.counts = counts
+        self.base = (rx - self.sent, tx - self.got)
+
+    def _snapshot(self):
+        t0 = time.monotonic()
+        rx, tx, age = self.counts()
+        return rx, tx, t0 - age / 1e6, time.monotonic()
+
+    def _settled(self, prev, cur):
+        """Nothing in sluice for the wire: every frame read and answered
+        (cur taken after prev, with the same counters), and a loop that
+        began after prev was read, a drain interval later."""
+        rx, tx, loop_began, _ = cur
+        return (prev is not None and prev[:2] == (rx, tx)
+                and rx - self.base[0] >= self.sent and tx - self.base[1] == self.got
+                and loop_began > prev[3] + DRAIN_S)
 
     def _read(self, side):
         try:
@@ -120,6 +157,7 @@ class Wire:
             return None
         if addr[2] == PACKET_OUTGOING:
             return b""  # ours, seen leaving
+        self.got += 1
         for level, typ, aux in anc:
             if level != SOL_PACKET or typ != PACKET_AUXDATA or len(aux) < 20:
                 continue
@@ -131,34 +169,53 @@ class Wire:
                 data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
         return data
 
-    def collect(self, want=0, quiet=0.25, limit=3.0):
+    def collect(self, want=0, quiet=None, limit=3.0):
         """Frames that came out at c and s: until at least want arrived
-        and then quiet seconds passed with none, or limit seconds."""
+        and then sluice settled (attach), or quiet seconds passed with
+        none (0.25 by default without attach), or limit seconds."""
         out = {"c": [], "s": []}
         end = time.time() + limit
         last = time.time()
+        settle = quiet is None and self.counts is not None
+        if quiet is None:
+            quiet = QUIET_UNSETTLED if settle else 0.25
+        prev = None
         while time.time() < end:
             n = len(out["c"]) + len(out["s"])
+            if n >= want and settle:
+                cur = self._snapshot()
+                if self._settled(prev, cur):
+                    self._read_into(out, 0)
+                    break
+                prev = cur
             if n >= want and time.time() - last >= quiet:
                 break
-            r, _, _ = select.select([self.socks["c"], self.socks["s"]], [], [], 0.05)
-            for sock in r:
-                side = "c" if sock is self.socks["c"] else "s"
-                while True:
-                    f = self._read(side)
-                    if f is None:
-                        break
-                    if f and not _chatter(f):
-                        out[side].append(f)
-                        last = time.time()
+            if self._read_into(out, 0.005 if settle else 0.05):
+                last = time.time()
         return out["c"], out["s"]
+
+    def _read_into(self, out, wait):
+        """Frames ready within wait seconds, appended by side; any read."""
+        got = False
+        r, _, _ = select.select([self.socks["c"], self.socks["s"]], [], [], wait)
+        for sock in r:
+            side = "c" if sock is self.socks["c"] else "s"
+            while True:
+                f = self._read(side)
+                if f is None:
+                    break
+                if f and not _chatter(f):
+                    out[side].append(f)
+                    got = True
+        return got
 
     def step(self, side, frame, want=1, quiet=None):
         """Sends frame at side; returns (frames out at c, frames out at s).
-        Waits for want frames, then for quiet seconds without another (a
-        drop, want 0, is only seen as a quiet wire: it waits longer)."""
+        Waits for want frames, then for sluice to settle (attach), or
+        without it for quiet seconds without another (a drop, want 0, is
+        then only seen as a quiet wire: it waits longer)."""
         self.send(side, frame)
-        if quiet is None:
+        if quiet is None and self.counts is None:
             quiet = 0.1 if want else 0.3
         return self.collect(want=want, quiet=quiet)
 

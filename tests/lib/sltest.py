@@ -255,6 +255,7 @@ class Sluice:
         args += list(extra_eal) + ["--", "--config", config]
         self.log = log or open(os.devnull, "w")
         self.out = ""
+        self._tel = None
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
 
@@ -276,6 +277,20 @@ class Sluice:
     def stats(self):
         return telemetry(self.prefix, "/sluice/stats")
 
+    def counts(self):
+        """(rx, tx, the oldest worker loop's age in us), on a connection
+        kept open: wire.Wire.attach reads it after every frame."""
+        if self._tel is None:
+            self._tel = sltelemetry.Telemetry(self.prefix, 5.0)
+        ws = self._tel("/sluice/workers").values()
+        return (sum(w["rx"] for w in ws), sum(w["tx"] for w in ws),
+                max(w.get("loop_age_us", 0) for w in ws))
+
+    def _untel(self):
+        if self._tel is not None:
+            self._tel.close()
+            self._tel = None
+
     def wait_for(self, pred, timeout=20):
         deadline = time.time() + timeout
         st = None
@@ -287,6 +302,7 @@ class Sluice:
         raise AssertionError("condition not reached; last stats: %s" % st)
 
     def stop(self, timeout=20):
+        self._untel()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
@@ -305,6 +321,7 @@ class Sluice:
         return self
 
     def __exit__(self, *exc):
+        self._untel()
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
