@@ -59,11 +59,12 @@ build_asan() {
 	build build-asan -- -Dbuildtype=debug -Db_sanitize=address,undefined \
 		-Db_lundef=false -Db_lto=false
 }
-# of the optimised tree, what runs from it: the appliance (the accuracy
-# test, the documents' check) and the benchmark (the package), not the
-# test programs, which the sanitizer tree runs and which, each linked
-# with LTO, were 34 s of the tree's 57 from a fresh clone
-build build app/sluice/sluice app/sluice-bench/sluice-bench -- \
+# of the optimised tree, what runs before the suites: the appliance (the
+# accuracy test, the documents' check); not the test programs, which the
+# sanitizer tree runs and which, each linked with LTO, were 34 s of the
+# tree's 57 from a fresh clone, nor the benchmark, which the package
+# (func/package, at the lowest priority beside the suites) builds
+build build app/sluice/sluice -- \
 	--prefix=/usr --buildtype=release &
 rel_pid=$!
 build_asan
