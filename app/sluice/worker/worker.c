@@ -52,17 +52,16 @@ rest_of(const struct inspecting *in, const struct sl_flow_event *ev,
  * nothing (complete() holds no second entry for the segment).
  */
 static int
-parkable(const struct inspecting *in, const struct sl_flow_event *ev)
+parkable(const struct inspecting *in, const struct sl_flow_event *ev,
+	 const struct sl_req *r)
 {
-	uint32_t rest;
-	const uint8_t *b = rest_of(in, ev, &rest);
-
 	if (in->resuming)
 		return 0;
 	/* a body that is a request to a backend ignoring its length: refused
 	 * now (400 body_request) rather than after a wait */
-	return !(ev->req->has_cl && !ev->req->chunked && rest > 0 &&
-		 sl_flow_body_request(b, rest, ev->req->content_length));
+	return !(ev->req->has_cl && !ev->req->chunked && r->rest_len > 0 &&
+		 sl_flow_body_request(r->rest, r->rest_len,
+				      ev->req->content_length));
 }
 
 /*
@@ -115,9 +114,9 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 	r = (struct sl_req){.http = ev->req,
 			    .p = in->p,
 			    .flow = f,
-			    .parkable = (uint8_t)parkable(in, ev),
 			    .tier_parkable = (uint8_t)!in->resuming};
 	r.rest = rest_of(in, ev, &r.rest_len);
+	r.parkable = (uint8_t)parkable(in, ev, &r);
 	in->v = sl_decide(w, &r);
 	if (in->v.action == SL_REQ_CONTINUE && in->v.budget >= 0)
 		sl_budget_note(w, f, in->p, &in->v, 0);
