@@ -508,6 +508,50 @@ pipelined_granted(void **state)
 	done(w);
 }
 
+/* n heads of key to path in one segment. */
+static void
+n_heads(struct sl_worker *w, struct conn *c, const char *path, const char *key,
+	int n)
+{
+	char heads[1024];
+	int len = 0, i;
+
+	for (i = 0; i < n; i++)
+		len += snprintf(heads + len, sizeof(heads) - (size_t)len,
+				"GET %s HTTP/1.1\r\nHost: api\r\n"
+				"X-API-Key: %s\r\n\r\n",
+				path, key);
+	burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads), DOWN);
+	c->cseq += (uint32_t)len;
+}
+
+/*
+ * Two pipelined segments of one key wait while a single ask is out (the
+ * second asks nothing, its lease pending): the grant, sized for the
+ * first's heads, falls short of the second's, which asks again for its
+ * own rather than having its heads behind decided by the worker alone.
+ */
+static void
+pipelined_second_wait(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct conn c1 = open_conn(w), c2 = open_conn(w);
+
+	(void)state;
+	n_heads(w, &c1, "/fast", "k-pipe-two", 3);
+	n_heads(w, &c2, "/fast", "k-pipe-two", 3);
+	assert_int_equal(w->ctr.parked, 2);
+	assert_int_equal(w->ctr.coord_asks, 1);
+	coord_turn(w);
+	coord_turn(w);
+	assert_int_equal(w->ctr.allowed, 6);
+	assert_int_equal(w->ctr.decided_alone, 0);
+	assert_int_equal(w->ctr.degraded, 0);
+	assert_int_equal(w->ctr.coord_asks, 2);
+	assert_forwarded_n(2);
+	done(w);
+}
+
 /*
  * A request refused after waiting, behind one of its segment that was
  * allowed: the allowed one goes on alone (its bytes cut off the rest),
@@ -1374,6 +1418,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(degraded),
 		cmocka_unit_test(pipelined),
 		cmocka_unit_test(pipelined_granted),
+		cmocka_unit_test(pipelined_second_wait),
 		cmocka_unit_test(refused_behind_allowed),
 		cmocka_unit_test(body_request_not_parked),
 		cmocka_unit_test(resume_refusal_answered),

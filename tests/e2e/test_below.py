@@ -10,10 +10,11 @@ The judge: no answer but a 200 (nginx serves every request it gets), and
 /sluice/store's units granted to the leases at most twice those spent.
 Then 16 requests per write without a store: the heads behind one that
 waits for the node's authority wait with it, its ask sized for them, and
-are decided from its grant: at most one in 1 000 decided alone from the
+are decided from its grant: at most one in 20 000 decided alone from the
 worker's slice (decided_alone; one in 700 when they were decided at
-once; 0 to 15 a run now, whatever its length), and nothing degraded,
-since nothing failed.
+once, one in 7 000 while a segment that parked behind another's ask took
+a grant sized for the first; none in five runs now), and nothing
+degraded, since nothing failed.
 A rate read per arrival took the requests of one packet burst (which
 share a timestamp) for a unit per nanosecond: every lease was the
 accuracy budget's 60 k, 11 x what was spent, and the node's authority
@@ -180,9 +181,9 @@ def run(res, binary, tmp, store_port, what, pipelined=False, workers=2, conns=(1
     if pipelined:
         # nginx closes a connection after 1 000 requests (keepalive_
         # requests): those pipelined behind the last go unserved
-        res.check(st["decided_alone"] * 1000 <= sent and st["degraded"] == 0,
+        res.check(st["decided_alone"] * 20000 <= sent and st["degraded"] == 0,
                   "%s: heads behind a wait decided from its grant: %d of %d decided "
-                  "alone (at most 1/1000), none degraded (%d)"
+                  "alone (at most 1/20000), none degraded (%d)"
                   % (what, st["decided_alone"], sent, st["degraded"]))
         return
     res.check(served >= st["allowed"] - 8,

@@ -246,6 +246,47 @@ heads_behind(const struct sl_req *r)
 	return k;
 }
 
+/* Whether a limit's lease lacks units for a request and the heads
+ * behind it; all: the heads behind count too (else only its own). */
+static int
+lacks(const struct sl_worker *w, const struct sl_need *n,
+      const struct sl_lease *l, uint32_t behind, int all)
+{
+	uint64_t want = (uint64_t)n->cost * (1 + behind);
+	int st = need_state(w, n, l);
+
+	if (st == ST_EMPTY)
+		return 1;
+	/* no grant is larger than the burst (sl_lease_want) */
+	if (n->burst > 0 && want > n->burst)
+		want = n->burst;
+	return all && st == ST_OK && l->units < want;
+}
+
+static int
+pending(const struct sl_worker *w, const struct sl_lease *l)
+{
+	return sl_lease_pending(l, w->now_ns, w->app->store_timeout_ns);
+}
+
+/* One limit's ask, sized for a request and the heads behind it. */
+static int
+ask_for(struct sl_worker *w, const struct sl_need *n, struct sl_lease *l,
+	uint32_t behind)
+{
+	uint64_t want = want_of(w, n, l, behind);
+
+	/* a saturated key asks for its whole lease or nothing where the
+	 * store reserves it (its units come good at the rate, one call a
+	 * lease); the node's own authority does not, and a whole lease
+	 * refused there would refuse the key until all of it refilled (2 s
+	 * of a 10/s key just raised from 2/min, its client at 0.67 of the
+	 * new limit refused throughout) */
+	return ask(w, n, l, want,
+		   sl_need_saturated(w, n, l) && w->app->reserves ? want
+								  : n->cost);
+}
+
 /*
  * Asks for the leases a request lacks; behind: the heads that wait with
  * it (read on once it is granted, none of them can wait again), so that
@@ -257,25 +298,10 @@ ask_missing(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 {
 	uint32_t i;
 
-	for (i = 0; i < n; i++) {
-		if (need_state(w, &ns[i], ls[i]) != ST_EMPTY ||
-		    sl_lease_pending(ls[i], w->now_ns,
-				     w->app->store_timeout_ns))
-			continue;
-		uint64_t want = want_of(w, &ns[i], ls[i], behind);
-
-		/* a saturated key asks for its whole lease or nothing where
-		 * the store reserves it (its units come good at the rate, one
-		 * call a lease); the node's own authority does not, and a
-		 * whole lease refused there would refuse the key until all of
-		 * it refilled (2 s of a 10/s key just raised from 2/min, its
-		 * client at 0.67 of the new limit refused throughout) */
-		if (ask(w, &ns[i], ls[i], want,
-			sl_need_saturated(w, &ns[i], ls[i]) && w->app->reserves
-				? want
-				: ns[i].cost) != 0)
+	for (i = 0; i < n; i++)
+		if (lacks(w, &ns[i], ls[i], behind, 0) && !pending(w, ls[i]) &&
+		    ask_for(w, &ns[i], ls[i], behind) != 0)
 			return -1;
-	}
 	return 0;
 }
 
@@ -439,6 +465,17 @@ arrived(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 	}
 }
 
+static uint16_t
+park(struct sl_worker *w, const struct sl_req *r, const struct sl_need *ns,
+     uint32_t n, uint32_t behind)
+{
+	uint16_t i = sl_parkq_add(&w->parkq, ns, n, r->id, r->tier,
+				  w->now_ns + w->app->store_timeout_ns);
+
+	sl_parkq_entry(&w->parkq, i)->behind = (uint8_t)behind;
+	return i;
+}
+
 struct sl_verdict
 sl_leased_decide(struct sl_worker *w, struct sl_req *r,
 		 const struct sl_need *ns, uint32_t n)
@@ -461,10 +498,8 @@ sl_leased_decide(struct sl_worker *w, struct sl_req *r,
 	    (!wait || ask_missing(w, ns, n, ls, behind) != 0))
 		return sl_degrade(w, r, ns, ls, n, 0);
 	w->ctr.parked++;
-	return (struct sl_verdict){
-		.action = SL_REQ_PARK,
-		.park = sl_parkq_add(&w->parkq, ns, n, r->id, r->tier,
-				     w->now_ns + w->app->store_timeout_ns)};
+	return (struct sl_verdict){.action = SL_REQ_PARK,
+				   .park = park(w, r, ns, n, behind)};
 }
 
 struct sl_verdict
@@ -472,8 +507,8 @@ sl_leased_wait_tier(struct sl_worker *w, struct sl_req *r,
 		    const struct sl_need *ns, uint32_t n,
 		    const struct sl_bucket_key *asked)
 {
-	uint16_t i = sl_parkq_add(&w->parkq, ns, n, r->id, r->tier,
-				  w->now_ns + w->app->store_timeout_ns);
+	uint16_t i = park(w, r, ns, n,
+			  r->parkable && r->rest_len > 0 ? heads_behind(r) : 0);
 	struct sl_parked *e = sl_parkq_entry(&w->parkq, i);
 
 	e->tier_wait = 1;
@@ -509,6 +544,34 @@ tier_known(struct sl_worker *w, struct sl_parked *e)
 	return 1;
 }
 
+/*
+ * A grant that covers the waiting request but not the heads behind it
+ * (asked for by an earlier request of the key while this one parked, or
+ * spent by it): asked again once, and waited for while an ask for it is
+ * out, rather than the heads being decided by the worker alone. 1 while
+ * it waits.
+ */
+static int
+short_of(struct sl_worker *w, struct sl_parked *e, struct sl_lease **ls)
+{
+	uint32_t i;
+	int wait = 0;
+
+	if (e->behind == 0)
+		return 0;
+	for (i = 0; i < e->n_need; i++) {
+		if (!lacks(w, &e->need[i], ls[i], e->behind, 1))
+			continue;
+		if (pending(w, ls[i]))
+			wait = 1;
+		else if (!e->topped &&
+			 ask_for(w, &e->need[i], ls[i], e->behind) == 0)
+			wait = 1;
+	}
+	e->topped = 1;
+	return wait;
+}
+
 int
 sl_leased_resolve(struct sl_worker *w, struct sl_parked *e,
 		  struct sl_verdict *v)
@@ -527,7 +590,9 @@ sl_leased_resolve(struct sl_worker *w, struct sl_parked *e,
 		arrived(w, e->need, e->n_need, ls);
 	w->cost_next_set = 0;
 	w->hl_n = 0;
-	if (st == ST_OK) {
+	if (st == ST_OK && !late && short_of(w, e, ls)) {
+		return -1;
+	} else if (st == ST_OK) {
 		*v = spend(w, &r, e->need, e->n_need, ls);
 	} else if (st == ST_REFUSED && unknown && !late) {
 		return -1; /* refused: waits to learn whether more strictly */
@@ -537,7 +602,8 @@ sl_leased_resolve(struct sl_worker *w, struct sl_parked *e,
 		*v = sl_verdict_go();
 	} else if (st == ST_REFUSED) {
 		*v = refuse_lease(w, &r, &e->need[strict], ls[strict]);
-	} else if (late || ask_missing(w, e->need, e->n_need, ls, 0) != 0) {
+	} else if (late ||
+		   ask_missing(w, e->need, e->n_need, ls, e->behind) != 0) {
 		*v = sl_degrade(w, &r, e->need, ls, e->n_need, late);
 	} else {
 		return -1;

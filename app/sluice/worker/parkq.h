@@ -54,6 +54,10 @@ struct sl_parked {
 	uint8_t in_use;
 	uint8_t n_held;
 	uint8_t n_need;
+	/* the heads pipelined behind it in its segment (leased.c): its
+	 * grant is sized for them, topped up once if it fell short */
+	uint8_t behind;
+	uint8_t topped;
 	struct rte_mbuf *held[SL_PARK_HELD];
 	struct sl_identity id; /* for the throttled-identities sketch */
 	int16_t tier;          /* for the per-tier counters */
