@@ -59,6 +59,8 @@ static const char CONFIG[] =
 	"20/min, burst: 20, cost_from_response: X-RateLimit-Cost}\n"
 	"  - {name: fast, scope: key, match: {path_prefix: /fast}, limit: "
 	"10/s, burst: 8}\n"
+	"  - {name: slog, scope: key, match: {path_prefix: /slog}, limit: "
+	"10/min, algorithm: sliding_log}\n"
 	"  - {name: tfree, scope: key, tier: free, match: {path_prefix: "
 	"/tier}, limit: 1/min, burst: 1}\n"
 	"  - {name: tpro, scope: key, tier: pro, match: {path_prefix: /tier}, "
@@ -549,6 +551,26 @@ pipelined_second_wait(void **state)
 	assert_int_equal(w->ctr.degraded, 0);
 	assert_int_equal(w->ctr.coord_asks, 2);
 	assert_forwarded_n(2);
+	done(w);
+}
+
+/* Under a sliding log each grant is one request's (the authority logs
+ * it): a head with another behind it goes on with its grant, asking
+ * nothing more that would not cover the other. */
+static void
+pipelined_log_no_topup(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct conn c = open_conn(w);
+
+	(void)state;
+	n_heads(w, &c, "/slog", "k-pipe-log", 2);
+	assert_int_equal(w->ctr.parked, 1);
+	coord_turn(w);
+	assert_true(sl_parkq_empty(&w->parkq));
+	assert_int_equal(w->ctr.coord_asks, 1);
+	assert_int_equal(w->ctr.allowed, 2);
+	assert_forwarded_n(1);
 	done(w);
 }
 
@@ -1419,6 +1441,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(pipelined),
 		cmocka_unit_test(pipelined_granted),
 		cmocka_unit_test(pipelined_second_wait),
+		cmocka_unit_test(pipelined_log_no_topup),
 		cmocka_unit_test(refused_behind_allowed),
 		cmocka_unit_test(body_request_not_parked),
 		cmocka_unit_test(resume_refusal_answered),

@@ -257,10 +257,12 @@ lacks(const struct sl_worker *w, const struct sl_need *n,
 
 	if (st == ST_EMPTY)
 		return 1;
-	/* no grant is larger than the burst (sl_lease_want) */
+	/* no grant is larger than the burst (sl_lease_want); the log's are
+	 * a request's each (want_of): asking again would not cover more */
 	if (n->burst > 0 && want > n->burst)
 		want = n->burst;
-	return all && st == ST_OK && l->units < want;
+	return all && st == ST_OK && n->algo != SL_LIM_SLIDING_LOG &&
+	       l->units < want;
 }
 
 static int
