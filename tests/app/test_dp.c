@@ -60,7 +60,7 @@ static const char CONFIG[] =
 	"  - {name: fast, scope: key, match: {path_prefix: /fast}, limit: "
 	"10/s, burst: 8}\n"
 	"  - {name: slog, scope: key, match: {path_prefix: /slog}, limit: "
-	"10/min, algorithm: sliding_log}\n"
+	"3/min, algorithm: sliding_log}\n"
 	"  - {name: tfree, scope: key, tier: free, match: {path_prefix: "
 	"/tier}, limit: 1/min, burst: 1}\n"
 	"  - {name: tpro, scope: key, tier: pro, match: {path_prefix: /tier}, "
@@ -554,23 +554,35 @@ pipelined_second_wait(void **state)
 	done(w);
 }
 
-/* Under a sliding log each grant is one request's (the authority logs
- * it): a head with another behind it goes on with its grant, asking
- * nothing more that would not cover the other. */
+/*
+ * Under a sliding log a grant is logged at once, so it is asked for the
+ * waiting head and those behind it, all spent on it: three pipelined
+ * requests of a 3/min log all go on (decided alone, the third found the
+ * worker's slice spent: refused below its limit), and the segment asks
+ * nothing more.
+ */
 static void
-pipelined_log_no_topup(void **state)
+pipelined_log(void **state)
 {
 	struct sl_worker *w = worker(1);
 	struct conn c = open_conn(w);
 
 	(void)state;
-	n_heads(w, &c, "/slog", "k-pipe-log", 2);
+	n_heads(w, &c, "/slog", "k-pipe-log", 3);
 	assert_int_equal(w->ctr.parked, 1);
 	coord_turn(w);
 	assert_true(sl_parkq_empty(&w->parkq));
 	assert_int_equal(w->ctr.coord_asks, 1);
-	assert_int_equal(w->ctr.allowed, 2);
+	assert_int_equal(w->ctr.allowed, 3);
+	assert_int_equal(w->ctr.rejected, 0);
+	assert_int_equal(w->ctr.decided_alone, 0);
 	assert_forwarded_n(1);
+	/* and the log holds: a fourth is refused */
+	c = open_conn(w);
+	request(w, &c, "/slog", "k-pipe-log");
+	coord_turn(w);
+	coord_turn(w);
+	assert_answered("429", "slog");
 	done(w);
 }
 
@@ -1441,7 +1453,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(pipelined),
 		cmocka_unit_test(pipelined_granted),
 		cmocka_unit_test(pipelined_second_wait),
-		cmocka_unit_test(pipelined_log_no_topup),
+		cmocka_unit_test(pipelined_log),
 		cmocka_unit_test(refused_behind_allowed),
 		cmocka_unit_test(body_request_not_parked),
 		cmocka_unit_test(resume_refusal_answered),

@@ -103,7 +103,8 @@ def sequence(rnd, header, n=300):
             steps.append(("r", t, rnd.randint(1, 3)))
             continue
         need = rnd.randint(1, 2)
-        want = need if algo == 4 or rnd.random() < 0.6 else need + rnd.randint(1, 4)
+        # the log grants want or need alone (no most between)
+        want = need if rnd.random() < 0.6 else need + rnd.randint(1, 4)
         steps.append(("g", t, want, need))
     return steps
 

@@ -95,9 +95,11 @@ want_of(const struct sl_worker *w, const struct sl_need *n,
 {
 	struct sl_lease_sizing z = sl_sizing_of(w, n);
 
-	/* the log is decided by the authority per request */
+	/* the log is decided by the authority per request: a grant is
+	 * logged when given, so only what is spent on it is asked for (the
+	 * request and the heads behind it, read on as it comes) */
 	if (n->algo == SL_LIM_SLIDING_LOG)
-		return n->cost;
+		return (uint64_t)n->cost * (1 + behind);
 	z.waiting = (uint64_t)n->cost * (1 + behind);
 	return sl_lease_want(l, &z, n->cost);
 }
