@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
+#ifdef __SSSE3__
+#include <tmmintrin.h>
 #endif
 
 #include "sl_net.h"
@@ -205,57 +205,16 @@ sl_pkt_parse(const uint8_t *frame, uint32_t len, struct sl_pkt *p)
 
 /*
  * The ones' complement sum does not depend on byte order (RFC 1071 2(B)):
- * words are summed as the CPU loads them, 32 bytes a round into a 64-bit
- * accumulator whose high half collects the carries, and only the folded
- * result is swapped to network order.
- */
-#ifdef __SSE2__
-/*
- * 32 bytes a round: sixteen 16-bit words widened to 32-bit lanes and
- * added, two accumulators (no lane can overflow below 256 KiB); the
- * lanes are summed once at the end. Consumes the whole 32-byte blocks.
+ * words are summed as the CPU loads them into a 64-bit accumulator whose
+ * high half collects the carries, and only the folded result is swapped
+ * to network order.
  */
 static uint64_t
-sum32_sse2(const uint8_t **bp, size_t *lenp)
+sum_scalar(const uint8_t *b, size_t len)
 {
-	const __m128i z = _mm_setzero_si128();
-	__m128i a0 = z, a1 = z;
-	const uint8_t *b = *bp;
-	size_t len = *lenp;
-
-	while (len >= 32) {
-		__m128i v = _mm_loadu_si128((const __m128i *)b);
-		__m128i u = _mm_loadu_si128((const __m128i *)(b + 16));
-
-		a0 = _mm_add_epi32(a0, _mm_unpacklo_epi16(v, z));
-		a1 = _mm_add_epi32(a1, _mm_unpackhi_epi16(v, z));
-		a0 = _mm_add_epi32(a0, _mm_unpacklo_epi16(u, z));
-		a1 = _mm_add_epi32(a1, _mm_unpackhi_epi16(u, z));
-		b += 32;
-		len -= 32;
-	}
-	a0 = _mm_add_epi64(_mm_unpacklo_epi32(a0, z),
-			   _mm_unpackhi_epi32(a0, z));
-	a1 = _mm_add_epi64(_mm_unpacklo_epi32(a1, z),
-			   _mm_unpackhi_epi32(a1, z));
-	a0 = _mm_add_epi64(a0, a1);
-	*bp = b;
-	*lenp = len;
-	return (uint64_t)_mm_cvtsi128_si64(a0) +
-	       (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(a0, a0));
-}
-#endif
-
-uint32_t
-sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
-{
-	const uint8_t *b = buf;
 	uint64_t s = 0;
 	uint16_t w;
 
-#ifdef __SSE2__
-	s = sum32_sse2(&b, &len);
-#else
 	while (len >= 32) {
 		uint64_t v[4];
 
@@ -267,7 +226,6 @@ sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
 		b += 32;
 		len -= 32;
 	}
-#endif
 	while (len >= 4) {
 		uint32_t v;
 
@@ -288,8 +246,93 @@ sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
 		memcpy(&w, last, 2);
 		s += w;
 	}
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
+	return s;
+}
+
+#ifdef __SSSE3__
+/* pshufb controls: the last t bytes of a 16-byte load moved to its
+ * front, the others zeroed (a control byte with its top bit set) */
+#define TAIL_B(t, i) ((i) < (t) ? 16 - (t) + (i) : -128)
+#define TAIL_ROW(t)                                                            \
+	{                                                                      \
+		TAIL_B(t, 0), TAIL_B(t, 1), TAIL_B(t, 2), TAIL_B(t, 3),        \
+			TAIL_B(t, 4), TAIL_B(t, 5), TAIL_B(t, 6),              \
+			TAIL_B(t, 7), TAIL_B(t, 8), TAIL_B(t, 9),              \
+			TAIL_B(t, 10), TAIL_B(t, 11), TAIL_B(t, 12),           \
+			TAIL_B(t, 13), TAIL_B(t, 14), TAIL_B(t, 15)            \
+	}
+static const int8_t tail_shuf[16][16] __attribute__((aligned(16))) = {
+	TAIL_ROW(0),  TAIL_ROW(1),  TAIL_ROW(2),  TAIL_ROW(3),
+	TAIL_ROW(4),  TAIL_ROW(5),  TAIL_ROW(6),  TAIL_ROW(7),
+	TAIL_ROW(8),  TAIL_ROW(9),  TAIL_ROW(10), TAIL_ROW(11),
+	TAIL_ROW(12), TAIL_ROW(13), TAIL_ROW(14), TAIL_ROW(15)};
+
+/*
+ * len >= 16. 32 bytes a round: sixteen 16-bit words widened to 32-bit
+ * lanes and added, two accumulators (no lane can overflow below 256
+ * KiB). The last 0-15 bytes are taken from the 16 that end the buffer,
+ * moved to the front: they begin at an even offset, so their words pair
+ * there as in the buffer. A word at a time, the tail's trip count (the
+ * frame's length modulo 32) was a branch mispredicted about once a frame.
+ */
+static uint64_t
+sum_ssse3(const uint8_t *b, size_t len)
+{
+	const __m128i z = _mm_setzero_si128();
+	const uint8_t *end = b + len;
+	__m128i a0 = z, a1 = z, v;
+
+	while (len >= 32) {
+		__m128i u = _mm_loadu_si128((const __m128i *)(b + 16));
+
+		v = _mm_loadu_si128((const __m128i *)b);
+		a0 = _mm_add_epi32(a0, _mm_unpacklo_epi16(v, z));
+		a1 = _mm_add_epi32(a1, _mm_unpackhi_epi16(v, z));
+		a0 = _mm_add_epi32(a0, _mm_unpacklo_epi16(u, z));
+		a1 = _mm_add_epi32(a1, _mm_unpackhi_epi16(u, z));
+		b += 32;
+		len -= 32;
+	}
+	if (len >= 16) {
+		v = _mm_loadu_si128((const __m128i *)b);
+		a0 = _mm_add_epi32(a0, _mm_unpacklo_epi16(v, z));
+		a1 = _mm_add_epi32(a1, _mm_unpackhi_epi16(v, z));
+		len -= 16;
+	}
+	v = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(end - 16)),
+			     _mm_load_si128((const __m128i *)tail_shuf[len]));
+	a0 = _mm_add_epi32(a0, _mm_unpacklo_epi16(v, z));
+	a1 = _mm_add_epi32(a1, _mm_unpackhi_epi16(v, z));
+	a0 = _mm_add_epi64(_mm_unpacklo_epi32(a0, z),
+			   _mm_unpackhi_epi32(a0, z));
+	a1 = _mm_add_epi64(_mm_unpacklo_epi32(a1, z),
+			   _mm_unpackhi_epi32(a1, z));
+	a0 = _mm_add_epi64(a0, a1);
+	return (uint64_t)_mm_cvtsi128_si64(a0) +
+	       (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(a0, a0));
+}
+#endif
+
+uint32_t
+sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
+{
+	const uint8_t *b = buf;
+	uint64_t s;
+	uint16_t w;
+
+#ifdef __SSSE3__
+	if (len >= 16)
+		s = sum_ssse3(b, len);
+	else
+#endif
+		s = sum_scalar(b, len);
+	/* folded a fixed number of times: a loop's trip count was another
+	 * mispredicted branch; from below 2^64 two folds reach 32 bits, and
+	 * two more 16, congruent and non-zero as the loop's result was */
+	s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
 	w = (uint16_t)s;
 	if (*(const uint8_t *)&(uint16_t){1} == 1) /* little-endian host */
 		w = __builtin_bswap16(w);
