@@ -339,12 +339,19 @@ sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
 	return (uint32_t)w + sum;
 }
 
+/* Two folds take any 32-bit sum to 16 bits, as a loop would, without
+ * its branch (below 2^17 after one, at most 0xffff after two). */
+static inline uint32_t
+fold16(uint32_t s)
+{
+	s = (s & 0xffff) + (s >> 16);
+	return (s & 0xffff) + (s >> 16);
+}
+
 uint16_t
 sl_cksum_fold(uint32_t sum)
 {
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
+	return (uint16_t)~fold16(sum);
 }
 
 static uint32_t
@@ -525,9 +532,7 @@ cksum_adjust(uint8_t *ck, const uint8_t *old, const uint8_t *new, uint32_t n)
 		s += (uint16_t)~rd16(old + i);
 		s += rd16(new + i);
 	}
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	s = (uint16_t)~s;
+	s = (uint16_t)~fold16(s);
 	ck[0] = (uint8_t)(s >> 8);
 	ck[1] = (uint8_t)s;
 }

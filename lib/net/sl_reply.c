@@ -297,9 +297,9 @@ digits_sum(const char *d, uint32_t n)
 
 	for (i = 0; i < n; i++)
 		acc += (i & 1) ? (uint8_t)d[i] : (uint32_t)(uint8_t)d[i] << 8;
-	while (acc >> 16)
-		acc = (acc & 0xffff) + (acc >> 16);
-	return (uint16_t)acc;
+	/* two folds take any 32-bit sum to 16 bits */
+	acc = (acc & 0xffff) + (acc >> 16);
+	return (uint16_t)((acc & 0xffff) + (acc >> 16));
 }
 
 /*
@@ -406,14 +406,6 @@ sum_be16(const uint8_t *b, uint32_t n)
 	return acc;
 }
 
-static inline uint16_t
-fold(uint32_t acc)
-{
-	while (acc >> 16)
-		acc = (acc & 0xffff) + (acc >> 16);
-	return (uint16_t)~acc;
-}
-
 /*
  * Fixed-size copies and sums only: the Ethernet part is copied as 24
  * bytes whatever its length (at most 22; what lands past it is
@@ -470,8 +462,8 @@ sl_reply_segment_sum(uint8_t *out, uint32_t room, const uint8_t *req,
 		memcpy(ip + 12, src, 4);
 		memcpy(ip + 16, dst, 4);
 		acc = sum_be16(src, 4) + sum_be16(dst, 4);
-		wr16(ip + 10,
-		     fold(0x4500 + 20 + l4len + 0x4000 + 0x4006 + acc));
+		wr16(ip + 10, sl_cksum_fold(0x4500 + 20 + l4len + 0x4000 +
+					    0x4006 + acc));
 	}
 	wr16(t, sport);
 	wr16(t + 2, dport);
@@ -490,7 +482,7 @@ sl_reply_segment_sum(uint8_t *out, uint32_t room, const uint8_t *req,
 	acc += (l4len & 0xffff) + 6 + sport + dport + (seq >> 16) +
 	       (seq & 0xffff) + (ack >> 16) + (ack & 0xffff) +
 	       (0x50u << 8 | flags) + 1024 + payload_sum;
-	wr16(t + 16, fold(acc));
+	wr16(t + 16, sl_cksum_fold(acc));
 	return total;
 }
 
