@@ -185,14 +185,11 @@ find_in(struct sl_flow_table *t, uint32_t b, uint32_t sig,
 	const struct sl_flow_key *k)
 {
 	struct sl_table_bkt *bk = &t->tab.bkts[b];
-	int i;
+	uint32_t m;
 
-	for (i = 0; i < SL_TABLE_SLOTS; i++) {
-		struct sl_flow *f;
+	for (m = sl_table_match(bk, sig); m != 0; m &= m - 1) {
+		struct sl_flow *f = &t->flows[bk->idx[__builtin_ctz(m)] - 1];
 
-		if (bk->sig[i] != sig)
-			continue;
-		f = &t->flows[bk->idx[i] - 1];
 		if (memcmp(&f->key, k, sizeof(*k)) == 0)
 			return f;
 	}
@@ -245,17 +242,17 @@ static void
 prefetch_sig(const struct sl_flow_table *t, uint32_t b, uint32_t sig)
 {
 	const struct sl_table_bkt *bk = &t->tab.bkts[b];
-	int i;
+	uint32_t m;
 
-	for (i = 0; i < SL_TABLE_SLOTS; i++)
-		if (bk->sig[i] == sig) {
-			const struct sl_flow *f = &t->flows[bk->idx[i] - 1];
+	for (m = sl_table_match(bk, sig); m != 0; m &= m - 1) {
+		const struct sl_flow *f =
+			&t->flows[bk->idx[__builtin_ctz(m)] - 1];
 
-			__builtin_prefetch(f);
-			__builtin_prefetch((const char *)f + 64);
-			/* the decided ranges, written once the head is read */
-			__builtin_prefetch((const char *)f + 128, 1);
-		}
+		__builtin_prefetch(f);
+		__builtin_prefetch((const char *)f + 64);
+		/* the decided ranges, written once the head is read */
+		__builtin_prefetch((const char *)f + 128, 1);
+	}
 }
 
 void
@@ -268,12 +265,12 @@ uint32_t
 sl_flow_peek_hint(const struct sl_flow_table *t, uint64_t h)
 {
 	const struct sl_table_bkt *bk = &t->tab.bkts[(uint32_t)h & t->tab.mask];
-	uint32_t sig = sig_of(h);
-	int i;
+	uint32_t m;
 
-	for (i = 0; i < SL_TABLE_SLOTS; i++)
-		if (bk->sig[i] == sig && bk->idx[i] != 0)
-			return t->flows[bk->idx[i] - 1].bucket_hint;
+	for (m = sl_table_match(bk, sig_of(h)); m != 0; m &= m - 1)
+		if (bk->idx[__builtin_ctz(m)] != 0)
+			return t->flows[bk->idx[__builtin_ctz(m)] - 1]
+				.bucket_hint;
 	return 0;
 }
 
