@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <string.h>
+#ifdef __SSE4_1__
+#include <smmintrin.h>
+#endif
 
 #include "sl_top.h"
 
@@ -23,15 +26,43 @@ write_entry(struct sl_top *t, uint32_t i, uint64_t hash, uint16_t rule_slot,
 	__atomic_store_n(&e->seq, e->seq + 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * The entries in use whose hash is h, as a mask (bit i: entry i). All 32
+ * compared at once: most refusals under a flood are of identities not
+ * listed, which a loop compared one by one, each a branch.
+ */
+static inline uint32_t
+matching(const struct sl_top *t, uint64_t h)
+{
+	uint32_t m = 0, i;
+#ifdef __SSE4_1__
+	const __m128i k = _mm_set1_epi64x((long long)h);
+
+	for (i = 0; i < SL_TOP_K; i += 2) {
+		__m128i c = _mm_cmpeq_epi64(
+			_mm_loadu_si128(
+				(const __m128i *)(const void *)&t->hash[i]),
+			k);
+
+		m |= (uint32_t)_mm_movemask_pd(_mm_castsi128_pd(c)) << i;
+	}
+#else
+	for (i = 0; i < SL_TOP_K; i++)
+		m |= (uint32_t)(t->hash[i] == h) << i;
+#endif
+	return m & (uint32_t)((1ULL << t->n) - 1);
+}
+
 void
 sl_top_add(struct sl_top *t, uint64_t hash, uint16_t rule_slot, uint8_t kind,
 	   uint8_t ip_af, const uint8_t *id, uint32_t len)
 {
-	uint32_t i, min = 0;
+	uint32_t i, m, min = 0;
 
 	hash ^= (uint64_t)rule_slot * 0x9e3779b97f4a7c15ULL;
-	for (i = 0; i < t->n; i++) {
-		if (t->hash[i] == hash && t->e[i].rule_slot == rule_slot) {
+	for (m = matching(t, hash); m != 0; m &= m - 1) {
+		i = (uint32_t)__builtin_ctz(m);
+		if (t->e[i].rule_slot == rule_slot) {
 			/* a counter alone: a torn read is off by one at worst
 			 */
 			__atomic_store_n(&t->e[i].count, t->e[i].count + 1,

@@ -55,6 +55,28 @@ heavy_hitters_survive_a_flood(void **state)
 	assert_int_equal(seen, 7);
 }
 
+/* Entries not in use are never matched, whatever their zeroed hash;
+ * the same identity under two rules is two entries. */
+static void
+heavy_hitters_partial(void **state)
+{
+	static struct sl_top t;
+	struct sl_top_entry out[SL_TOP_K];
+	const uint8_t id[4] = {1, 2, 3, 4};
+	uint32_t n, i;
+
+	(void)state;
+	for (i = 0; i < 3; i++)
+		sl_top_add(&t, 0, 0, 1, 4, id, 4);
+	sl_top_add(&t, 0, 5, 1, 4, id, 4);
+	n = sl_top_snapshot(&t, out);
+	assert_int_equal(n, 2);
+	assert_int_equal(out[0].rule_slot, 0);
+	assert_int_equal(out[0].count, 3);
+	assert_int_equal(out[1].rule_slot, 5);
+	assert_int_equal(out[1].count, 1);
+}
+
 static void
 histogram_quantiles(void **state)
 {
@@ -139,6 +161,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(heavy_hitters_survive_a_flood),
+		cmocka_unit_test(heavy_hitters_partial),
 		cmocka_unit_test(histogram_quantiles),
 		cmocka_unit_test(health_quantiles),
 	};
