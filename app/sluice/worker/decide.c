@@ -158,8 +158,8 @@ budget_of(struct sl_worker *w, struct sl_verdict *v, const struct check *cs,
 		const struct sl_limit_params *p = &cs[best].params;
 		uint64_t q, w_s;
 
-		sl_limit_quota(p->algo, p->count, p->period_ns, p->burst, &q,
-			       &w_s);
+		sl_rule_quota(w->pol, cs[best].rule, p->algo, p->count,
+			      p->period_ns, p->burst, &q, &w_s);
 		sl_budget_set(w, v, cs[best].rule, q, w_s,
 			      cs[best].res.remaining, cs[best].res.reset_ns);
 	}

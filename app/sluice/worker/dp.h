@@ -309,6 +309,12 @@ struct sl_limit_refusal {
 	uint64_t retry_ns, reset_ns, remaining;
 	uint32_t cost; /* of the refused request at that limit (0: 1) */
 };
+/* The quota and window a refusal or a budget tells for a limit of rule
+ * (-1: none): the rule's own, worked out with its template, where the
+ * numbers are its own (sl_limit_quota divides in 128 bits). */
+void sl_rule_quota(const struct sl_policy *pol, int rule, uint8_t algo,
+		   uint64_t count, uint64_t period_ns, uint64_t burst,
+		   uint64_t *q, uint64_t *w_s);
 struct sl_verdict sl_verdict_limited(struct sl_worker *w,
 				     const struct sl_req *r,
 				     const struct sl_limit_refusal *x);

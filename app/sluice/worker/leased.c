@@ -393,9 +393,9 @@ budget_of(struct sl_worker *w, struct sl_verdict *v, const struct sl_need *ns,
 		       : -1;
 	if (rule < 0)
 		return;
-	sl_limit_quota(ns[best].algo, ns[best].count,
-		       ns[best].period_ms * 1000000ULL, ns[best].burst, &q,
-		       &w_s);
+	sl_rule_quota(w->pol, rule, ns[best].algo, ns[best].count,
+		      ns[best].period_ms * 1000000ULL, ns[best].burst, &q,
+		      &w_s);
 	sl_budget_set(w, v, (uint16_t)rule, q, w_s, told_left(w, ls[best]),
 		      ls[best]->reset_ns);
 }

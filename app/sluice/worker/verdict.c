@@ -24,6 +24,25 @@ sl_retry_seconds(struct sl_worker *w, uint64_t ns, uint32_t jitter_ppm,
 	return s + (uint64_t)(draw >> 32);
 }
 
+void
+sl_rule_quota(const struct sl_policy *pol, int rule, uint8_t algo,
+	      uint64_t count, uint64_t period_ns, uint64_t burst, uint64_t *q,
+	      uint64_t *w_s)
+{
+	const struct sl_limit_params *p;
+
+	if (rule >= 0 && rule < SL_MAX_RULES) {
+		p = &pol->params[rule];
+		if (p->algo == algo && p->count == count &&
+		    p->period_ns == period_ns && p->burst == burst) {
+			*q = pol->tpl429[rule].limit;
+			*w_s = pol->tpl429[rule].window_s;
+			return;
+		}
+	}
+	sl_limit_quota(algo, count, period_ns, burst, q, w_s);
+}
+
 /* The rule's own template when the numbers are its own, else the one
  * that prints them. */
 static const struct sl_reply_tpl *
@@ -47,8 +66,8 @@ sl_verdict_limited(struct sl_worker *w, const struct sl_req *r,
 
 	v.nums.retry_after_s =
 		sl_retry_seconds(w, x->retry_ns, pol->jitter_ppm, x->period_ns);
-	sl_limit_quota(x->algo, x->count, x->period_ns, x->burst, &v.nums.limit,
-		       &v.nums.window_s);
+	sl_rule_quota(pol, x->rule, x->algo, x->count, x->period_ns, x->burst,
+		      &v.nums.limit, &v.nums.window_s);
 	/* numbers that agree with the refusal: what is left is less than
 	 * the request's cost (a count that says otherwise -- the leased
 	 * path's remainder plus a lease, units not good yet -- was never
