@@ -42,7 +42,7 @@ def main():
         vdevs = [v + ",qpairs=2" for v in w.vdevs()]
         with sltest.Sluice(binary, conf, vdevs, lcores="--lcores 0@0,1@1,2@1") as s:
             s.wait_ready()
-            w.drain()
+            w.attach(s.counts)
             n = len(conns)
             _, up = w.batch("c", [c.syn() for c in conns], n)
             res.eq(len(up), n, "every SYN through")
@@ -55,7 +55,7 @@ def main():
             st = s.wait_for(lambda st: st["requests"] == n and
                             st["requests"] == st["allowed"] + st["rejected"])
             elapsed = time.time() - t0
-            more_down, more_up = w.collect(want=0, quiet=0.5)
+            more_down, more_up = w.collect(want=0)
             up += more_up
             wk = sltest.telemetry(s.prefix, "/sluice/workers")
             rules = sltest.telemetry(s.prefix, "/sluice/rules")

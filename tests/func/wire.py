@@ -221,7 +221,8 @@ class Wire:
 
     def batch(self, side, frames, want, limit=20.0):
         """Many frames, 32 at a time (what one burst reads), with what came
-        out read between; returns all of it."""
+        out read between; returns all of it, once sluice settled (attach)
+        or the wire was quiet for 0.3 s."""
         oc, os_ = [], []
         for i in range(0, len(frames), 32):
             for f in frames[i:i + 32]:
@@ -229,7 +230,8 @@ class Wire:
             a, b = self.collect(want=0, quiet=0.02, limit=0.5)
             oc += a
             os_ += b
-        a, b = self.collect(want=max(0, want - len(oc) - len(os_)), quiet=0.3, limit=limit)
+        a, b = self.collect(want=max(0, want - len(oc) - len(os_)),
+                            quiet=None if self.counts is not None else 0.3, limit=limit)
         return oc + a, os_ + b
 
     # ---- checks on one step, for sltest.Results ----
