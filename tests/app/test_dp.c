@@ -557,9 +557,10 @@ pipelined_second_wait(void **state)
 /*
  * Under a sliding log a grant is logged at once, so it is asked for the
  * waiting head and those behind it, all spent on it: three pipelined
- * requests of a 3/min log all go on (decided alone, the third found the
- * worker's slice spent: refused below its limit), and the segment asks
- * nothing more.
+ * requests of a 3/min log all go on from one grant (asked for the first
+ * alone, the two behind it were decided alone, from the worker's slice
+ * of the limit, which every holder in the fleet shares), and the
+ * segment asks nothing more.
  */
 static void
 pipelined_log(void **state)
