@@ -555,6 +555,31 @@ pipelined_second_wait(void **state)
 }
 
 /*
+ * The same at the limit's edge: the second segment's grant is the last
+ * the authority had (3 of a burst of 8 after the first took 5), so no
+ * second ask, whose refusal would refuse what the lease holds: the
+ * waiting head and two behind it go on with its 3 units.
+ */
+static void
+pipelined_edge_no_topup(void **state)
+{
+	struct sl_worker *w = worker(1);
+	struct conn c1 = open_conn(w), c2 = open_conn(w);
+
+	(void)state;
+	n_heads(w, &c1, "/fast", "k-pipe-edge", 5);
+	coord_turn(w);
+	assert_int_equal(w->ctr.allowed, 5);
+	n_heads(w, &c2, "/fast", "k-pipe-edge", 5);
+	coord_turn(w);
+	coord_turn(w);
+	assert_true(sl_parkq_empty(&w->parkq));
+	assert_int_equal(w->ctr.coord_asks, 2);
+	assert_true(w->ctr.allowed >= 8);
+	done(w);
+}
+
+/*
  * Under a sliding log a grant is logged at once, so it is asked for the
  * waiting head and those behind it, all spent on it: three pipelined
  * requests of a 3/min log all go on from one grant (asked for the first
@@ -1454,6 +1479,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(pipelined),
 		cmocka_unit_test(pipelined_granted),
 		cmocka_unit_test(pipelined_second_wait),
+		cmocka_unit_test(pipelined_edge_no_topup),
 		cmocka_unit_test(pipelined_log),
 		cmocka_unit_test(refused_behind_allowed),
 		cmocka_unit_test(body_request_not_parked),

@@ -564,12 +564,22 @@ short_of(struct sl_worker *w, struct sl_parked *e, struct sl_lease **ls)
 	if (e->behind == 0)
 		return 0;
 	for (i = 0; i < e->n_need; i++) {
-		if (!lacks(w, &e->need[i], ls[i], e->behind, 1))
+		const struct sl_need *n = &e->need[i];
+		uint64_t want = (uint64_t)n->cost * (1 + e->behind);
+
+		if (!lacks(w, n, ls[i], e->behind, 1))
+			continue;
+		if (n->burst > 0 && want > n->burst)
+			want = n->burst;
+		/* at the limit's edge (the authority's count at its last
+		 * answer short of it) the answer could only refuse, and a
+		 * refusal refuses what the lease already holds for them:
+		 * they go on with what it holds, as they did */
+		if (ls[i]->remaining < want - ls[i]->units)
 			continue;
 		if (pending(w, ls[i]))
 			wait = 1;
-		else if (!e->topped &&
-			 ask_for(w, &e->need[i], ls[i], e->behind) == 0)
+		else if (!e->topped && ask_for(w, n, ls[i], e->behind) == 0)
 			wait = 1;
 	}
 	e->topped = 1;
