@@ -313,6 +313,15 @@ sum_ssse3(const uint8_t *b, size_t len)
 }
 #endif
 
+/* Two folds take any 32-bit sum to 16 bits, as a loop would, without
+ * its branch (below 2^17 after one, at most 0xffff after two). */
+static inline uint32_t
+fold16(uint32_t s)
+{
+	s = (s & 0xffff) + (s >> 16);
+	return (s & 0xffff) + (s >> 16);
+}
+
 uint32_t
 sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
 {
@@ -327,25 +336,14 @@ sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
 #endif
 		s = sum_scalar(b, len);
 	/* folded a fixed number of times: a loop's trip count was another
-	 * mispredicted branch; from below 2^64 two folds reach 32 bits, and
-	 * two more 16, congruent and non-zero as the loop's result was */
+	 * mispredicted branch; from below 2^64 two folds reach 32 bits,
+	 * congruent and non-zero as the loop's result was */
 	s = (s & 0xffffffffu) + (s >> 32);
 	s = (s & 0xffffffffu) + (s >> 32);
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	w = (uint16_t)s;
+	w = (uint16_t)fold16((uint32_t)s);
 	if (*(const uint8_t *)&(uint16_t){1} == 1) /* little-endian host */
 		w = __builtin_bswap16(w);
 	return (uint32_t)w + sum;
-}
-
-/* Two folds take any 32-bit sum to 16 bits, as a loop would, without
- * its branch (below 2^17 after one, at most 0xffff after two). */
-static inline uint32_t
-fold16(uint32_t s)
-{
-	s = (s & 0xffff) + (s >> 16);
-	return (s & 0xffff) + (s >> 16);
 }
 
 uint16_t

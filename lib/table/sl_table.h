@@ -62,21 +62,16 @@ sl_table_sig(uint64_t h)
 	return (uint32_t)(h >> 32) | 1u;
 }
 
-/*
- * The slots of bucket bk whose signature is sig, as a mask (bit s: slot
- * s). Compared all at once: a loop over the slots branched on each, and
- * where the match sits is the data's (a miss read all eight).
- */
+/* Which of a bucket's eight words are x, as a mask (bit s: word s). */
 static inline uint32_t
-sl_table_match(const struct sl_table_bkt *bk, uint32_t sig)
+sl_table_eq8(const uint32_t v[SL_TABLE_SLOTS], uint32_t x)
 {
 #ifdef __SSE2__
-	__m128i s = _mm_set1_epi32((int)sig);
+	__m128i k = _mm_set1_epi32((int)x);
 	__m128i a = _mm_cmpeq_epi32(
-		_mm_load_si128((const __m128i *)(const void *)bk->sig), s);
+		_mm_load_si128((const __m128i *)(const void *)v), k);
 	__m128i b = _mm_cmpeq_epi32(
-		_mm_load_si128((const __m128i *)(const void *)(bk->sig + 4)),
-		s);
+		_mm_load_si128((const __m128i *)(const void *)(v + 4)), k);
 
 	return (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(a)) |
 	       (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(b)) << 4;
@@ -85,9 +80,20 @@ sl_table_match(const struct sl_table_bkt *bk, uint32_t sig)
 	int i;
 
 	for (i = 0; i < SL_TABLE_SLOTS; i++)
-		m |= (uint32_t)(bk->sig[i] == sig) << i;
+		m |= (uint32_t)(v[i] == x) << i;
 	return m;
 #endif
+}
+
+/*
+ * The slots of bucket bk whose signature is sig, as a mask. Compared all
+ * at once: a loop over the slots branched on each, and where the match
+ * sits is the data's (a miss read all eight).
+ */
+static inline uint32_t
+sl_table_match(const struct sl_table_bkt *bk, uint32_t sig)
+{
+	return sl_table_eq8(bk->sig, sig);
 }
 
 static inline struct sl_table_bkt *
@@ -100,26 +106,9 @@ sl_table_bkt(const struct sl_table *t, uint64_t h)
 static inline int
 sl_table_free_slot(const struct sl_table *t, uint32_t b)
 {
-	const struct sl_table_bkt *bk = &t->bkts[b];
-#ifdef __SSE2__
-	const __m128i z = _mm_setzero_si128();
-	__m128i a = _mm_cmpeq_epi32(
-		_mm_load_si128((const __m128i *)(const void *)bk->idx), z);
-	__m128i c = _mm_cmpeq_epi32(
-		_mm_load_si128((const __m128i *)(const void *)(bk->idx + 4)),
-		z);
-	uint32_t m = (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(a)) |
-		     (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(c)) << 4;
+	uint32_t m = sl_table_eq8(t->bkts[b].idx, 0);
 
 	return m != 0 ? __builtin_ctz(m) : -1;
-#else
-	int s;
-
-	for (s = 0; s < SL_TABLE_SLOTS; s++)
-		if (bk->idx[s] == 0)
-			return s;
-	return -1;
-#endif
 }
 
 /* Takes a free entry number and links it at slot s of bucket b. */

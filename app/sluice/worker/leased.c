@@ -248,23 +248,14 @@ heads_behind(const struct sl_req *r)
 	return k;
 }
 
-/* Whether a limit's lease lacks units for a request and the heads
- * behind it; all: the heads behind count too (else only its own). */
-static int
-lacks(const struct sl_worker *w, const struct sl_need *n,
-      const struct sl_lease *l, uint32_t behind, int all)
+/* The units a request and the heads behind it spend of a limit, as
+ * many as one grant can hold (sl_lease_want: never beyond the burst). */
+static uint64_t
+units_for(const struct sl_need *n, uint32_t behind)
 {
 	uint64_t want = (uint64_t)n->cost * (1 + behind);
-	int st = need_state(w, n, l);
 
-	if (st == ST_EMPTY)
-		return 1;
-	/* no grant is larger than the burst (sl_lease_want); the log's are
-	 * a request's each (want_of): asking again would not cover more */
-	if (n->burst > 0 && want > n->burst)
-		want = n->burst;
-	return all && st == ST_OK && n->algo != SL_LIM_SLIDING_LOG &&
-	       l->units < want;
+	return n->burst > 0 && want > n->burst ? n->burst : want;
 }
 
 static int
@@ -303,7 +294,8 @@ ask_missing(struct sl_worker *w, const struct sl_need *ns, uint32_t n,
 	uint32_t i;
 
 	for (i = 0; i < n; i++)
-		if (lacks(w, &ns[i], ls[i], behind, 0) && !pending(w, ls[i]) &&
+		if (need_state(w, &ns[i], ls[i]) == ST_EMPTY &&
+		    !pending(w, ls[i]) &&
 		    ask_for(w, &ns[i], ls[i], behind) != 0)
 			return -1;
 	return 0;
@@ -553,7 +545,7 @@ tier_known(struct sl_worker *w, struct sl_parked *e)
  * (asked for by an earlier request of the key while this one parked, or
  * spent by it): asked again once, and waited for while an ask for it is
  * out, rather than the heads being decided by the worker alone. 1 while
- * it waits.
+ * it waits. Called with every lease holding the request's own units.
  */
 static int
 short_of(struct sl_worker *w, struct sl_parked *e, struct sl_lease **ls)
@@ -565,12 +557,12 @@ short_of(struct sl_worker *w, struct sl_parked *e, struct sl_lease **ls)
 		return 0;
 	for (i = 0; i < e->n_need; i++) {
 		const struct sl_need *n = &e->need[i];
-		uint64_t want = (uint64_t)n->cost * (1 + e->behind);
+		uint64_t want = units_for(n, e->behind);
 
-		if (!lacks(w, n, ls[i], e->behind, 1))
+		/* the log's grants are a request's each (want_of): asking
+		 * again would not cover more */
+		if (n->algo == SL_LIM_SLIDING_LOG || ls[i]->units >= want)
 			continue;
-		if (n->burst > 0 && want > n->burst)
-			want = n->burst;
 		/* at the limit's edge (the authority's count at its last
 		 * answer short of it) the answer could only refuse, and a
 		 * refusal refuses what the lease already holds for them:
