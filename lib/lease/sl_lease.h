@@ -287,7 +287,10 @@ void sl_lease_seen(struct sl_lease *l, uint32_t cost, uint64_t now_ns);
 static inline uint64_t
 sl_lease_until(const struct sl_lease *l, uint32_t cost, uint64_t now_ns)
 {
-	uint64_t t = l->refused_until > now_ns ? l->refused_until : 0;
+	/* units held were granted: a refusal since (of an ask ahead) is
+	 * the authority's word on units beyond them */
+	int held = l->units >= cost && now_ns < l->expires_ns;
+	uint64_t t = l->refused_until > now_ns && !held ? l->refused_until : 0;
 
 	if (l->paced_ns > now_ns && l->units >= cost && l->count > 0) {
 		/* the interval of the store bucket it came from: a

@@ -59,6 +59,8 @@ static const char CONFIG[] =
 	"20/min, burst: 20, cost_from_response: X-RateLimit-Cost}\n"
 	"  - {name: fast, scope: key, match: {path_prefix: /fast}, limit: "
 	"10/s, burst: 8}\n"
+	"  - {name: held, scope: key, match: {path_prefix: /held}, limit: "
+	"60/min, burst: 10, accuracy: 0.2}\n"
 	"  - {name: slog, scope: key, match: {path_prefix: /slog}, limit: "
 	"3/min, algorithm: sliding_log}\n"
 	"  - {name: tfree, scope: key, tier: free, match: {path_prefix: "
@@ -399,6 +401,41 @@ below_after_refusals(void **state)
 	request(w, &c, "/fast", "k-fast");
 	coord_turn(w);
 	assert_forwarded("/fast");
+	done(w);
+}
+
+/*
+ * Units a worker holds were granted: its ask ahead refused (the
+ * authority spent by then) leaves them spendable. Refused outright
+ * until the authority's retry time, the key's client met a 429 with
+ * the limit's last unit in hand (9 of a burst of 10 admitted, then
+ * refusals for a second, the held unit given back unspent).
+ */
+static void
+held_after_refusal(void **state)
+{
+	struct sl_worker *w = worker(1);
+	uint64_t first = 0;
+	struct conn c;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 16 && w->ctr.rejected == 0; i++) {
+		c = open_conn(w);
+		request(w, &c, "/held", "k-held");
+		coord_turn(w);
+		coord_turn(w);
+		drain();
+		if (w->ctr.rejected == 0)
+			first = w->ctr.allowed;
+		/* paced, so that the lease is sized by the rate seen, and
+		 * asked for ahead of need */
+		rte_delay_us_sleep(40000);
+	}
+	/* every unit of the burst before the first refusal */
+	assert_int_equal(w->ctr.rejected, 1);
+	assert_true(first >= 10);
+	assert_true(w->ctr.coord_asks < first);
 	done(w);
 }
 
@@ -1481,6 +1518,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(pipelined_second_wait),
 		cmocka_unit_test(pipelined_edge_no_topup),
 		cmocka_unit_test(pipelined_log),
+		cmocka_unit_test(held_after_refusal),
 		cmocka_unit_test(refused_behind_allowed),
 		cmocka_unit_test(body_request_not_parked),
 		cmocka_unit_test(resume_refusal_answered),

@@ -394,6 +394,36 @@ reservation(void **state)
 			 t + 4 * S + 100 * MS);
 }
 
+/*
+ * An ask ahead refused: the units held were granted, and are spent under
+ * the refusal; only a request they cannot cover (or held past their
+ * lifetime) is refused until the authority's retry time.
+ */
+static void
+refused_with_units_held(void **state)
+{
+	struct sl_lease l;
+	uint64_t t = 50 * S;
+
+	(void)state;
+	memset(&l, 0, sizeof(l));
+	l.count = 60;
+	l.period_ms = 60000;
+	sl_lease_granted(&l, 3, t + S, 0, 0, 0, t);
+	sl_lease_granted(&l, 0, 0, S, 0, 0, t + 10 * MS);
+	assert_int_equal(sl_lease_until(&l, 2, t + 20 * MS), 0);
+	assert_int_equal(sl_lease_take(&l, 2, t + 20 * MS), SL_LEASE_SPENT);
+	/* two units for one held: refused, as the authority said */
+	assert_int_equal(sl_lease_until(&l, 2, t + 20 * MS), t + 10 * MS + S);
+	assert_int_equal(sl_lease_take(&l, 2, t + 20 * MS), SL_LEASE_REFUSED);
+	assert_int_equal(sl_lease_take(&l, 1, t + 30 * MS), SL_LEASE_SPENT);
+	assert_int_equal(sl_lease_take(&l, 1, t + 40 * MS), SL_LEASE_REFUSED);
+	/* units held past their lifetime are not the lease's to spend */
+	sl_lease_granted(&l, 1, t + 2 * S, 0, 0, 0, t + S + 20 * MS);
+	sl_lease_granted(&l, 0, 0, 3 * S, 0, 0, t + S + 30 * MS);
+	assert_int_equal(sl_lease_take(&l, 1, t + 2 * S), SL_LEASE_REFUSED);
+}
+
 /* Asks count out until answered; one unanswered past the deadline is
  * lost, not waited on for ever. */
 static void
@@ -558,6 +588,7 @@ main(void)
 		cmocka_unit_test(saturated_sizing),
 		cmocka_unit_test(take_grant_expire),
 		cmocka_unit_test(reservation),
+		cmocka_unit_test(refused_with_units_held),
 		cmocka_unit_test(refunds),
 		cmocka_unit_test(grants),
 		cmocka_unit_test(grants_bounded),

@@ -410,9 +410,12 @@ spend(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 		sl_rule_allowed(w, ns[i].slot);
 		want = want_of(w, &ns[i], ls[i], 0);
 		/* ask ahead, so that most requests never wait (not a key
-		 * above its limit: what trickles back would come a unit a call)
+		 * above its limit: what trickles back would come a unit a call;
+		 * not while the authority's refusal holds: units held are
+		 * spent under it, and each ask would be refused again)
 		 */
 		if (ns[i].algo != SL_LIM_SLIDING_LOG &&
+		    ls[i]->refused_until <= w->now_ns &&
 		    sl_lease_low(ls[i], want) &&
 		    !sl_need_saturated(w, &ns[i], ls[i]) &&
 		    !sl_lease_pending(ls[i], w->now_ns,
@@ -564,9 +567,9 @@ short_of(struct sl_worker *w, struct sl_parked *e, struct sl_lease **ls)
 		if (n->algo == SL_LIM_SLIDING_LOG || ls[i]->units >= want)
 			continue;
 		/* at the limit's edge (the authority's count at its last
-		 * answer short of it) the answer could only refuse, and a
-		 * refusal refuses what the lease already holds for them:
-		 * they go on with what it holds, as they did */
+		 * answer short of it) the answer could only refuse: a
+		 * store call and a wait for nothing; they go on with what
+		 * the lease holds, as they did */
 		if (ls[i]->remaining < want - ls[i]->units)
 			continue;
 		if (pending(w, ls[i]))
