@@ -33,6 +33,9 @@ struct sl_bucket_table {
 	uint8_t in_arena; /* carved from an arena: not ours to free */
 };
 
+/* A hinted state's bytes asked for ahead: a lease, not a log's tail. */
+#define SL_HINT_BYTES 256
+
 static size_t
 value_bytes(int log_capable)
 {
@@ -345,8 +348,16 @@ sl_bucket_prefetch_hint(const struct sl_bucket_table *t, uint32_t hint)
 {
 	if (hint == 0 || hint > t->tab.capacity)
 		return;
+	const uint8_t *st = t->states + (size_t)(hint - 1) * t->stride;
+	size_t end = t->stride < SL_HINT_BYTES ? t->stride : SL_HINT_BYTES, o;
+
 	__builtin_prefetch(&t->ents[hint - 1]);
-	__builtin_prefetch(t->states + (size_t)(hint - 1) * t->stride);
+	/* every line of it: a lease's 224 bytes span four or five, and a
+	 * spend reads each (one line alone left the rest to be waited on,
+	 * one after another: DRAM-sized leased 1 570 cycles against 1 465) */
+	for (o = 0; o < end; o += 64)
+		__builtin_prefetch(st + o);
+	__builtin_prefetch(st + end - 1);
 }
 
 struct sl_limit_state *

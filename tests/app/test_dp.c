@@ -1427,7 +1427,7 @@ tier_pipelined_refused_behind(void **state)
 	struct rte_mbuf *m[4];
 	struct conn c = open_conn(w);
 	char heads[512];
-	uint32_t len, h1;
+	uint32_t len, h1 = 0;
 
 	(void)state;
 	lanes->store = 1;
