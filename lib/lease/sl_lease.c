@@ -302,6 +302,17 @@ sl_share_of(struct sl_share *s, uint64_t count, uint64_t burst,
 	s->period_ns = period_ns > 0 ? period_ns : 1;
 }
 
+/* n / d for n >= 0: in 64 bits where n fits, as it does for any limit
+ * whose burst x period is under 584 years of nanoseconds (a 128-bit
+ * division is a library call, on every spend's touch). */
+static uint64_t
+quot(__int128 n, uint64_t d)
+{
+	if (n <= (__int128)UINT64_MAX)
+		return (uint64_t)n / d;
+	return (uint64_t)(n / d);
+}
+
 static __int128
 cap_of(const struct sl_share *s)
 {
@@ -449,7 +460,7 @@ uint64_t
 sl_ledger_left(struct sl_ledger *g, const struct sl_share *s, uint64_t now)
 {
 	refill(g, s, now);
-	return g->credit > 0 ? (uint64_t)(g->credit / s->period_ns) : 0;
+	return g->credit > 0 ? quot(g->credit, s->period_ns) : 0;
 }
 
 uint64_t
@@ -464,7 +475,7 @@ sl_ledger_wait_ns(struct sl_ledger *g, const struct sl_share *s, uint64_t units,
 	if (units > s->burst)
 		return SL_NEVER;
 	return (g->last_ns > now ? g->last_ns - now : 0) +
-	       (uint64_t)((need - g->credit + s->count - 1) / s->count);
+	       quot(need - g->credit + s->count - 1, s->count);
 }
 
 /* The key's mix: its slot from the low bits, its tag from the high. */

@@ -72,6 +72,28 @@ ledger_basics(void **state)
 	assert_false(sl_ledger_room(&g, &sh, 1, t));
 }
 
+/* A share whose burst x period passes 64 bits of nanoseconds (a
+ * million units a year, burst 100 000): its quotients as exact. */
+static void
+ledger_wide(void **state)
+{
+	struct sl_share sh;
+	struct sl_ledger g;
+	uint64_t year = 365ULL * 24 * 3600 * S, t = 1000 * S;
+
+	(void)state;
+	sl_share_of(&sh, 1000000, 100000, year, 1);
+	memset(&g, 0, sizeof(g));
+	assert_int_equal(sl_ledger_left(&g, &sh, t), 100000);
+	sl_ledger_charge(&g, &sh, 100000, t);
+	assert_int_equal(sl_ledger_left(&g, &sh, t), 0);
+	/* a unit per 31.536 s; 100 000 of them back in 100 000 of those */
+	assert_int_equal(sl_ledger_wait_ns(&g, &sh, 1, t), year / 1000000);
+	assert_int_equal(sl_ledger_wait_ns(&g, &sh, 100000, t),
+			 year / 1000000 * 100000);
+	assert_int_equal(sl_ledger_left(&g, &sh, t + year / 10), 100000);
+}
+
 /*
  * A holder that admits what the store grants it and, when an answer is
  * late, decides from its share. Whatever the mix, what it admits is at
@@ -328,6 +350,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(ledger_basics),
+		cmocka_unit_test(ledger_wide),
 		cmocka_unit_test(ledger_bounds_mix),
 		cmocka_unit_test(ledger_drain),
 		cmocka_unit_test(ledger_drain_until),
