@@ -12,6 +12,48 @@ div_ceil(uint64_t a, uint64_t b)
 	return a / b + (a % b != 0);
 }
 
+/*
+ * n / d by m = floor((2^64 - 1) / d), the remainder in *rem: the high
+ * half of n x m is the quotient or short of it (by one for any n below
+ * 2^63, as a limit's credit is; by two at most for any n), and the
+ * remainder puts it right. A division takes 15-40 cycles, and a token
+ * bucket's check and charge made five.
+ */
+static inline uint64_t
+quot_by(uint64_t n, uint64_t d, uint64_t m, uint64_t *rem)
+{
+	uint64_t q, r;
+
+	if (m == 0) {
+		*rem = n % d;
+		return n / d;
+	}
+	q = (uint64_t)(((unsigned __int128)n * m) >> 64);
+	r = n - q * d;
+	while (r >= d) {
+		q++;
+		r -= d;
+	}
+	*rem = r;
+	return q;
+}
+
+static inline uint64_t
+per_period(const struct sl_limit_params *p, uint64_t n)
+{
+	uint64_t r;
+
+	return quot_by(n, p->period_ns, p->m_period, &r);
+}
+
+static inline uint64_t
+ceil_per_count(const struct sl_limit_params *p, uint64_t n)
+{
+	uint64_t r, q = quot_by(n, p->count, p->m_count, &r);
+
+	return q + (r != 0);
+}
+
 static uint64_t
 secs_up(uint64_t ns)
 {
@@ -45,6 +87,8 @@ sl_limit_params_init(struct sl_limit_params *p, uint8_t algo, uint64_t count,
 	p->period_ns = period_ns;
 	p->period_ms = (uint32_t)(period_ns / 1000000ULL);
 	p->burst = burst ? burst : count;
+	p->m_period = UINT64_MAX / period_ns;
+	p->m_count = UINT64_MAX / count;
 	switch (algo) {
 	case SL_LIM_TOKEN_BUCKET:
 		/* credit is kept in ns*count units: exact for any rate */
@@ -58,6 +102,8 @@ sl_limit_params_init(struct sl_limit_params *p, uint8_t algo, uint64_t count,
 			return -1;
 		p->t_q = period_ns / count;
 		p->t_r = period_ns % count;
+		p->tau = p->burst * p->t_q + (p->burst * p->t_r) / count;
+		p->tau_frac = (p->burst * p->t_r) % count;
 		return 0;
 	case SL_LIM_FIXED_WINDOW:
 		return 0;
@@ -104,14 +150,14 @@ tb_check(const struct sl_limit_params *p, const struct sl_limit_state *s,
 
 	r->allow = need <= credit;
 	if (r->allow) {
-		r->remaining = (credit - need) / p->period_ns;
-		r->reset_ns = div_ceil(deficit + need, p->count);
+		r->remaining = per_period(p, credit - need);
+		r->reset_ns = ceil_per_count(p, deficit + need);
 	} else {
-		r->remaining = credit / p->period_ns;
+		r->remaining = per_period(p, credit);
 		r->retry_after_ns = need > p->cap
 					    ? SL_NEVER
-					    : div_ceil(need - credit, p->count);
-		r->reset_ns = div_ceil(deficit, p->count);
+					    : ceil_per_count(p, need - credit);
+		r->reset_ns = ceil_per_count(p, deficit);
 	}
 }
 
@@ -126,13 +172,6 @@ tb_commit(const struct sl_limit_params *p, struct sl_limit_state *s,
 }
 
 /* ---- GCRA: virtual scheduling on a theoretical arrival time ---- */
-
-/* The burst tolerance: burst emission intervals, in whole ns. */
-static uint64_t
-gcra_tau(const struct sl_limit_params *p)
-{
-	return p->burst * p->t_q + (p->burst * p->t_r) / p->count;
-}
 
 struct gcra_step {
 	uint64_t tat, new_tat, new_frac, tau, tau_frac;
@@ -151,10 +190,10 @@ gcra_step(const struct sl_limit_params *p, const struct sl_limit_state *s,
 	}
 	/* tat advances by cost * (t_q + t_r / count), kept exact */
 	f = frac + (uint64_t)cost * p->t_r;
-	g->new_tat = g->tat + (uint64_t)cost * p->t_q + f / p->count;
-	g->new_frac = f % p->count;
-	g->tau = gcra_tau(p);
-	g->tau_frac = (p->burst * p->t_r) % p->count;
+	g->new_tat = g->tat + (uint64_t)cost * p->t_q +
+		     quot_by(f, p->count, p->m_count, &g->new_frac);
+	g->tau = p->tau;
+	g->tau_frac = p->tau_frac;
 }
 
 /* new_tat <= now + tau, comparing the sub-nanosecond fractions too */
@@ -168,8 +207,8 @@ gcra_conforms(const struct gcra_step *g, uint64_t limit_at)
 static uint64_t
 gcra_units(const struct sl_limit_params *p, uint64_t ns)
 {
-	if (ns < UINT64_MAX / p->count)
-		return ns * p->count / p->period_ns;
+	if (ns < (p->m_count ? p->m_count : UINT64_MAX / p->count))
+		return per_period(p, ns * p->count);
 	return ns / (p->t_q ? p->t_q : 1);
 }
 
@@ -477,7 +516,7 @@ restate_gcra(const struct sl_limit_params *p, const struct sl_limit_params *old,
 {
 	/* units used: how far the arrival time runs ahead of now */
 	uint64_t ahead = s->a > now ? s->a - now : 0;
-	uint64_t tau = gcra_tau(p);
+	uint64_t tau = p->tau;
 
 	/* in the new emission interval: ahead * new / old, one exact step */
 	ahead = scale(ahead, (unsigned __int128)old->count * p->period_ns,

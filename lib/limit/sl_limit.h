@@ -46,6 +46,12 @@ struct sl_limit_params {
 	uint64_t cap;      /* token bucket: burst * period_ns credit */
 	uint64_t fill_ns;  /* token bucket: time from empty to full */
 	uint64_t t_q, t_r; /* gcra: emission interval = t_q + t_r / count */
+	/* gcra: the burst tolerance, burst emission intervals, in whole ns
+	 * and the count-ths beyond them */
+	uint64_t tau, tau_frac;
+	/* floor((2^64 - 1) / x) of period_ns and count: a check's quotients
+	 * by a multiply instead of a division (0: divide) */
+	uint64_t m_period, m_count;
 };
 
 /*

@@ -166,6 +166,82 @@ gcra(void **state)
 	free(s);
 }
 
+static uint64_t
+rnd64(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* A rate's numbers at every scale: a unit, a few, a billion; a
+ * nanosecond to a day, whatever the product. */
+static uint64_t
+pick(uint64_t *x, uint64_t top)
+{
+	uint64_t v = rnd64(x);
+
+	switch (v & 3) {
+	case 0:
+		return 1 + (v >> 2) % 4;
+	case 1:
+		return top - (v >> 2) % 4;
+	default:
+		return 1 + (v >> 2) % top;
+	}
+}
+
+/*
+ * A check's quotients by the divisors' reciprocals (sl_limit_params'
+ * m_period, m_count) against the same check dividing (both 0): every
+ * field of every answer the same, for token buckets and GCRA drawn at
+ * every scale, charged and checked at random times.
+ */
+static void
+quotients_by_reciprocal(void **state)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	int n, i;
+
+	(void)state;
+	for (n = 0; n < 20000; n++) {
+		struct sl_limit_params p, d;
+		struct sl_limit_state s1, s2;
+		uint8_t algo = n & 1 ? SL_LIM_GCRA : SL_LIM_TOKEN_BUCKET;
+		uint64_t count = pick(&x, 1000000000ULL);
+		uint64_t period = pick(&x, 86400ULL * 1000000000ULL);
+		uint64_t burst = pick(&x, 1000000ULL), now = 1000000;
+
+		if (sl_limit_params_init(&p, algo, count, period, burst) != 0)
+			continue;
+		d = p;
+		d.m_period = 0;
+		d.m_count = 0;
+		memset(&s1, 0, sizeof(s1));
+		memset(&s2, 0, sizeof(s2));
+		for (i = 0; i < 8; i++) {
+			struct sl_limit_result r1, r2;
+			uint32_t cost = (uint32_t)(rnd64(&x) % 4);
+
+			now += rnd64(&x) % (period / 2 + 1);
+			memset(&r1, 0, sizeof(r1));
+			memset(&r2, 0, sizeof(r2));
+			sl_limit_check(&p, &s1, cost, now, &r1);
+			sl_limit_check(&d, &s2, cost, now, &r2);
+			assert_int_equal(r1.allow, r2.allow);
+			assert_int_equal(r1.remaining, r2.remaining);
+			assert_int_equal(r1.reset_ns, r2.reset_ns);
+			assert_int_equal(r1.retry_after_ns, r2.retry_after_ns);
+			if (r1.allow) {
+				sl_limit_commit(&p, &s1, cost, now);
+				sl_limit_commit(&d, &s2, cost, now);
+			}
+			assert_memory_equal(&s1, &s2, sizeof(s1));
+		}
+	}
+}
+
 /* The boundary burst: fixed window lets 2x through across a boundary. */
 static void
 fixed_vs_sliding_boundary(void **state)
@@ -665,6 +741,7 @@ main(void)
 		cmocka_unit_test(token_bucket_clock_backwards),
 		cmocka_unit_test(per_day),
 		cmocka_unit_test(gcra),
+		cmocka_unit_test(quotients_by_reciprocal),
 		cmocka_unit_test(fixed_vs_sliding_boundary),
 		cmocka_unit_test(sliding_log),
 		cmocka_unit_test(bad_params),
