@@ -100,6 +100,34 @@ sl_hash64x2(const void *buf, uint32_t len, uint64_t seed1, uint64_t seed2,
 	out[1] = mix(b);
 }
 
+/*
+ * n bytes, at most SL_IDENT_MAX, in 16-byte moves that overlap at the
+ * end, never past n either side: a length the compiler cannot see was
+ * copied with `rep movsq`, whose start-up was most of a key's copy
+ * (set_id 4.6 % of a cache-resident keep-alive profile).
+ */
+static void
+copy_id(uint8_t *d, const uint8_t *s, uint32_t n)
+{
+	uint32_t o;
+
+	if (n >= 16) {
+		for (o = 0; o + 16 < n; o += 16)
+			memcpy(d + o, s + o, 16);
+		memcpy(d + n - 16, s + n - 16, 16);
+	} else if (n >= 8) {
+		memcpy(d, s, 8);
+		memcpy(d + n - 8, s + n - 8, 8);
+	} else if (n >= 4) {
+		memcpy(d, s, 4);
+		memcpy(d + n - 4, s + n - 4, 4);
+	} else if (n > 0) {
+		d[0] = s[0];
+		d[n / 2] = s[n / 2];
+		d[n - 1] = s[n - 1];
+	}
+}
+
 static void
 set_id(struct sl_identity *out, uint8_t kind, struct sl_str s)
 {
@@ -107,7 +135,7 @@ set_id(struct sl_identity *out, uint8_t kind, struct sl_str s)
 
 	out->kind = kind;
 	if (n <= SL_IDENT_MAX) {
-		memcpy(out->id, s.p, n);
+		copy_id(out->id, (const uint8_t *)s.p, n);
 	} else {
 		/* Two long keys with one prefix must not share a bucket. */
 		uint64_t h = sl_hash64(s.p, s.len, kind);

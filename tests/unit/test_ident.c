@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -131,6 +132,46 @@ ipv6_prefix_grouping(void **state)
 	sl_ident_extract(&cfg, NULL, 6, other, &b);
 	sl_ident_extract(&cfg, NULL, 6, PEER6, &a);
 	assert_true(sl_ident_hash(&a) != sl_ident_hash(&b));
+}
+
+/*
+ * A key of every length up to the kept maximum, read from every offset
+ * of a buffer that ends where it does: its bytes copied exactly, none
+ * read past its end (ASan), none written past its length.
+ */
+static void
+keys_of_every_length(void **state)
+{
+	struct sl_ident_cfg cfg = {.ipv6_prefix = 64};
+	uint8_t tail[SL_IDENT_MAX];
+	uint32_t n, o;
+
+	(void)state;
+	for (n = 1; n <= SL_IDENT_MAX; n++) {
+		for (o = 0; o < 16; o++) {
+			char *buf = malloc(o + n);
+			struct sl_identity id;
+			struct sl_http_req r;
+			uint32_t i;
+
+			assert_non_null(buf);
+			for (i = 0; i < n; i++)
+				buf[o + i] = (char)('!' + (i * 7 + o) % 90);
+			memset(&r, 0, sizeof(r));
+			r.api_key = (struct sl_str){buf + o, n};
+			memset(&id, 0xa5, sizeof(id));
+			memset(tail, 0xa5, sizeof(tail));
+			assert_int_equal(
+				sl_ident_extract(&cfg, &r, 4, PEER4, &id), 0);
+			assert_int_equal(id.kind, SL_ID_KEY);
+			assert_int_equal(id.len, n);
+			assert_memory_equal(id.id, buf + o, n);
+			if (n < SL_IDENT_MAX)
+				assert_memory_equal(id.id + n, tail,
+						    SL_IDENT_MAX - n);
+			free(buf);
+		}
+	}
 }
 
 static void
@@ -414,6 +455,7 @@ main(void)
 		cmocka_unit_test(forwarded_header),
 		cmocka_unit_test(underscore_names),
 		cmocka_unit_test(ipv6_prefix_grouping),
+		cmocka_unit_test(keys_of_every_length),
 		cmocka_unit_test(long_keys_stay_distinct),
 		cmocka_unit_test(hash_values_are_stable),
 	};
