@@ -573,7 +573,7 @@ sl_flow_insert(struct sl_flow_table *t, const struct sl_flow_key *k, uint64_t h,
 	}
 	idx = sl_table_link(&t->tab, b, s, sig_of(h));
 	f = &t->flows[idx];
-	memset(f, 0, sizeof(*f));
+	sl_mem_zero(f, sizeof(*f));
 	f->key = *k;
 	f->slot = -1;
 	sl_flow_touch(t, f, now);

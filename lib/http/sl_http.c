@@ -10,6 +10,7 @@
 
 #include "sl_http.h"
 #include "sl_http_priv.h"
+#include "sl_mem.h"
 
 /* tchar per RFC 9110 5.6.2: the bytes allowed in methods and field names. */
 static const uint8_t tchar[256] = {
@@ -814,7 +815,7 @@ sl_http_parse_request(const char *buf, size_t len,
 	struct pstate s = {.buf = buf, .len = len, .cfg = cfg, .req = req};
 	int rc;
 
-	memset(req, 0, offsetof(struct sl_http_req, xff));
+	sl_mem_zero(req, offsetof(struct sl_http_req, xff));
 	req->method_override = (struct sl_str){NULL, 0};
 	req->path_override = (struct sl_str){NULL, 0};
 	req->key_param = (struct sl_str){NULL, 0};

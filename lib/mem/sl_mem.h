@@ -13,6 +13,34 @@
  */
 
 #include <stddef.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+/*
+ * n bytes zeroed in 16-byte stores, for an n the compiler sees (a
+ * struct's size, at most 512): as a memset of that size gcc writes
+ * `rep stosq`, whose start-up costs more than the stores on Intel cores
+ * (the head parser alone 492 -> 462 cycles on the 2.3 GHz host). The
+ * loop is unrolled: as a loop it is read back into the memset.
+ */
+static inline void
+sl_mem_zero(void *p, size_t n)
+{
+#ifdef __SSE2__
+	unsigned char *b = p;
+	size_t o;
+
+#pragma GCC unroll 32
+	for (o = 0; o + 16 <= n; o += 16)
+		_mm_storeu_si128((__m128i *)(b + o), _mm_setzero_si128());
+	if (n % 16 != 0)
+		memset(b + n - n % 16, 0, n % 16);
+#else
+	memset(p, 0, n);
+#endif
+}
 
 /* Zeroed, cache-line aligned; NULL when out of memory. */
 void *sl_mem_table(size_t size);

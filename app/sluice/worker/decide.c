@@ -280,7 +280,6 @@ decide_leased(struct sl_worker *w, struct sl_req *q, const uint16_t *idx,
 	for (i = 0; i < n; i++) {
 		const struct sl_rule *r = sl_ruleset_rule(pol->rs, idx[i]);
 		struct scope_id *s = &scopes[r->scope];
-		struct check c = {.rule = idx[i]};
 
 		if (!s->done)
 			scope_bytes(s, r->scope, q->http, q->id);
@@ -288,6 +287,10 @@ decide_leased(struct sl_worker *w, struct sl_req *q, const uint16_t *idx,
 			need_of(w, idx[i], s, &ns[k++]);
 			continue;
 		}
+		/* a shadow rule's check, zeroed here alone: a check is over
+		 * a hundred bytes, cleared for every leased rule before */
+		struct check c = {.rule = idx[i]};
+
 		/* a shadow rule of a tier not known yet: not counted */
 		if (asked != NULL && r->tier >= 0 &&
 		    r->tier != sl_ruleset_default_tier(pol->rs))
