@@ -74,7 +74,7 @@ sl_lease_want(const struct sl_lease *l, const struct sl_lease_sizing *z,
 	      uint32_t cost)
 {
 	uint64_t holders = z->holders ? z->holders : 1;
-	uint64_t budget = z->count * z->accuracy_ppm / 1000000ULL / holders;
+	uint64_t acc = z->count * z->accuracy_ppm / 1000000ULL, budget;
 	uint64_t want = sl_lease_rate(l) * SL_LEASE_LIFETIME_NS / NS / 256;
 
 	if (sl_lease_saturated(l, z) && z->period_ns > 0) {
@@ -92,11 +92,12 @@ sl_lease_want(const struct sl_lease *l, const struct sl_lease_sizing *z,
 		uint64_t spends =
 			sl_lease_rate(l) * SL_LEASE_SATURATED_MS / 1000 / 256;
 
+		budget = acc / holders;
 		if (fair > budget)
 			budget = fair;
 		if (want < fair)
 			want = spends < fair ? spends : fair;
-	} else if (z->burst / (2 * holders) < budget) {
+	} else {
 		/* what every holder holds at once stays within three
 		 * quarters of the burst: units a client's other workers
 		 * hold unspent are charged to its bucket, and a client
@@ -104,8 +105,12 @@ sl_lease_want(const struct sl_lease *l, const struct sl_lease_sizing *z,
 		 * finds a quarter of it whatever the others hold (each
 		 * holds up to 1.5 leases: it asks ahead at half of one).
 		 * A sixth of the burst each (half of it in all) cost a hot
-		 * key's first seconds twice the store calls */
-		budget = z->burst / (2 * holders);
+		 * key's first seconds twice the store calls. The budget's
+		 * and that bound's share in one division, on every spend:
+		 * min(a / h, b / 2h) is min(a, b / 2) / h, floors and all */
+		uint64_t half = z->burst / 2, cap = acc < half ? acc : half;
+
+		budget = holders > 1 ? cap / holders : cap;
 	}
 	if (want > budget)
 		want = budget;

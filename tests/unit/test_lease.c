@@ -74,6 +74,56 @@ sizing(void **state)
 	assert_int_equal(sl_lease_want(&l, &login, 1), 5);
 }
 
+static uint64_t
+xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/*
+ * A lease's size below saturation, drawn at every scale, against the
+ * rule written out: the rate's lifetime, within the accuracy budget's
+ * share and half the burst's (each floored per holder), at least what
+ * waits, at most the burst, at least the cost.
+ */
+static void
+sizing_drawn(void **state)
+{
+	uint64_t x = 0x2545f4914f6cdd1dULL;
+	int n;
+
+	(void)state;
+	for (n = 0; n < 100000; n++) {
+		struct sl_lease l;
+		struct sl_lease_sizing z = {
+			.count = 1 + xorshift(&x) % 10000000,
+			.period_ns = S,
+			.accuracy_ppm = (uint32_t)(100 + xorshift(&x) % 500000),
+			.holders = (uint32_t)(xorshift(&x) % 65),
+			.burst = xorshift(&x) % 3 ? xorshift(&x) % 20000000 : 0,
+			.waiting = xorshift(&x) % 4 ? 0 : xorshift(&x) % 300};
+		uint32_t cost = (uint32_t)(1 + xorshift(&x) % 5);
+		uint64_t h, acc, want;
+
+		memset(&l, 0, sizeof(l));
+		l.gap = xorshift(&x) % 2000000000ULL;
+		h = z.holders ? z.holders : 1;
+		acc = z.count * z.accuracy_ppm / 1000000ULL / h;
+		want = sl_lease_rate(&l) * 1000000000ULL / 1000000000ULL / 256;
+		if (z.burst / (2 * h) < acc)
+			acc = z.burst / (2 * h);
+		want = want < acc ? want : acc;
+		want = want > z.waiting ? want : z.waiting;
+		if (z.burst > 0 && want > z.burst)
+			want = z.burst;
+		want = want > cost ? want : cost;
+		assert_int_equal(sl_lease_want(&l, &z, cost), want);
+	}
+}
+
 /*
  * Arrivals in bursts that share a timestamp (a worker reads the clock
  * once per burst of packets) are seen at their rate, wherever in a burst
@@ -583,6 +633,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizing),
+		cmocka_unit_test(sizing_drawn),
 		cmocka_unit_test(bursty_rate),
 		cmocka_unit_test(below_rate_workers),
 		cmocka_unit_test(saturated_sizing),
