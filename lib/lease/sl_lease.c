@@ -54,7 +54,7 @@ sl_lease_take(struct sl_lease *l, uint32_t cost, uint64_t now)
 {
 	if (sl_lease_until(l, cost, now) > now)
 		return SL_LEASE_REFUSED;
-	if (l->units >= cost && now < l->expires_ns) {
+	if (sl_lease_holds(l, cost, now)) {
 		l->units -= cost;
 		return SL_LEASE_SPENT;
 	}

@@ -279,18 +279,28 @@ enum sl_lease_take {
 /* A request for cost units arrived: feeds the rate that sizes the lease. */
 void sl_lease_seen(struct sl_lease *l, uint32_t cost, uint64_t now_ns);
 
+/* Whether the lease holds cost units within their lifetime (a
+ * reservation's may not be good yet: sl_lease_until). */
+static inline int
+sl_lease_holds(const struct sl_lease *l, uint32_t cost, uint64_t now_ns)
+{
+	return l->units >= cost && now_ns < l->expires_ns;
+}
+
 /*
  * When cost units of the lease are good: 0 when they are now or it holds
  * fewer (a reservation's units come good at the rate, see paced_ns), and
- * never before refused_until.
+ * never before refused_until unless it holds them.
  */
 static inline uint64_t
 sl_lease_until(const struct sl_lease *l, uint32_t cost, uint64_t now_ns)
 {
 	/* units held were granted: a refusal since (of an ask ahead) is
 	 * the authority's word on units beyond them */
-	int held = l->units >= cost && now_ns < l->expires_ns;
-	uint64_t t = l->refused_until > now_ns && !held ? l->refused_until : 0;
+	uint64_t t =
+		l->refused_until > now_ns && !sl_lease_holds(l, cost, now_ns)
+			? l->refused_until
+			: 0;
 
 	if (l->paced_ns > now_ns && l->units >= cost && l->count > 0) {
 		/* the interval of the store bucket it came from: a

@@ -110,7 +110,7 @@ need_state(const struct sl_worker *w, const struct sl_need *n,
 {
 	if (sl_lease_until(l, n->cost, w->now_ns) > w->now_ns)
 		return ST_REFUSED;
-	if (l->units >= n->cost && w->now_ns < l->expires_ns)
+	if (sl_lease_holds(l, n->cost, w->now_ns))
 		return ST_OK;
 	return ST_EMPTY;
 }
