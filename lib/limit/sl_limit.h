@@ -76,7 +76,9 @@ struct sl_limit_result {
 	uint64_t remaining; /* units left after this request (if allowed) */
 	uint64_t retry_after_ns; /* until cost units would be allowed (if
 				    denied) */
-	uint64_t reset_ns;       /* until the limit is back to full */
+	/* until the limit is back to full; when allowed, as it will be
+	 * once this request is committed at the same time */
+	uint64_t reset_ns;
 };
 
 /*

@@ -242,6 +242,64 @@ quotients_by_reciprocal(void **state)
 	}
 }
 
+/*
+ * An allowed check's reset is the one a check of nothing finds once the
+ * request is charged: the data path touches the bucket with it instead
+ * of checking again. Every algorithm, drawn numbers, times that go back
+ * as well as forward, and numbers changed under the state (a reload).
+ */
+static void
+reset_known_at_check(void **state)
+{
+	uint64_t x = 0x2545f4914f6cdd1dULL;
+	int n, i;
+
+	(void)state;
+	for (n = 0; n < 20000; n++) {
+		struct sl_limit_params p[2];
+		struct sl_limit_state *s = fresh();
+		uint8_t algo = (uint8_t)(n % 5);
+		uint64_t now = 1000ULL * S, period;
+
+		for (i = 0; i < 2; i++) {
+			period = algo == SL_LIM_SLIDING_LOG
+					 ? (1 + rnd64(&x) % 3600) * MS
+					 : pick(&x, 86400ULL * S);
+			if (sl_limit_params_init(
+				    &p[i], algo,
+				    pick(&x, algo == SL_LIM_SLIDING_LOG
+						     ? SL_LOG_MAX
+						     : 1000000),
+				    period, pick(&x, 1000000)) != 0)
+				p[i] = p[0];
+		}
+		if (p[0].period_ns == 0)
+			goto next;
+		for (i = 0; i < 16; i++) {
+			const struct sl_limit_params *q =
+				&p[rnd64(&x) % 8 == 0];
+			struct sl_limit_result r, after;
+			uint32_t cost = (uint32_t)(rnd64(&x) % 4);
+			uint64_t step = rnd64(&x) % (q->period_ns / 2 + 1);
+
+			now = rnd64(&x) % 6 == 0 && now > step ? now - step
+							       : now + step;
+			sl_limit_check(q, s, cost, now, &r);
+			if (!r.allow)
+				continue;
+			sl_limit_commit(q, s, cost, now);
+			sl_limit_check(q, s, 0, now, &after);
+			if (after.reset_ns != r.reset_ns)
+				fail_msg("algo %u: reset %llu at check, %llu "
+					 "after the charge",
+					 algo, (unsigned long long)r.reset_ns,
+					 (unsigned long long)after.reset_ns);
+		}
+	next:
+		free(s);
+	}
+}
+
 /* The boundary burst: fixed window lets 2x through across a boundary. */
 static void
 fixed_vs_sliding_boundary(void **state)
@@ -742,6 +800,7 @@ main(void)
 		cmocka_unit_test(per_day),
 		cmocka_unit_test(gcra),
 		cmocka_unit_test(quotients_by_reciprocal),
+		cmocka_unit_test(reset_known_at_check),
 		cmocka_unit_test(fixed_vs_sliding_boundary),
 		cmocka_unit_test(sliding_log),
 		cmocka_unit_test(bad_params),

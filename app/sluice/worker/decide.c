@@ -97,7 +97,6 @@ commit_all(struct sl_worker *w, struct check *cs, uint32_t n)
 		const struct sl_rule *r = sl_ruleset_rule(pol->rs, cs[i].rule);
 		struct sl_bucket_table *t =
 			r->algo == SL_ALGO_SLIDING_LOG ? w->logs : w->buckets;
-		struct sl_limit_result after;
 
 		if (cs[i].denied) { /* a shadow rule that would have said no */
 			w->rules[pol->slot[cs[i].rule]].shadow_rejected++;
@@ -105,9 +104,9 @@ commit_all(struct sl_worker *w, struct check *cs, uint32_t n)
 			continue;
 		}
 		sl_limit_commit(&cs[i].params, cs[i].st, r->cost, w->now_ns);
-		/* full again once what it holds has drained */
-		sl_limit_check(&cs[i].params, cs[i].st, 0, w->now_ns, &after);
-		sl_bucket_touch(t, cs[i].st, w->now_ns + after.reset_ns);
+		/* full again once what it holds has drained: the check's
+		 * reset already counts this charge */
+		sl_bucket_touch(t, cs[i].st, w->now_ns + cs[i].res.reset_ns);
 		sl_rule_allowed(w, pol->slot[cs[i].rule]);
 	}
 }
