@@ -165,14 +165,14 @@ checksums(void **state)
 static uint32_t
 ref_sum(const uint8_t *b, size_t len)
 {
-	uint32_t s = 0;
+	uint64_t s = 0;
 	size_t i;
 
 	for (i = 0; i < len; i++)
 		s += i % 2 ? b[i] : (uint32_t)b[i] << 8;
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
-	return s;
+	return (uint32_t)s;
 }
 
 /* Every length up to past two vector rounds, at every alignment, on
@@ -198,6 +198,32 @@ cksum_lengths(void **state)
 				assert_int_equal(
 					sl_cksum_partial(buf + off, len, 7),
 					ref_sum(buf + off, len) + 7);
+	}
+}
+
+/* Frame-sized and larger buffers, up to the vector sum's bound (256 KiB)
+ * and past it, where a lane that could overflow would show. */
+static void
+cksum_long(void **state)
+{
+	static const size_t lens[] = {1500,   9000,       65535,
+				      262143, 256u << 10, (256u << 10) + 3};
+	static uint8_t buf[(256u << 10) + 3];
+	uint32_t x = 88675123u;
+	size_t i, k;
+	int pass;
+
+	(void)state;
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < sizeof(buf); i++) {
+			x ^= x << 13;
+			x ^= x >> 17;
+			x ^= x << 5;
+			buf[i] = pass ? (uint8_t)x : 0xff;
+		}
+		for (k = 0; k < sizeof(lens) / sizeof(lens[0]); k++)
+			assert_int_equal(sl_cksum_partial(buf, lens[k], 0),
+					 ref_sum(buf, lens[k]));
 	}
 }
 
@@ -533,6 +559,7 @@ main(void)
 		cmocka_unit_test(rewrite_seq_sack),
 		cmocka_unit_test(map_sack),
 		cmocka_unit_test(cksum_lengths),
+		cmocka_unit_test(cksum_long),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
