@@ -280,7 +280,7 @@ micro_stages(struct stages *out)
 			struct sl_match_req m;
 			uint16_t idx[SL_MAX_MATCH];
 
-			sl_match_req_init(&m, &req[h_], &nt[h_]);
+			sl_match_req_init(&m, rs, &req[h_], &nt[h_]);
 			sink += sl_ruleset_match(rs, &m, idx, SL_MAX_MATCH);
 		}
 	});

@@ -185,7 +185,7 @@ explain_req(const struct sl_config *c, const struct sl_ruleset *rs,
 	}
 	printf(",\"host\":");
 	json_str(stdout, nt.host.p, nt.host.len);
-	sl_match_req_init(&m, req, &nt);
+	sl_match_req_init(&m, rs, req, &nt);
 	m.tier = (int16_t)(m.has_key ? (tier >= 0 ? tier
 						  : sl_ruleset_default_tier(rs))
 				     : -1);

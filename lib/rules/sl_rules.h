@@ -312,7 +312,7 @@ uint32_t sl_method_bit_any_case(const char *m, size_t len);
 
 /* The parts of a request that rules look at: its normal form. */
 struct sl_match_req {
-	uint32_t method;  /* sl_method bit, 0 for a method no rule names */
+	uint32_t method;  /* sl_method bits, 0 for a method no rule names */
 	const char *path; /* sl_http_normalize's path and host */
 	uint32_t path_len;
 	/* the path a path override names; NULL: none */
@@ -328,11 +328,15 @@ struct sl_match_req {
 	uint8_t has_user;
 };
 
-/* The fields above from a parsed request and its normal form. */
-void sl_match_req_init(struct sl_match_req *m, const struct sl_http_req *req,
-		       const struct sl_http_norm *n);
-
 struct sl_ruleset;
+
+/*
+ * The fields above from a parsed request and its normal form, for
+ * matching against rs (method stays 0 where no rule of rs names one).
+ */
+void sl_match_req_init(struct sl_match_req *m, const struct sl_ruleset *rs,
+		       const struct sl_http_req *req,
+		       const struct sl_http_norm *n);
 
 /*
  * Compiles a validated config into an immutable rule set. Returns NULL

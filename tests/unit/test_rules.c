@@ -74,6 +74,17 @@ match(const struct sl_ruleset *rs, const char *method, const char *target,
 	return sl_ruleset_match(rs, &m, out, 32);
 }
 
+/* A rule set that names a method: the others read no request's. */
+static const struct sl_ruleset *
+methods_named(void)
+{
+	static struct sl_ruleset *rs;
+
+	if (rs == NULL)
+		rs = ruleset();
+	return rs;
+}
+
 /* The method bit the data path matches a request's method by. */
 static uint32_t
 request_method(const char *method)
@@ -82,7 +93,7 @@ request_method(const char *method)
 	struct sl_http_norm n = {.path = {"/", 1}, .host = {"h", 1}};
 	struct sl_match_req m;
 
-	sl_match_req_init(&m, &q, &n);
+	sl_match_req_init(&m, methods_named(), &q, &n);
 	return m.method;
 }
 
@@ -97,7 +108,7 @@ served_as(const char *method, const char *override, const char *target)
 	struct sl_http_norm n = {.path = {"/", 1}, .host = {"h", 1}};
 	struct sl_match_req m;
 
-	sl_match_req_init(&m, &q, &n);
+	sl_match_req_init(&m, methods_named(), &q, &n);
 	return m.method;
 }
 
@@ -112,8 +123,53 @@ match_overridden(const struct sl_ruleset *rs, const char *path, const char *alt,
 				 .host = {"h", 1}};
 	struct sl_match_req m;
 
-	sl_match_req_init(&m, &q, &n);
+	sl_match_req_init(&m, rs, &q, &n);
 	return sl_ruleset_match(rs, &m, out, 32);
+}
+
+/*
+ * A rule set whose rules name no method reads none (the query's
+ * "_method" scan skipped), and matches as it did; one rule naming a
+ * method brings the reading back, overrides included.
+ */
+static void
+methods_read_where_named(void **state)
+{
+	static const char *const yaml[] = {
+		"version: 1\nrules:\n"
+		"  - {name: all, scope: ip, limit: 5/min,\n"
+		"     match: {path_prefix: /v1}}\n",
+		"version: 1\nrules:\n"
+		"  - {name: all, scope: ip, limit: 5/min,\n"
+		"     match: {path_prefix: /v1}}\n"
+		"  - {name: del, scope: ip, limit: 1/min,\n"
+		"     match: {methods: [DELETE], path_prefix: /v1}}\n",
+	};
+	struct sl_http_req q = {.method = {"POST", 4},
+				.target = {"/v1/x?_method=DELETE", 20}};
+	struct sl_http_norm n = {.path = {"/v1/x", 5}, .host = {"h", 1}};
+	struct sl_match_req m;
+	uint16_t out[4];
+	char err[1024];
+	int i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		struct sl_config *c = load(yaml[i], err, sizeof(err));
+		struct sl_ruleset *rs;
+
+		if (c == NULL)
+			fail_msg("%s", err);
+		rs = sl_ruleset_build(c);
+		sl_config_free(c);
+		assert_non_null(rs);
+		sl_match_req_init(&m, rs, &q, &n);
+		assert_int_equal(m.method,
+				 i == 0 ? 0 : SL_M_POST | SL_M_DELETE);
+		assert_int_equal(sl_ruleset_match(rs, &m, out, 4),
+				 (uint32_t)i + 1);
+		sl_ruleset_free(rs);
+	}
 }
 
 static void
@@ -534,6 +590,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(ruleset_matching),
+		cmocka_unit_test(methods_read_where_named),
 		cmocka_unit_test(routes),
 		cmocka_unit_test(paths_in_normal_form),
 		cmocka_unit_test(rule_ids_survive_reorder),

@@ -200,7 +200,7 @@ limits(const struct sl_app *app, const struct question *q, struct limit_q *out,
 		*err = "the path is one sluice refuses (400)";
 		return -1;
 	} else {
-		sl_match_req_init(&m, &req, &nt);
+		sl_match_req_init(&m, pol->rs, &req, &nt);
 		if (m.has_key &&
 		    !sl_ruleset_key_info(pol->rs, q->key,
 					 (uint32_t)strlen(q->key), &tier))

@@ -468,7 +468,7 @@ sl_decide(struct sl_worker *w, struct sl_req *q)
 				w->app->cfg->dataplane.max_head_bytes, &nt);
 	if (err != 0)
 		return refuse(w, err);
-	sl_match_req_init(&m, req, &nt);
+	sl_match_req_init(&m, pol->rs, req, &nt);
 	if (m.has_key)
 		m.tier = tier_of(w, req, key_tier, &asked);
 	/* (counted in the default tier unless it waits to be known) */
