@@ -157,16 +157,27 @@ static int
 one_family(uint8_t *af, uint8_t addr[16])
 {
 	static const uint8_t zero[16];
-	int v4_tail = addr[12] | addr[13] | addr[14] || addr[15] > 1;
+	uint32_t v4;
+	int v4_tail;
 
-	if (*af == AF6 && memcmp(addr, zero, 10) == 0 &&
+	/* an IPv4 address decided on its own word: with the family's
+	 * size in a variable, every request went through the branches of
+	 * a copy and a compare of either size */
+	if (*af != AF6) {
+		memcpy(&v4, addr, 4);
+		return v4 == 0 ? -1 : 0;
+	}
+	v4_tail = addr[12] | addr[13] | addr[14] || addr[15] > 1;
+	if (memcmp(addr, zero, 10) == 0 &&
 	    ((addr[10] == 0xff && addr[11] == 0xff) ||
 	     (addr[10] == 0 && addr[11] == 0 && v4_tail))) {
 		memmove(addr, addr + 12, 4);
 		memset(addr + 4, 0, 12);
 		*af = AF4;
+		memcpy(&v4, addr, 4);
+		return v4 == 0 ? -1 : 0; /* ::ffff:0.0.0.0 */
 	}
-	return memcmp(addr, zero, *af == AF6 ? 16 : 4) == 0 ? -1 : 0;
+	return memcmp(addr, zero, 16) == 0 ? -1 : 0;
 }
 
 /* Parses one element: "a.b.c.d", "a.b.c.d:port", "v6" or "[v6]:port". */
@@ -365,7 +376,10 @@ client_ip(const struct sl_ident_cfg *cfg, const struct sl_http_req *req,
 	  uint8_t af, const uint8_t peer[16], struct sl_identity *out)
 {
 	out->ip_af = af;
-	memcpy(out->client_ip, peer, af == AF6 ? 16 : 4);
+	if (af == AF6)
+		memcpy(out->client_ip, peer, 16);
+	else
+		memcpy(out->client_ip, peer, 4);
 	if (cfg->client_ip != SL_CIP_PEER && cfg->trusted_hops > 0 &&
 	    req != NULL) {
 		int rc = forwarded_addr(cfg, req, &out->ip_af, out->client_ip);

@@ -370,6 +370,9 @@ one_family_per_client(void **state)
 	parse_xff(
 		"GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 0.0.0.0\r\n\r\n",
 		&ic, NULL, SL_HTTP_E_CLIENT_ADDR, NULL);
+	parse_xff("GET / HTTP/1.1\r\nHost: a\r\n"
+		  "X-Forwarded-For: ::ffff:0.0.0.0\r\n\r\n",
+		  &ic, NULL, SL_HTTP_E_CLIENT_ADDR, NULL);
 	/* ::1 stays IPv6 */
 	parse_xff("GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: ::1\r\n\r\n",
 		  &ic, NULL, 0, "ip:::");
