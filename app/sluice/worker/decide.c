@@ -437,8 +437,8 @@ decide_local(struct sl_worker *w, struct sl_req *q, const uint16_t *idx,
 					->cost});
 }
 
-struct sl_verdict
-sl_decide(struct sl_worker *w, struct sl_req *q)
+static inline struct sl_verdict
+decide(struct sl_worker *w, struct sl_req *q)
 {
 	const struct sl_policy *pol = w->pol;
 	const struct sl_http_req *req = q->http;
@@ -485,6 +485,28 @@ sl_decide(struct sl_worker *w, struct sl_req *q)
 		return decide_leased(w, q, idx, n, scopes,
 				     m.tier == SL_TIER_ANY ? &asked : NULL);
 	return decide_local(w, q, idx, n, scopes);
+}
+
+/*
+ * Written where the caller keeps it, field by field: a verdict returned
+ * whole, or copied whole, was read back 16 bytes at a time over the
+ * narrower stores that had just written it, and waited for them to
+ * retire (30 % of on_event's samples, on the copy's first load).
+ */
+void
+sl_decide(struct sl_worker *w, struct sl_req *q, struct sl_verdict *out)
+{
+	struct sl_verdict v = decide(w, q);
+
+	out->action = v.action;
+	out->park = v.park;
+	out->tpl = v.tpl;
+	out->nums.retry_after_s = v.nums.retry_after_s;
+	out->nums.limit = v.nums.limit;
+	out->nums.window_s = v.nums.window_s;
+	out->nums.remaining = v.nums.remaining;
+	out->nums.reset_s = v.nums.reset_s;
+	out->budget = v.budget;
 }
 
 struct sl_verdict

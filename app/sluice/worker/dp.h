@@ -187,7 +187,7 @@ int sl_budget_server(struct sl_worker *w, struct sl_flow *f, struct rte_mbuf *m,
 		     uint32_t seq, uint32_t ack);
 
 /* decide.c */
-struct sl_verdict sl_decide(struct sl_worker *w, struct sl_req *r);
+void sl_decide(struct sl_worker *w, struct sl_req *r, struct sl_verdict *out);
 /* A head the parser refused (400), too large (431) or too slow (408). */
 struct sl_verdict sl_decide_invalid(struct sl_worker *w,
 				    const struct sl_flow_event *ev);

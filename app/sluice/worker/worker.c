@@ -117,7 +117,7 @@ on_event(void *arg, struct sl_flow *f, const struct sl_flow_event *ev)
 			    .tier_parkable = (uint8_t)!in->resuming};
 	r.rest = rest_of(in, ev, &r.rest_len);
 	r.parkable = (uint8_t)parkable(in, ev, &r);
-	in->v = sl_decide(w, &r);
+	sl_decide(w, &r, &in->v);
 	if (in->v.action == SL_REQ_CONTINUE && in->v.budget >= 0)
 		sl_budget_note(w, f, in->p, &in->v, 0);
 	if (in->v.action == SL_REQ_CONTINUE && w->cost_next_set)
