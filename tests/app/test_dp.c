@@ -420,14 +420,16 @@ below_after_refusals(void **state)
  * refusals for a second, the held unit given back unspent).
  */
 static void
-held_after_refusal(void **state)
+held_after_refusal_by(uint32_t holders)
 {
-	struct sl_worker *w = worker(1);
-	uint64_t first = 0;
+	struct sl_worker *w;
+	uint64_t first = 0, asks_refused = UINT64_MAX;
+	uint32_t was = app.holders;
 	struct conn c;
 	int i;
 
-	(void)state;
+	app.holders = holders;
+	w = worker(1);
 	for (i = 0; i < 16 && w->ctr.rejected == 0; i++) {
 		c = open_conn(w);
 		request(w, &c, "/held", "k-held");
@@ -436,6 +438,8 @@ held_after_refusal(void **state)
 		drain();
 		if (w->ctr.rejected == 0)
 			first = w->ctr.allowed;
+		if (app.coord->st.refusals > 0 && asks_refused == UINT64_MAX)
+			asks_refused = w->ctr.coord_asks;
 		/* paced, so that the lease is sized by the rate seen, and
 		 * asked for ahead of need */
 		rte_delay_us_sleep(40000);
@@ -444,7 +448,23 @@ held_after_refusal(void **state)
 	assert_int_equal(w->ctr.rejected, 1);
 	assert_true(first >= 10);
 	assert_true(w->ctr.coord_asks < first);
+	/* and no ask once the authority refused, the held units spent
+	 * and the 429 answered under its refusal (each would be refused
+	 * again: a store call a request for nothing) */
+	assert_true(asks_refused != UINT64_MAX);
+	assert_int_equal(w->ctr.coord_asks, asks_refused);
 	done(w);
+	app.holders = was;
+}
+
+static void
+held_after_refusal(void **state)
+{
+	(void)state;
+	held_after_refusal_by(1);
+	/* the limit shared with another holder: half the slice, leases
+	 * sized for two, the same units held and spent */
+	held_after_refusal_by(2);
 }
 
 /*
