@@ -31,6 +31,12 @@ struct sl_bucket_table {
 	uint32_t gen;
 	struct sl_bucket_stats st;
 	uint8_t in_arena; /* carved from an arena: not ours to free */
+	/* a state's index from its offset without a division (set_stride):
+	 * stride is 2^shift x an odd number whose inverse mod 2^32 is inv.
+	 * Both sit in what was the struct's tail padding: its size, and so
+	 * the state file's layout, are as they were. */
+	uint8_t shift;
+	uint32_t inv;
 };
 
 /* A hinted state's bytes asked for ahead: a lease, not a log's tail. */
@@ -48,6 +54,32 @@ static size_t
 stride_of(size_t value_size)
 {
 	return (value_size + 7) & ~(size_t)7;
+}
+
+static void
+set_stride(struct sl_bucket_table *t, size_t stride)
+{
+	uint32_t d, x;
+	int k;
+
+	t->stride = stride;
+	t->shift = (uint8_t)__builtin_ctzll(stride);
+	d = (uint32_t)(stride >> t->shift);
+	/* Newton's iteration: each step doubles the bits of d x x that
+	 * are 1 mod 2^32 (d x d is 1 mod 8 for any odd d) */
+	x = d;
+	for (k = 0; k < 4; k++)
+		x *= 2 - d * x;
+	t->inv = x;
+}
+
+/* The index of the state at byte offset off: an exact multiple of the
+ * stride, so a shift and a multiply by the odd part's inverse give the
+ * quotient (a division on every touch before, 20-odd cycles). */
+static inline uint32_t
+index_at(const struct sl_bucket_table *t, size_t off)
+{
+	return (uint32_t)(off >> t->shift) * t->inv;
 }
 
 struct sl_bucket_table *
@@ -79,7 +111,7 @@ sl_bucket_table_create_sized(uint32_t capacity, size_t value_size)
 		free(t);
 		return NULL;
 	}
-	t->stride = stride_of(value_size);
+	set_stride(t, stride_of(value_size));
 	t->ents = sl_mem_table(ents_bytes(t));
 	t->states = sl_mem_table(states_bytes(t));
 	if (t->ents == NULL || t->states == NULL) {
@@ -113,7 +145,7 @@ sl_bucket_table_create_in(uint32_t capacity, int log_capable,
 	if (t == NULL || (!a->fresh && (!t->in_arena || t->stride != stride ||
 					t->sweep >= capacity)))
 		return NULL;
-	t->stride = stride;
+	set_stride(t, stride);
 	t->in_arena = 1;
 	if (sl_table_init_in(&t->tab, capacity, a) != 0)
 		return NULL;
@@ -397,7 +429,7 @@ sl_bucket_touch(struct sl_bucket_table *t, struct sl_limit_state *s,
 
 	if (p < t->states || p >= t->states + states_bytes(t))
 		return; /* the scratch state */
-	i = (size_t)(p - t->states) / t->stride;
+	i = index_at(t, (size_t)(p - t->states));
 	t->ents[i].full_at = full_at;
 }
 

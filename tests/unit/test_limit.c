@@ -421,6 +421,50 @@ bucket_fill_keeps_all(void **state)
 	sl_bucket_table_free(t);
 }
 
+/*
+ * A touch lands on its own entry whatever the value's size: the entry's
+ * index comes from the state's offset by a shift and a multiply, not a
+ * division. Every second entry touched to be full later; the sweep
+ * frees the others and only them.
+ */
+static void
+touch_every_stride(void **state)
+{
+	uint64_t now = S;
+	size_t size;
+
+	(void)state;
+	for (size = 1; size <= 600; size += size < 64 ? 1 : 37) {
+		struct sl_bucket_table *t =
+			sl_bucket_table_create_sized(64, size);
+		struct sl_limit_state *st[32];
+		struct sl_bucket_key k;
+		uint32_t i;
+
+		assert_non_null(t);
+		sl_bucket_begin(t);
+		for (i = 0; i < 32; i++) {
+			k = (struct sl_bucket_key){
+				0x9e3779b97f4a7c15ULL * (i + 1), i + 1};
+			st[i] = sl_bucket_get(t, &k, now);
+			assert_non_null(st[i]);
+		}
+		for (i = 0; i < 32; i++)
+			sl_bucket_touch(t, st[i], i % 2 ? now + 60 * S : now);
+		sl_bucket_begin(t);
+		if (sl_bucket_expire(t, now + S, 1000) != 16)
+			fail_msg("value size %zu: a touch missed its entry",
+				 size);
+		for (i = 0; i < 32; i++) {
+			k = (struct sl_bucket_key){
+				0x9e3779b97f4a7c15ULL * (i + 1), i + 1};
+			if ((sl_bucket_find(t, &k) != NULL) != (i % 2))
+				fail_msg("value size %zu: entry %u", size, i);
+		}
+		sl_bucket_table_free(t);
+	}
+}
+
 /* A flood of new identities never grows the table nor evicts a throttled one.
  */
 static void
@@ -806,6 +850,7 @@ main(void)
 		cmocka_unit_test(bad_params),
 		cmocka_unit_test(bucket_fill_keeps_all),
 		cmocka_unit_test(bucket_flood),
+		cmocka_unit_test(touch_every_stride),
 		cmocka_unit_test(bucket_pins),
 		cmocka_unit_test(bucket_hints),
 		cmocka_unit_test(bucket_arena_kept),
