@@ -175,24 +175,33 @@ ref_sum(const uint8_t *b, size_t len)
 	return (uint32_t)s;
 }
 
+/* n bytes all ones (the sum's 0xffff edge), or random ones. */
+static void
+fill(uint8_t *buf, size_t n, int random, uint32_t *x)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		*x ^= *x << 13;
+		*x ^= *x >> 17;
+		*x ^= *x << 5;
+		buf[i] = random ? (uint8_t)*x : 0xff;
+	}
+}
+
 /* Every length up to past two vector rounds, at every alignment, on
- * bytes all ones (the sum's 0xffff edge) and random ones. */
+ * bytes all ones and random ones. */
 static void
 cksum_lengths(void **state)
 {
 	static uint8_t buf[16 + 320];
 	uint32_t x = 2463534242u;
-	size_t off, len, i;
+	size_t off, len;
 	int pass;
 
 	(void)state;
 	for (pass = 0; pass < 2; pass++) {
-		for (i = 0; i < sizeof(buf); i++) {
-			x ^= x << 13;
-			x ^= x >> 17;
-			x ^= x << 5;
-			buf[i] = pass ? (uint8_t)x : 0xff;
-		}
+		fill(buf, sizeof(buf), pass, &x);
 		for (off = 0; off < 16; off++)
 			for (len = 0; len + off <= sizeof(buf); len++)
 				assert_int_equal(
@@ -210,17 +219,12 @@ cksum_long(void **state)
 				      262143, 256u << 10, (256u << 10) + 3};
 	static uint8_t buf[(256u << 10) + 3];
 	uint32_t x = 88675123u;
-	size_t i, k;
+	size_t k;
 	int pass;
 
 	(void)state;
 	for (pass = 0; pass < 2; pass++) {
-		for (i = 0; i < sizeof(buf); i++) {
-			x ^= x << 13;
-			x ^= x >> 17;
-			x ^= x << 5;
-			buf[i] = pass ? (uint8_t)x : 0xff;
-		}
+		fill(buf, sizeof(buf), pass, &x);
 		for (k = 0; k < sizeof(lens) / sizeof(lens[0]); k++)
 			assert_int_equal(sl_cksum_partial(buf, lens[k], 0),
 					 ref_sum(buf, lens[k]));

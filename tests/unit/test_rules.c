@@ -41,18 +41,24 @@ static const char RS_YAML[] =
 	"10.1.2.3/32]\n";
 
 static struct sl_ruleset *
-ruleset(void)
+ruleset_of(const char *yaml)
 {
 	char err[2048];
-	struct sl_config *c = load(RS_YAML, err, sizeof(err));
+	struct sl_config *c = load(yaml, err, sizeof(err));
 	struct sl_ruleset *rs;
 
 	if (c == NULL)
 		fail_msg("%s", err);
 	rs = sl_ruleset_build(c);
-	sl_config_free(c); /* the rule set keeps its own copy */
+	sl_config_free(c);
 	assert_non_null(rs);
 	return rs;
+}
+
+static struct sl_ruleset *
+ruleset(void)
+{
+	return ruleset_of(RS_YAML);
 }
 
 static uint32_t
@@ -150,19 +156,12 @@ methods_read_where_named(void **state)
 	struct sl_http_norm n = {.path = {"/v1/x", 5}, .host = {"h", 1}};
 	struct sl_match_req m;
 	uint16_t out[4];
-	char err[1024];
 	int i;
 
 	(void)state;
 	for (i = 0; i < 2; i++) {
-		struct sl_config *c = load(yaml[i], err, sizeof(err));
-		struct sl_ruleset *rs;
+		struct sl_ruleset *rs = ruleset_of(yaml[i]);
 
-		if (c == NULL)
-			fail_msg("%s", err);
-		rs = sl_ruleset_build(c);
-		sl_config_free(c);
-		assert_non_null(rs);
 		sl_match_req_init(&m, rs, &q, &n);
 		assert_int_equal(m.method,
 				 i == 0 ? 0 : SL_M_POST | SL_M_DELETE);
@@ -233,21 +232,6 @@ ruleset_matching(void **state)
 	/* rule ids follow names, not positions */
 	assert_true(sl_ruleset_rule_id(rs, 0) != sl_ruleset_rule_id(rs, 1));
 	sl_ruleset_free(rs);
-}
-
-static struct sl_ruleset *
-ruleset_of(const char *yaml)
-{
-	char err[2048];
-	struct sl_config *c = load(yaml, err, sizeof(err));
-	struct sl_ruleset *rs;
-
-	if (c == NULL)
-		fail_msg("%s", err);
-	rs = sl_ruleset_build(c);
-	sl_config_free(c);
-	assert_non_null(rs);
-	return rs;
 }
 
 /* The id of the rule called name in rs (every bucket and Redis key of the
