@@ -144,6 +144,8 @@ void sl_bench_response_frame(struct rte_mbuf *out, const struct rte_mbuf *data,
 			     const char *payload, uint32_t len);
 void sl_bench_prime(struct sl_worker *w, struct rte_mbuf **data, uint32_t n,
 		    int open);
+/* sl_bench_prime's ACKs of a round, the worker's part timed. */
+uint64_t sl_bench_acks(struct sl_worker *w, struct rte_mbuf **data, uint32_t n);
 
 /* workers.c */
 struct sl_worker *sl_bench_worker(const struct sl_app *app, int track_only);

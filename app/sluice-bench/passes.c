@@ -161,16 +161,19 @@ round_plain(struct bench_env *e, int m, uint32_t r)
 static uint64_t
 keepalive(struct bench_env *e, int m, uint32_t r, int how)
 {
-	uint64_t t0;
+	uint64_t acks;
 	uint32_t i;
 
 	sl_bench_set_round(&e->c, r);
 	for (i = 0; (how & KA_OFFLOAD) && i < e->c.n; i++)
 		e->c.m[i]->ol_flags |= RTE_MBUF_F_RX_L4_CKSUM_GOOD;
-	t0 = rte_rdtsc_precise();
-	sl_bench_prime(e->w[m], e->c.m, e->c.n, r == 0);
-	t0 = (how & KA_ACKED) ? rte_rdtsc_precise() - t0 : 0;
-	return sl_bench_pass_worker(e->w[m], &e->c) + t0;
+	if ((how & KA_ACKED) && r > 0) {
+		acks = sl_bench_acks(e->w[m], e->c.m, e->c.n);
+	} else {
+		sl_bench_prime(e->w[m], e->c.m, e->c.n, r == 0);
+		acks = 0;
+	}
+	return sl_bench_pass_worker(e->w[m], &e->c) + acks;
 }
 
 static uint64_t
