@@ -300,9 +300,9 @@ sl_bench_response_frame(struct rte_mbuf *out, const struct rte_mbuf *data,
  * sl_bench_prime, the frames built first and only the worker's handling
  * of them timed (cycles returned): built a burst at a time inside the
  * timing, the ACKs' frames and checksums, and the reads of the request
- * frames they answer, were half of what the pass said an ACK cost, and
- * those reads brought the held mbufs' headers in for the worker's
- * release.
+ * frames they answer, were a third (cache-resident) to a half
+ * (DRAM-sized) of what the pass said an ACK cost, and those reads
+ * brought the held mbufs' headers in for the worker's release.
  */
 uint64_t
 sl_bench_acks(struct sl_worker *w, struct rte_mbuf **data, uint32_t n)
