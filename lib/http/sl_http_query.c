@@ -46,12 +46,11 @@ names(const char *p, uint32_t n, const char *want, uint32_t wl)
 	char d[QNAME_MAX];
 	int len, i = 0, k;
 
-	/* most names are not it: decoding never lengthens a name, and one
-	 * without an escape ends in want's last byte (unless that is the
-	 * '_' PHP writes for three others) */
-	if (n < wl || wl > sizeof(d) ||
-	    (memchr(p, '%', n) == NULL && want[wl - 1] != '_' &&
-	     p[n - 1] != want[wl - 1]))
+	/* most names are not it: one without an escape ends in want's
+	 * last byte (unless that is the '_' PHP writes for three others);
+	 * the shorter ones one_param has passed over */
+	if (wl > sizeof(d) || (memchr(p, '%', n) == NULL &&
+			       want[wl - 1] != '_' && p[n - 1] != want[wl - 1]))
 		return 0;
 	len = sl_form_decode(p, n, d, sizeof(d));
 	if (len == (int)wl && memcmp(d, want, wl) == 0)
@@ -66,13 +65,14 @@ names(const char *p, uint32_t n, const char *want, uint32_t wl)
 	return memcmp(d + i, want, wl) == 0;
 }
 
-/* A parameter p[0..n), its first '=' at eq (NULL: none). */
+/* The parameter from p to e, its first '=' at eq (NULL: none). */
 static void
 one_param(const char *p, const char *eq, const char *e, const char *want,
 	  uint32_t wl, void (*fn)(void *ctx, const char *v, uint32_t len),
 	  void *ctx)
 {
-	/* decoding never lengthens a name: most are ruled out here */
+	/* decoding never lengthens a name: most are ruled out here,
+	 * before names() is called */
 	if (eq != NULL && eq - p >= wl &&
 	    names(p, (uint32_t)(eq - p), want, wl))
 		fn(ctx, eq + 1, (uint32_t)(e - eq - 1));

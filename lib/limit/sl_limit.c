@@ -16,8 +16,8 @@ div_ceil(uint64_t a, uint64_t b)
  * n / d by m = floor((2^64 - 1) / d), the remainder in *rem: the high
  * half of n x m is the quotient or short of it (by one for any n below
  * 2^63, as a limit's credit is; by two at most for any n), and the
- * remainder puts it right. A division takes 15-40 cycles, and a local
- * decision's check and the check after its charge made four.
+ * remainder puts it right. A division takes 15-40 cycles, and a token
+ * bucket's check made two for every rule a request matches.
  */
 static inline uint64_t
 quot_by(uint64_t n, uint64_t d, uint64_t m, uint64_t *rem)

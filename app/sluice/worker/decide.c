@@ -498,6 +498,10 @@ sl_decide(struct sl_worker *w, struct sl_req *q, struct sl_verdict *out)
 {
 	struct sl_verdict v = decide(w, q);
 
+	/* a field added to the numbers must be copied below too */
+	_Static_assert(sizeof(struct sl_reply_nums) == 5 * sizeof(uint64_t),
+		       "sl_decide copies sl_reply_nums field by field");
+
 	out->action = v.action;
 	out->park = v.park;
 	out->tpl = v.tpl;
