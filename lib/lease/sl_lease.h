@@ -24,15 +24,16 @@
 #define SL_DEMAND_MS 250
 /* How long a granted lease lives; unspent units go back after it. */
 #define SL_LEASE_LIFETIME_NS 1000000000ULL
-/* A saturated key's lease: its holder's fair share of this much of the
- * rate. Its units are reserved in the store and come good at the rate,
- * so the size costs no accuracy while demand lasts; it sets the store
- * calls (one per lease: holders / (rate x this)) and what is reserved
- * and unspent when the demand stops (given back at expiry). */
+/* A saturated key's lease: what its holder is seen to spend in this long,
+ * or in the time the rate takes to fill the burst where that is less.
+ * Its units are reserved in the store and come good at the rate, so the
+ * size costs no accuracy while demand lasts; it sets the store calls
+ * (one per lease) and what is reserved and unspent when the demand
+ * stops (given back at expiry). */
 #define SL_LEASE_SATURATED_MS 4000
 /* How far ahead its last unit may be: the queue of the holders' leases
- * (each a fair share of SL_LEASE_SATURATED_MS) with room for their asks
- * to cross; a refused ask is told when its lease would fit. */
+ * (together at most SL_LEASE_SATURATED_MS of their demand) with room for
+ * their asks to cross; a refused ask is told when its lease would fit. */
 #define SL_LEASE_AHEAD_MS 5000
 /* A key refused (or reserved for) within this long is still at its
  * limit: a saturated holder asks once per lease, so its refusals come
@@ -196,9 +197,16 @@ struct sl_lease {
 	/* a reservation's units come good one per interval of the rate,
 	 * as the store's bucket would have had them, the last at paced_ns:
 	 * the i-th of the units held is good at paced_ns - (units - i) x
-	 * the interval (units granted outright sit before, good now) */
+	 * the interval, where it is one of the last paced_n (units granted
+	 * outright, and those of a reservation good by the next one's
+	 * grant, sit before, good now) */
 	uint64_t paced_ns;
 	uint32_t win_units; /* units seen in the rate's window */
+	/* of the units held, how many at the back are paced (the rest are
+	 * good now): a reservation asked for ahead, while the last one's
+	 * units were good already, would otherwise make them wait behind
+	 * its own, and behind the other holders' blocks queued between */
+	uint32_t paced_n;
 	/* the numbers it was granted under, to give units back with */
 	uint64_t count;
 	uint64_t burst;
@@ -287,6 +295,15 @@ sl_lease_holds(const struct sl_lease *l, uint32_t cost, uint64_t now_ns)
 	return l->units >= cost && now_ns < l->expires_ns;
 }
 
+/* The interval between a reservation's units: the store bucket's it came
+ * from (a sub-bucket refills at count / subs). l->count > 0. */
+static inline uint64_t
+sl_lease_interval(const struct sl_lease *l)
+{
+	return (uint64_t)l->period_ms * 1000000ULL *
+	       (l->subs > 1 ? l->subs : 1) / l->count;
+}
+
 /*
  * When cost units of the lease are good: 0 when they are now or it holds
  * fewer (a reservation's units come good at the rate, see paced_ns), and
@@ -302,12 +319,9 @@ sl_lease_until(const struct sl_lease *l, uint32_t cost, uint64_t now_ns)
 			? l->refused_until
 			: 0;
 
-	if (l->paced_ns > now_ns && l->units >= cost && l->count > 0) {
-		/* the interval of the store bucket it came from: a
-		 * sub-bucket refills at count / subs */
-		uint64_t gap = (uint64_t)l->period_ms * 1000000ULL *
-			       (l->subs > 1 ? l->subs : 1) / l->count;
-		uint64_t ahead = (l->units - cost) * gap;
+	if (l->paced_ns > now_ns && l->units >= cost && l->count > 0 &&
+	    l->units - cost < l->paced_n) {
+		uint64_t ahead = (l->units - cost) * sl_lease_interval(l);
 		uint64_t good = l->paced_ns > ahead ? l->paced_ns - ahead : 0;
 
 		if (good > now_ns && good > t)
@@ -334,13 +348,13 @@ uint64_t sl_lease_want(const struct sl_lease *l,
  * leases' time of a refusal, and seen at more than half the holder's
  * share of the limit's rate — demand at or above the limit (a key
  * refused once, at a limit it is otherwise below or just raised, is not).
- * Such a key spends every unit it is granted, so its lease may be what
- * the holder spends in SL_LEASE_SATURATED_MS, at most its fair share of
- * it, not the accuracy budget's (units
- * are reserved when granted: a larger lease strands units only when the
- * demand stops, and those go back); and it asks only when empty, for the
- * whole lease, rather than ahead for whatever trickled back — a key far
- * above its limit costs about one store call per lease, not per request.
+ * Such a key spends about every unit it is granted, so its lease may be
+ * what the holder spends in SL_LEASE_SATURATED_MS (or the burst's fill
+ * time), not the accuracy budget's (units are reserved when granted: a
+ * larger lease strands units only when the demand stops, and those go
+ * back); and it asks for the whole lease, rather than for whatever
+ * trickled back (sl_lease_ask_ahead) — a key far above its limit costs
+ * about one store call per lease, not per request.
  */
 int sl_lease_saturated(const struct sl_lease *l,
 		       const struct sl_lease_sizing *z);
@@ -351,6 +365,15 @@ int sl_lease_pending(const struct sl_lease *l, uint64_t now_ns,
 
 /* Whether to ask for more before the lease runs out. */
 int sl_lease_low(const struct sl_lease *l, uint64_t want);
+
+/*
+ * Whether to ask ahead: below half of the lease (sl_lease_low); a
+ * saturated key's, whose next lease the store reserves behind the other
+ * holders' (reserves), below a whole lease once all it holds is good;
+ * never a saturated key's where nothing is reserved.
+ */
+int sl_lease_ask_ahead(const struct sl_lease *l, uint64_t want, int saturated,
+		       int reserves, uint64_t now_ns);
 
 /* Asks still to be answered (0 once the last is older than stale_ns). */
 unsigned int sl_lease_asks_out(const struct sl_lease *l, uint64_t now_ns,

@@ -490,9 +490,8 @@ store_answer(void *ctx, const struct sl_coord_msg *q, struct sl_coord_msg *a,
 
 	if (a->type == SL_CO_ANSWER) {
 		/* a reservation lives a lease's lifetime from when it is
-		 * good; a saturated key's lease (a fair share of
-		 * SL_LEASE_SATURATED_MS) as long as its holder takes to
-		 * spend it at no more than that share */
+		 * good; a saturated key's lease (what its holder spends in
+		 * at most SL_LEASE_SATURATED_MS) as long as that */
 		uint64_t life = c->lease_ns;
 		struct node_ledger *nl;
 

@@ -402,6 +402,7 @@ spend(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 	note_degraded(w, r, ns, n, ls);
 	for (i = 0; i < n; i++) {
 		uint64_t want;
+		int sat;
 
 		sl_lease_take(ls[i], ns[i].cost, w->now_ns);
 		/* the worker's slice is charged with every unit it admits */
@@ -409,18 +410,17 @@ spend(struct sl_worker *w, struct sl_req *r, const struct sl_need *ns,
 		sl_lease_touch(w, ls[i]);
 		sl_rule_allowed(w, ns[i].slot);
 		want = want_of(w, &ns[i], ls[i], 0);
-		/* ask ahead, so that most requests never wait (not a key
-		 * above its limit: what trickles back would come a unit a call;
-		 * not while the authority's refusal holds: units held are
-		 * spent under it, and each ask would be refused again)
-		 */
+		sat = sl_need_saturated(w, &ns[i], ls[i]);
+		/* ask ahead, so that most requests never wait (not while
+		 * the authority's refusal holds: units held are spent under
+		 * it, and each ask would be refused again) */
 		if (ns[i].algo != SL_LIM_SLIDING_LOG &&
 		    ls[i]->refused_until <= w->now_ns &&
-		    sl_lease_low(ls[i], want) &&
-		    !sl_need_saturated(w, &ns[i], ls[i]) &&
+		    sl_lease_ask_ahead(ls[i], want, sat, w->app->reserves,
+				       w->now_ns) &&
 		    !sl_lease_pending(ls[i], w->now_ns,
 				      w->app->store_timeout_ns))
-			ask(w, &ns[i], ls[i], want, 1);
+			ask(w, &ns[i], ls[i], want, sat ? want : 1);
 	}
 	sl_count_allowed(w, r);
 	if (sl_dec_pick(w, 0))
