@@ -239,15 +239,16 @@ setup(struct bench_env *e)
 	 * round leaves every request of the corpus awaiting that ACK at
 	 * once, so the config is the one an appliance with that many would
 	 * run (8 per request, within the option's range). The mbufs held are
-	 * the corpus's own: the pool made below need not grow with it.
+	 * the corpus's own, in a pool of its own (struct corpus): the pool
+	 * made below holds the frames built besides (ACKs, responses, RSTs).
 	 */
 	e->cfg->dataplane.mbufs =
 		RTE_MIN(RTE_MAX(e->cfg->dataplane.mbufs, o->packets * 8 + 4096),
 			1u << 22);
 	sl_app_setup(e->app, e->cfg);
 	e->app->pool = rte_pktmbuf_pool_create(
-		"bench", o->packets * (1 + o->workers + responses(o)) + 4096,
-		256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+		"bench", o->packets * (o->workers + responses(o)) + 4096, 256,
+		0, RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
 	if (e->app->pool == NULL)
 		rte_exit(EXIT_FAILURE, "mbuf pool: %s (try -m 1024)\n",
 			 rte_strerror(rte_errno));
@@ -293,7 +294,7 @@ setup(struct bench_env *e)
 	for (m = 0; m < M__N; m++)
 		if (sl_bench_passes[m].setup != NULL && runs(o, m))
 			e->w[m] = sl_bench_passes[m].setup(e);
-	if (sl_bench_build_corpus(&e->c, o, e->app->pool) != 0)
+	if (sl_bench_build_corpus(&e->c, o, NULL) != 0)
 		rte_exit(EXIT_FAILURE, "out of memory\n");
 }
 

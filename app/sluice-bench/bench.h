@@ -56,6 +56,17 @@ struct corpus {
 	uint32_t *seq0;       /* sequence number in round 0 */
 	uint32_t *flow_bytes; /* payload bytes per flow per round */
 	uint64_t head_bytes;
+	/*
+	 * The corpus's own pool (NULL: its mbufs came from a shared one).
+	 * A pass frees each mbuf once, and the next round takes it back
+	 * out of the pool, so the worker meets a count of one, as an
+	 * appliance's received mbuf is (sl_bench_set_round).
+	 */
+	struct rte_mempool *pool;
+	struct rte_mbuf **by_addr; /* m sorted by address */
+	uint32_t *index_of;        /* by_addr[k] is m[index_of[k]] */
+	uint8_t *back;             /* scratch: taken back out of the pool */
+	uint8_t lent;              /* set_round lent them to a pass since */
 };
 
 /* What the flood measured. */
@@ -129,6 +140,8 @@ extern const struct bench_pass sl_bench_passes[M__N];
 /* corpus.c */
 void sl_bench_seed(uint64_t seed);
 void sl_bench_set_round(struct corpus *c, uint32_t round);
+/* The pass after set_round freed none of the mbufs (it only read them). */
+void sl_bench_kept(struct corpus *c);
 void sl_bench_write_frame(struct rte_mbuf *m, uint32_t flow, const char *head,
 			  int hlen);
 /* The same frame into f (54 + hlen bytes), checksums not set. */
@@ -137,6 +150,7 @@ void sl_bench_frame_bytes(uint8_t *f, uint32_t flow, const char *head,
 /* Sets a built frame's IPv4 and TCP checksums; p: the frame, parsed. */
 enum sl_pkt_class sl_bench_sum_frame(uint8_t *f, uint32_t len,
 				     struct sl_pkt *p);
+/* mp NULL: the corpus makes a pool of its own (struct corpus). */
 int sl_bench_build_corpus(struct corpus *c, const struct bopts *o,
 			  struct rte_mempool *mp);
 /* The server's first response on request frame data's connection. */
@@ -144,8 +158,12 @@ void sl_bench_response_frame(struct rte_mbuf *out, const struct rte_mbuf *data,
 			     const char *payload, uint32_t len);
 void sl_bench_prime(struct sl_worker *w, struct rte_mbuf **data, uint32_t n,
 		    int open);
-/* sl_bench_prime's ACKs of a round, the worker's part timed. */
-uint64_t sl_bench_acks(struct sl_worker *w, struct rte_mbuf **data, uint32_t n);
+/*
+ * The server's ACK of all of round r's bytes, after its pass: the frames
+ * built first, the worker's part timed (returned). Every hold of the
+ * round is let go before another pass meets the same mbufs.
+ */
+uint64_t sl_bench_acks(struct sl_worker *w, const struct corpus *c, uint32_t r);
 
 /* workers.c */
 struct sl_worker *sl_bench_worker(const struct sl_app *app, int track_only);

@@ -137,12 +137,67 @@ sl_bench_sum_frame(uint8_t *f, uint32_t len, struct sl_pkt *p)
 	return cls;
 }
 
+/* The corpus's index of mbuf m, by address (-1: not the corpus's). */
+static int64_t
+index_of(const struct corpus *c, const struct rte_mbuf *m)
+{
+	uint32_t lo = 0, hi = c->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (c->by_addr[mid] == m)
+			return c->index_of[mid];
+		if ((uintptr_t)c->by_addr[mid] < (uintptr_t)m)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/*
+ * Before a round: the last pass freed each mbuf once. Those it freed for
+ * good are taken back out of the corpus's pool, a count of one, the
+ * bench's; one still held elsewhere (a flow not acknowledged, a corpus
+ * sharing a pool) is kept by a reference of the bench's on top, which
+ * the pass frees. A held count above one makes DPDK update it
+ * atomically, as an appliance's received mbuf (a count of one) does not:
+ * with every mbuf referenced so, the bench charged a kept head two
+ * locked updates more than the appliance pays for it.
+ */
+static void
+take_back(struct corpus *c)
+{
+	struct rte_mbuf *m;
+	uint32_t i;
+
+	if (c->pool == NULL || !c->lent) {
+		for (i = 0; c->pool == NULL && i < c->n; i++)
+			rte_mbuf_refcnt_update(c->m[i], 1);
+		return;
+	}
+	memset(c->back, 0, c->n);
+	while (rte_mempool_get(c->pool, (void **)&m) == 0) {
+		int64_t k = index_of(c, m);
+
+		if (k < 0)
+			rte_exit(EXIT_FAILURE,
+				 "bench: a stranger in the pool\n");
+		c->back[k] = 1;
+	}
+	for (i = 0; i < c->n; i++)
+		if (!c->back[i])
+			rte_mbuf_refcnt_update(c->m[i], 1);
+}
+
 /* Writes the round's sequence number and the checksums (not timed). */
 void
 sl_bench_set_round(struct corpus *c, uint32_t round)
 {
 	uint32_t i;
 
+	take_back(c);
 	for (i = 0; i < c->n; i++) {
 		uint8_t *f;
 		uint32_t seq =
@@ -160,10 +215,56 @@ sl_bench_set_round(struct corpus *c, uint32_t round)
 		f[40] = (uint8_t)(seq >> 8);
 		f[41] = (uint8_t)seq;
 		sl_bench_sum_frame(f, c->m[i]->data_len, &p);
-		/* each pass frees every mbuf once: keep them for the next
-		 * (a reference, not a count: a flow may still hold one) */
-		rte_mbuf_refcnt_update(c->m[i], 1);
 	}
+	c->lent = 1;
+}
+
+void
+sl_bench_kept(struct corpus *c)
+{
+	c->lent = 0;
+}
+
+static int
+by_address(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * *(struct rte_mbuf *const *const *)a;
+	uintptr_t y = (uintptr_t) * *(struct rte_mbuf *const *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A pool of the corpus's own and its index by address. */
+static struct rte_mempool *
+own_pool(struct corpus *c)
+{
+	static unsigned int made;
+	struct rte_mbuf ***order = calloc(c->n, sizeof(*order));
+	char name[RTE_MEMPOOL_NAMESIZE];
+	uint32_t i;
+
+	/* the appliance's pool keeps a cache of 256 per lcore; a small
+	 * corpus's may hold at most two thirds of it (DPDK's flush mark) */
+	snprintf(name, sizeof(name), "corpus%u", made++);
+	c->pool = rte_pktmbuf_pool_create(
+		name, c->n, RTE_MIN(256u, c->n * 2 / 3), 0,
+		RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+	c->by_addr = calloc(c->n, sizeof(*c->by_addr));
+	c->index_of = calloc(c->n, sizeof(*c->index_of));
+	c->back = calloc(c->n, 1);
+	if (c->pool == NULL || order == NULL || c->by_addr == NULL ||
+	    c->index_of == NULL || c->back == NULL ||
+	    rte_pktmbuf_alloc_bulk(c->pool, c->m, c->n) != 0)
+		return NULL;
+	for (i = 0; i < c->n; i++)
+		order[i] = &c->m[i];
+	qsort(order, c->n, sizeof(*order), by_address);
+	for (i = 0; i < c->n; i++) {
+		c->by_addr[i] = *order[i];
+		c->index_of[i] = (uint32_t)(order[i] - c->m);
+	}
+	free(order);
+	return c->pool;
 }
 
 int
@@ -181,7 +282,8 @@ sl_bench_build_corpus(struct corpus *c, const struct bopts *o,
 	c->flow_of = calloc(c->n, sizeof(uint32_t));
 	c->seq0 = calloc(c->n, sizeof(uint32_t));
 	c->flow_bytes = calloc(o->flows, sizeof(uint32_t));
-	if (rte_pktmbuf_alloc_bulk(mp, c->m, c->n) != 0)
+	if (mp == NULL ? own_pool(c) == NULL
+		       : rte_pktmbuf_alloc_bulk(mp, c->m, c->n) != 0)
 		return -1;
 	for (i = 0; i < c->n; i++) {
 		uint32_t f = i % o->flows; /* with flows == packets: one each */
@@ -296,35 +398,35 @@ sl_bench_response_frame(struct rte_mbuf *out, const struct rte_mbuf *data,
 }
 
 /*
- * The server's ACK of every request of the round before, as in
- * sl_bench_prime, the frames built first and only the worker's handling
- * of them timed (cycles returned): built a burst at a time inside the
- * timing, the ACKs' frames and checksums, and the reads of the request
- * frames they answer, were a third (cache-resident) to a half
- * (DRAM-sized) of what the pass said an ACK cost, and those reads
- * brought the held mbufs' headers in for the worker's release.
+ * Only the worker's handling of the ACKs is timed: built a burst at a
+ * time inside the timing, the frames' writing and checksums, and the
+ * reads of the request frames they answer, were a third (cache-resident)
+ * to a half (DRAM-sized) of what the pass said an ACK cost, and those
+ * reads brought the held mbufs' headers in for the worker's release.
  */
 uint64_t
-sl_bench_acks(struct sl_worker *w, struct rte_mbuf **data, uint32_t n)
+sl_bench_acks(struct sl_worker *w, const struct corpus *c, uint32_t r)
 {
-	struct rte_mbuf **m = calloc(n, sizeof(*m));
+	struct rte_mbuf **m = calloc(c->n, sizeof(*m));
 	uint64_t spent = 0, t0;
 	uint32_t i, k;
 
-	if (m == NULL || rte_pktmbuf_alloc_bulk(w->app->pool, m, n) != 0)
+	if (m == NULL || rte_pktmbuf_alloc_bulk(w->app->pool, m, c->n) != 0)
 		rte_exit(EXIT_FAILURE, "bench: out of mbufs for ACKs\n");
-	for (k = 0; k < n; k++) {
-		const uint8_t *f = rte_pktmbuf_mtod(data[k], const uint8_t *);
-		uint32_t seq = (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 |
-			       (uint32_t)f[40] << 8 | f[41];
+	for (k = 0; k < c->n; k++) {
+		const uint8_t *f = c->pristine[k] + 2;
+		uint32_t len =
+			(uint32_t)(c->pristine[k][0] << 8 | c->pristine[k][1]) -
+			54u;
+		uint32_t seq = c->seq0[k] + r * c->flow_bytes[c->flow_of[k]];
 
-		ctl_frame(m[k], f, 0x10, 1, 0, seq);
+		ctl_frame(m[k], f, 0x10, 1, 0, seq + len);
 	}
-	for (i = 0; i < n; i += SL_BURST) {
+	for (i = 0; i < c->n; i += SL_BURST) {
 		t0 = rte_rdtsc_precise();
 		w->now = rte_rdtsc();
 		sl_worker_burst(w, m + i,
-				(uint16_t)RTE_MIN((uint32_t)SL_BURST, n - i),
+				(uint16_t)RTE_MIN((uint32_t)SL_BURST, c->n - i),
 				1);
 		sl_worker_flush(w);
 		spent += rte_rdtsc_precise() - t0;

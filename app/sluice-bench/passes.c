@@ -150,30 +150,30 @@ round_plain(struct bench_env *e, int m, uint32_t r)
 #define KA_OFFLOAD 0x2
 
 /*
- * Keep-alive: the connections opened in round 0 carry every round, the
- * server's ACK of the last round's bytes first. KA_ACKED: that ACK timed
- * too (its frames built here as well): where a decided head's bytes are
- * held, letting them go is the ACK's work. KA_OFFLOAD: every segment's
- * TCP checksum verified by the port (RTE_ETH_RX_OFFLOAD_TCP_CKSUM, which
- * DPDK's NIC drivers offer and this VM's ports do not), so the worker
- * trusts the mbuf's flag and sums nothing: the decision on such a NIC.
+ * Keep-alive: the connections opened in round 0 carry every round, and
+ * the server acknowledges each round's bytes after its pass. KA_ACKED:
+ * that ACK timed too (only the worker's part): where a decided head's
+ * bytes are held, letting them go is the ACK's work. Acknowledged before
+ * the next pass, no hold of this worker's is left on the mbufs that pass
+ * meets. KA_OFFLOAD: every segment's TCP checksum verified by the port
+ * (RTE_ETH_RX_OFFLOAD_TCP_CKSUM, which DPDK's NIC drivers offer and this
+ * VM's ports do not), so the worker trusts the mbuf's flag and sums
+ * nothing: the decision on such a NIC.
  */
 static uint64_t
 keepalive(struct bench_env *e, int m, uint32_t r, int how)
 {
-	uint64_t acks;
+	uint64_t d, acks;
 	uint32_t i;
 
 	sl_bench_set_round(&e->c, r);
 	for (i = 0; (how & KA_OFFLOAD) && i < e->c.n; i++)
 		e->c.m[i]->ol_flags |= RTE_MBUF_F_RX_L4_CKSUM_GOOD;
-	if ((how & KA_ACKED) && r > 0) {
-		acks = sl_bench_acks(e->w[m], e->c.m, e->c.n);
-	} else {
-		sl_bench_prime(e->w[m], e->c.m, e->c.n, r == 0);
-		acks = 0;
-	}
-	return sl_bench_pass_worker(e->w[m], &e->c) + acks;
+	if (r == 0)
+		sl_bench_prime(e->w[m], e->c.m, e->c.n, 1);
+	d = sl_bench_pass_worker(e->w[m], &e->c);
+	acks = sl_bench_acks(e->w[m], &e->c, r);
+	return d + ((how & KA_ACKED) ? acks : 0);
 }
 
 static uint64_t
@@ -194,15 +194,19 @@ round_keepalive_offload(struct bench_env *e, int m, uint32_t r)
 	return keepalive(e, m, r, KA_OFFLOAD);
 }
 
-/* Every request on a new connection: the flows forgotten each round. */
+/* Every request on a new connection: the flows forgotten after each
+ * round, with what they held (untimed). */
 static uint64_t
 round_fresh(struct bench_env *e, int m, uint32_t r)
 {
-	if (sl_worker_reset_flows(e->w[m]) != 0)
-		rte_exit(EXIT_FAILURE, "out of memory\n");
+	uint64_t d;
+
 	sl_bench_set_round(&e->c, r);
 	sl_bench_prime(e->w[m], e->c.m, e->c.n, 1);
-	return sl_bench_pass_worker(e->w[m], &e->c);
+	d = sl_bench_pass_worker(e->w[m], &e->c);
+	if (sl_worker_reset_flows(e->w[m]) != 0)
+		rte_exit(EXIT_FAILURE, "out of memory\n");
+	return d;
 }
 
 /* Keep-alive, every decision sampled; the ring drained untimed. */
@@ -218,15 +222,29 @@ round_sampled(struct bench_env *e, int m, uint32_t r)
 static uint64_t
 round_leased(struct bench_env *e, int m, uint32_t r)
 {
+	uint64_t d;
+
 	sl_bench_set_round(&e->c, r);
-	sl_bench_prime(e->w[m], e->c.m, e->c.n, r == 0);
-	return sl_bench_pass_leased(e->w[m], &e->c);
+	if (r == 0)
+		sl_bench_prime(e->w[m], e->c.m, e->c.n, 1);
+	d = sl_bench_pass_leased(e->w[m], &e->c);
+	sl_bench_acks(e->w[m], &e->c, r);
+	return d;
+}
+
+/* The connections and the frames kept for them let go (untimed). */
+static void
+forget(struct sl_worker *w)
+{
+	sl_xlate_free(w);
+	if (sl_worker_reset_flows(w) != 0 || sl_xlate_init(w) != 0)
+		rte_exit(EXIT_FAILURE, "out of memory\n");
 }
 
 /*
  * The server's responses: each request of the round on a new connection
- * (untimed, as round_fresh's, with what the last round kept let go),
- * then timed, the response to each on its way to the client.
+ * (untimed, as round_fresh's), then timed, the response to each on its
+ * way to the client; the connections let go after the round.
  */
 static uint64_t
 round_respond(struct bench_env *e, int m, uint32_t r)
@@ -234,22 +252,21 @@ round_respond(struct bench_env *e, int m, uint32_t r)
 	struct sl_worker *w = e->w[m];
 	const char *resp = m == M_RESPOND_COST ? RESPONSE_COST : RESPONSE;
 	uint32_t i, n = e->c.n;
-	uint64_t t0;
+	uint64_t t0, d;
 
-	sl_xlate_free(w);
-	if (sl_worker_reset_flows(w) != 0 || sl_xlate_init(w) != 0)
-		rte_exit(EXIT_FAILURE, "out of memory\n");
+	if (r == 0)
+		forget(w);
 	/* no client acknowledges here: a round keeps a frame per response,
-	 * let go at the next (the pool has room for them) */
+	 * let go after it (the pool has room for them) */
 	w->xl_held_max = n;
 	sl_bench_set_round(&e->c, r);
-	sl_bench_prime(w, e->c.m, n, 1);
-	sl_bench_pass_worker(w, &e->c);
 	if (rte_pktmbuf_alloc_bulk(w->app->pool, e->resp, n) != 0)
 		rte_exit(EXIT_FAILURE, "bench: out of mbufs for responses\n");
 	for (i = 0; i < n; i++)
 		sl_bench_response_frame(e->resp[i], e->c.m[i], resp,
 					(uint32_t)strlen(resp));
+	sl_bench_prime(w, e->c.m, n, 1);
+	sl_bench_pass_worker(w, &e->c);
 	t0 = rte_rdtsc_precise();
 	for (i = 0; i < n; i += SL_BURST) {
 		w->now = rte_rdtsc();
@@ -258,7 +275,9 @@ round_respond(struct bench_env *e, int m, uint32_t r)
 				1);
 	}
 	sl_worker_flush(w);
-	return rte_rdtsc_precise() - t0;
+	d = rte_rdtsc_precise() - t0;
+	forget(w);
+	return d;
 }
 
 static uint64_t
@@ -495,6 +514,7 @@ round_parse(struct bench_env *e, int m, uint32_t r)
 
 	(void)m;
 	sl_bench_set_round(&e->c, r);
+	sl_bench_kept(&e->c);
 	t0 = rte_rdtsc_precise();
 	for (i = 0; i < e->c.n; i++) {
 		const struct rte_mbuf *b = e->c.m[i];
