@@ -81,7 +81,9 @@ def judge(rows):
         out["ideal_refused"] += not ideal
         out["beyond"] += refused and ideal
         out["over"] += (not refused) and not ideal
-        out["workers"][worker] = out["workers"].get(worker, 0) + 1
+        wk = out["workers"].setdefault(worker, [0, 0])
+        wk[0] += 1
+        wk[1] += refused
     return out
 
 
@@ -127,7 +129,7 @@ def main():
     for n in range(runs):
         r = run(binary, store, (n1, g1, g2), secs, conns, n)
         print("offered %d, refused %d, ideal refused %d (%+d), refused beyond it %d, "
-              "admitted beyond it %d, per worker %s"
+              "admitted beyond it %d, per worker [offered, refused] %s"
               % (r["offered"], r["refused"], r["ideal_refused"],
                  r["refused"] - r["ideal_refused"], r["beyond"], r["over"], r["workers"]))
         print("  per 0.5 s, offered/refused/ideal/beyond: " + " ".join(
