@@ -431,6 +431,7 @@ sl_bench_acks(struct sl_worker *w, const struct corpus *c, uint32_t r)
 		sl_worker_flush(w);
 		spent += rte_rdtsc_precise() - t0;
 	}
+	sl_worker_let_go(w, 1); /* the round's last holds, untimed */
 	free(m);
 	return spent;
 }

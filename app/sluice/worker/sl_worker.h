@@ -84,6 +84,9 @@ struct sl_health_rec {
 };
 #define SL_XF_HEALTH 0x02 /* a health record waits for its response */
 
+/* Holds let go in one burst and freed at the next's end, at most. */
+#define SL_LET_GO_MAX 64
+
 /* Everything one worker writes; nothing here is shared. */
 struct sl_worker {
 	struct sl_counters ctr;
@@ -99,6 +102,11 @@ struct sl_worker {
 	 * acknowledges them, instead of digested; another share */
 	struct rte_mbuf *hold_m;
 	uint32_t rec_held, rec_held_max;
+	/* holds let go in this burst, and in the one before (their headers
+	 * asked for at its end): freed a burst later (sl_worker_let_go) */
+	uint16_t n_let_go, n_going;
+	struct rte_mbuf *let_go[SL_LET_GO_MAX];
+	struct rte_mbuf *going[SL_LET_GO_MAX];
 	/* benchmarks only: flow tables made without the stream normaliser,
 	 * to price it inside the appliance */
 	uint8_t no_normalise;
@@ -160,6 +168,9 @@ int sl_worker_reset_flows(struct sl_worker *w);
 void sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		     int from);
 void sl_worker_flush(struct sl_worker *w);
+/* A burst's end: the last burst's holds freed, this one's asked for;
+ * all: both freed now. */
+void sl_worker_let_go(struct sl_worker *w, int all);
 /* Each loop with a coordinator: its answers, parked requests decided,
  * expired leases given back; returns how many answers came. */
 unsigned int sl_worker_leases(struct sl_worker *w);

@@ -753,6 +753,7 @@ sl_worker_burst(struct sl_worker *w, struct rte_mbuf **pkts, uint16_t n,
 				      st[i].flow ? &st[i].h : NULL);
 		}
 	}
+	sl_worker_let_go(w, 0);
 }
 
 static uint16_t
@@ -840,6 +841,8 @@ sl_worker_main(void *arg)
 		w->now_ns = sl_tsc_ns(app, w->now);
 		busy = poll_port(w, DOWN);
 		busy += poll_port(w, UP);
+		if (busy == 0) /* nothing read: nothing held back either */
+			sl_worker_let_go(w, 1);
 		if (w->now >= w->next_drain) {
 			sl_worker_flush(w);
 			w->next_drain = w->now + app->drain_tsc;
@@ -869,5 +872,6 @@ sl_worker_main(void *arg)
 		rte_rcu_qsbr_thread_unregister(app->qs, w->lcore);
 	}
 	sl_worker_flush(w);
+	sl_worker_let_go(w, 1);
 	return 0;
 }
