@@ -103,8 +103,10 @@ sl_worker_let_go(struct sl_worker *w, int all)
 		return;
 	}
 	for (i = 0; i < w->n_let_go; i++) {
-		rte_prefetch0(w->let_go[i]);
-		rte_prefetch0((char *)w->let_go[i] + RTE_CACHE_LINE_SIZE);
+		/* to L2: two lines of each of up to 64 asked for into L1 at
+		 * once waited for its fill buffers */
+		rte_prefetch1(w->let_go[i]);
+		rte_prefetch1((char *)w->let_go[i] + RTE_CACHE_LINE_SIZE);
 		w->going[i] = w->let_go[i];
 	}
 	w->n_going = w->n_let_go;
