@@ -80,12 +80,23 @@ hold_release(void *arg, uint64_t h)
 	struct sl_worker *w = arg;
 	struct rte_mbuf *m = held_mbuf(h);
 
-	w->rec_held--;
 	if (unlikely(w->n_let_go == SL_LET_GO_MAX)) {
 		rte_pktmbuf_free(m);
+		w->rec_held--;
 		return;
 	}
 	w->let_go[w->n_let_go++] = m;
+}
+
+/* n of them freed: the share counts mbufs kept out of the pool, those
+ * waiting for their free too */
+static void
+free_held(struct sl_worker *w, struct rte_mbuf **m, uint16_t n)
+{
+	if (n == 0)
+		return;
+	rte_pktmbuf_free_bulk(m, n);
+	w->rec_held -= n;
 }
 
 void
@@ -93,12 +104,10 @@ sl_worker_let_go(struct sl_worker *w, int all)
 {
 	uint16_t i;
 
-	if (w->n_going > 0)
-		rte_pktmbuf_free_bulk(w->going, w->n_going);
+	free_held(w, w->going, w->n_going);
 	w->n_going = 0;
 	if (all) {
-		if (w->n_let_go > 0)
-			rte_pktmbuf_free_bulk(w->let_go, w->n_let_go);
+		free_held(w, w->let_go, w->n_let_go);
 		w->n_let_go = 0;
 		return;
 	}
