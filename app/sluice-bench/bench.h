@@ -63,10 +63,7 @@ struct corpus {
 	 * appliance's received mbuf is (sl_bench_set_round).
 	 */
 	struct rte_mempool *pool;
-	struct rte_mbuf **by_addr; /* m sorted by address */
-	uint32_t *index_of;        /* by_addr[k] is m[index_of[k]] */
-	uint8_t *back;             /* scratch: taken back out of the pool */
-	uint8_t lent;              /* set_round lent them to a pass since */
+	uint8_t lent; /* set_round lent them to a pass since */
 };
 
 /* What the flood measured. */

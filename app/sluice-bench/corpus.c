@@ -137,25 +137,6 @@ sl_bench_sum_frame(uint8_t *f, uint32_t len, struct sl_pkt *p)
 	return cls;
 }
 
-/* The corpus's index of mbuf m, by address (-1: not the corpus's). */
-static int64_t
-index_of(const struct corpus *c, const struct rte_mbuf *m)
-{
-	uint32_t lo = 0, hi = c->n;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (c->by_addr[mid] == m)
-			return c->index_of[mid];
-		if ((uintptr_t)c->by_addr[mid] < (uintptr_t)m)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
-}
-
 /*
  * Before a round: the last pass freed each mbuf once. Those it freed for
  * good are taken back out of the corpus's pool, a count of one, the
@@ -170,24 +151,21 @@ static void
 take_back(struct corpus *c)
 {
 	struct rte_mbuf *m;
-	uint32_t i;
+	uint32_t i, n = 0;
 
 	if (c->pool == NULL || !c->lent) {
 		for (i = 0; c->pool == NULL && i < c->n; i++)
 			rte_mbuf_refcnt_update(c->m[i], 1);
 		return;
 	}
-	memset(c->back, 0, c->n);
-	while (rte_mempool_get(c->pool, (void **)&m) == 0) {
-		int64_t k = index_of(c, m);
-
-		if (k < 0)
-			rte_exit(EXIT_FAILURE,
-				 "bench: a stranger in the pool\n");
-		c->back[k] = 1;
+	/* the round's reset left every port invalid, and nothing on the
+	 * way sets it: one taken back is marked by a valid one */
+	while (n < c->n && rte_mempool_get(c->pool, (void **)&m) == 0) {
+		m->port = 0;
+		n++;
 	}
 	for (i = 0; i < c->n; i++)
-		if (!c->back[i])
+		if (c->m[i]->port != 0)
 			rte_mbuf_refcnt_update(c->m[i], 1);
 }
 
@@ -225,23 +203,12 @@ sl_bench_kept(struct corpus *c)
 	c->lent = 0;
 }
 
-static int
-by_address(const void *a, const void *b)
-{
-	uintptr_t x = (uintptr_t) * *(struct rte_mbuf *const *const *)a;
-	uintptr_t y = (uintptr_t) * *(struct rte_mbuf *const *const *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* A pool of the corpus's own and its index by address. */
+/* A pool of the corpus's own, its mbufs taken out of it. */
 static struct rte_mempool *
 own_pool(struct corpus *c)
 {
 	static unsigned int made;
-	struct rte_mbuf ***order = calloc(c->n, sizeof(*order));
 	char name[RTE_MEMPOOL_NAMESIZE];
-	uint32_t i;
 
 	/* the appliance's pool keeps a cache of 256 per lcore; a small
 	 * corpus's may hold at most two thirds of it (DPDK's flush mark) */
@@ -249,21 +216,8 @@ own_pool(struct corpus *c)
 	c->pool = rte_pktmbuf_pool_create(
 		name, c->n, RTE_MIN(256u, c->n * 2 / 3), 0,
 		RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
-	c->by_addr = calloc(c->n, sizeof(*c->by_addr));
-	c->index_of = calloc(c->n, sizeof(*c->index_of));
-	c->back = calloc(c->n, 1);
-	if (c->pool == NULL || order == NULL || c->by_addr == NULL ||
-	    c->index_of == NULL || c->back == NULL ||
-	    rte_pktmbuf_alloc_bulk(c->pool, c->m, c->n) != 0)
+	if (c->pool == NULL || rte_pktmbuf_alloc_bulk(c->pool, c->m, c->n) != 0)
 		return NULL;
-	for (i = 0; i < c->n; i++)
-		order[i] = &c->m[i];
-	qsort(order, c->n, sizeof(*order), by_address);
-	for (i = 0; i < c->n; i++) {
-		c->by_addr[i] = *order[i];
-		c->index_of[i] = (uint32_t)(order[i] - c->m);
-	}
-	free(order);
 	return c->pool;
 }
 
