@@ -116,6 +116,8 @@ struct bench_env {
 	struct sl_worker *w[M__N];
 	uint64_t found;  /* the scan's blank lines */
 	uint64_t parsed; /* heads the parser alone completed */
+	/* the leased pass's asks and requests before its timed rounds */
+	uint64_t asks0, requests0;
 };
 
 /*
@@ -130,6 +132,9 @@ struct bench_pass {
 	uint64_t (*round)(struct bench_env *e, int m, uint32_t r);
 	const char *(*check)(const struct bench_env *e, int m, char *buf,
 			     size_t len);
+	/* its rounds back to back, after the others': what it keeps over
+	 * time (a key's lease) sees the rate its own speed gives it */
+	int alone;
 };
 
 extern const struct bench_pass sl_bench_passes[M__N];
@@ -211,6 +216,6 @@ void sl_bench_flood(const struct bopts *o, struct sl_app *base,
 void sl_bench_report(const struct bopts *o, const struct corpus *c,
 		     const struct sl_app *app, double *v,
 		     const struct sl_hist *lat, const struct flood_result *fr,
-		     const struct sl_worker *leased, uint32_t diff);
+		     double leased_asks, uint32_t diff);
 
 #endif /* SLUICE_BENCH_H */

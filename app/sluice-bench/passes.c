@@ -229,6 +229,10 @@ round_leased(struct bench_env *e, int m, uint32_t r)
 		sl_bench_prime(e->w[m], e->c.m, e->c.n, 1);
 	d = sl_bench_pass_leased(e->w[m], &e->c);
 	sl_bench_acks(e->w[m], &e->c, r);
+	if (r == 0) {
+		e->asks0 = e->w[m]->ctr.coord_asks;
+		e->requests0 = e->w[m]->ctr.requests;
+	}
 	return d;
 }
 
@@ -570,7 +574,7 @@ const struct bench_pass sl_bench_passes[M__N] = {
 	[M_SAMPLE] = {"sampled", "decide, keep-alive, every one sampled",
 		      setup_sampled, round_sampled, check_sampled},
 	[M_LEASED] = {"leased", "decide, keep-alive, leased (appliance)",
-		      setup_leased, round_leased, check_leased},
+		      setup_leased, round_leased, check_leased, 1},
 	[M_RESPOND] = {"respond", "server response, new flow (keep_alive)",
 		       setup_keep, round_respond, check_budget},
 	[M_RESPOND_BUDGET] = {"respond-budget",

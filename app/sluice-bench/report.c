@@ -7,13 +7,8 @@
 void
 sl_bench_report(const struct bopts *o, const struct corpus *c,
 		const struct sl_app *app, double *v, const struct sl_hist *lat,
-		const struct flood_result *fr, const struct sl_worker *leased,
-		uint32_t diff)
+		const struct flood_result *fr, double asks, uint32_t diff)
 {
-	/* how often the leased pass went to its authority */
-	double asks = 1000.0 * (double)leased->ctr.coord_asks /
-		      (double)(leased->ctr.requests ? leased->ctr.requests : 1);
-
 	uint64_t p50 = sl_hist_quantile(lat, 0.5),
 		 p99 = sl_hist_quantile(lat, 0.99),
 		 p999 = sl_hist_quantile(lat, 0.999);
