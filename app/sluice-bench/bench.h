@@ -78,6 +78,8 @@ enum {
 	M_FWD,
 	M_PASS,
 	M_FLOW,
+	M_PARSE_FLOW,
+	M_PARSE_FLOW_OFFLOAD,
 	M_KEEPALIVE,
 	M_KEEPALIVE_ACKED,
 	M_KEEPALIVE_PLAIN,
@@ -114,8 +116,9 @@ struct bench_env {
 	struct rte_mbuf **resp; /* a round's server responses */
 	struct corpus c;
 	struct sl_worker *w[M__N];
-	uint64_t found;  /* the scan's blank lines */
-	uint64_t parsed; /* heads the parser alone completed */
+	uint64_t found;          /* the scan's blank lines */
+	uint64_t parsed;         /* heads the parser alone completed */
+	uint64_t parsed_flow[2]; /* and those the parse-and-flow passes did */
 	/* the leased pass's asks and requests before its timed rounds */
 	uint64_t asks0, requests0;
 };

@@ -34,6 +34,13 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 		       "the port verifying checksums)\n",
 		       v[M_KEEPALIVE] / v[M_PARSE_ALONE],
 		       v[M_KEEPALIVE_OFFLOAD] / v[M_PARSE_ALONE]);
+		printf("what every decision does before deciding (classify, "
+		       "checksum, flow, parse): %.2f x the scan floor, %.2f x "
+		       "the parser alone (%.2f, the port verifying "
+		       "checksums)\n",
+		       v[M_PARSE_FLOW] / v[M_SCAN],
+		       v[M_PARSE_FLOW] / v[M_PARSE_ALONE],
+		       v[M_PARSE_FLOW_OFFLOAD] / v[M_PARSE_ALONE]);
 		printf("differential: %u decisions the same in bursts and "
 		       "one frame at a time\n",
 		       diff);
@@ -66,6 +73,8 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       "\"cycles_per_request_forward\": %.1f, "
 	       "\"cycles_per_request_passthrough\": %.1f, "
 	       "\"cycles_per_request_flow\": %.1f, "
+	       "\"cycles_per_request_parse_flow\": %.1f, "
+	       "\"cycles_per_request_parse_flow_offload\": %.1f, "
 	       "\"cycles_per_request_keepalive\": %.1f, "
 	       "\"cycles_per_request_keepalive_acked\": %.1f, "
 	       "\"cycles_per_request_keepalive_plain\": %.1f, "
@@ -80,6 +89,9 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       "\"scan_floor_cycles\": %.1f, "
 	       "\"parse_isolated_cycles\": %.1f, "
 	       "\"decision_over_scan_floor\": %.2f, "
+	       "\"parse_flow_over_scan_floor\": %.2f, "
+	       "\"parse_flow_over_parse\": %.2f, "
+	       "\"parse_flow_offload_over_parse\": %.2f, "
 	       "\"keepalive_over_parse\": %.2f, "
 	       "\"keepalive_offload_over_parse\": %.2f, "
 	       "\"reject_over_allow\": %.2f, "
@@ -94,11 +106,14 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       "\"differential_decisions\": %u}\n",
 	       c->n, o->flows, o->keys, o->zipf, (double)c->head_bytes / c->n,
 	       o->rounds, app->tsc_hz, v[M_FWD], v[M_PASS], v[M_FLOW],
-	       v[M_KEEPALIVE], v[M_KEEPALIVE_ACKED], v[M_KEEPALIVE_PLAIN],
+	       v[M_PARSE_FLOW], v[M_PARSE_FLOW_OFFLOAD], v[M_KEEPALIVE],
+	       v[M_KEEPALIVE_ACKED], v[M_KEEPALIVE_PLAIN],
 	       v[M_KEEPALIVE_OFFLOAD],
 	       v[M_KEEPALIVE_ACKED] / v[M_KEEPALIVE_PLAIN], v[M_ALLOW],
 	       v[M_REJECT], v[M_REJECT_KEEP], v[M_SAMPLE], v[M_LEASED], asks,
 	       v[M_SCAN], v[M_PARSE_ALONE], v[M_LEASED] / v[M_SCAN],
+	       v[M_PARSE_FLOW] / v[M_SCAN], v[M_PARSE_FLOW] / v[M_PARSE_ALONE],
+	       v[M_PARSE_FLOW_OFFLOAD] / v[M_PARSE_ALONE],
 	       v[M_KEEPALIVE] / v[M_PARSE_ALONE],
 	       v[M_KEEPALIVE_OFFLOAD] / v[M_PARSE_ALONE],
 	       v[M_REJECT] / v[M_ALLOW], v[M_REJECT_KEEP] / v[M_ALLOW],

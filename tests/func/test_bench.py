@@ -36,7 +36,10 @@ KEYS = ["decisions_per_sec_per_core", "decisions_per_sec_per_core_local",
         "cycles_per_request_sampled",
         "parse_isolated_cycles", "keepalive_over_parse", "reject_over_allow",
         "reject_kept_over_allow",
-        "cycles_per_request_leased", "scan_floor_cycles",
+        "cycles_per_request_leased", "leased_asks_per_1000_requests",
+        "scan_floor_cycles", "cycles_per_request_parse_flow",
+        "cycles_per_request_parse_flow_offload", "parse_flow_over_scan_floor",
+        "parse_flow_over_parse", "parse_flow_offload_over_parse",
         "decision_over_scan_floor", "keys", "flows",
         "head_bytes_avg", "latency_ns_p50", "latency_ns_p99", "latency_ns_p999",
         "bytes_per_flow", "bytes_per_bucket", "head_pool_bytes", "rss_kb_before_flood",
@@ -72,7 +75,7 @@ def main():
                   "(%s -> %s kB)" % (d.get("rss_kb_before_flood"),
                                      d.get("rss_kb_after_flood")))
     # --only (what scripts/bench-profile.sh records): one pass, one figure
-    for name in ("leased", "reject", "reject-keep"):
+    for name in ("leased", "reject", "reject-keep", "parse-flow"):
         # once more where the first run fails, that run's words printed:
         # the leased pass once decided 1533 of 1536 in a clean run beside
         # the e2e suite, and not again in 14 runs here, loaded or stopped
