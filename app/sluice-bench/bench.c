@@ -120,24 +120,7 @@ parse_bopts(int argc, char **argv, struct bopts *o)
 	return 0;
 }
 
-static void
-run_round(struct bench_env *e, uint64_t **t, int m, uint32_t r)
-{
-	uint64_t d = sl_bench_passes[m].round(e, m, r);
-
-	if (r > 0)
-		t[m][r - 1] = d;
-}
-
-/*
- * Round 0 opens the flows and drains the tight bucket: not counted. The
- * passes take turns round by round, so that a noisy spell falls on all
- * of them alike, but for those that run alone: interleaved, the leased
- * pass met each key once every round of all of them (most of a
- * second), as an appliance at a fortieth of its rate would, and asked
- * its authority for 316 of every 1 000 timed requests where alone it
- * asks for 36 (DRAM-sized corpus).
- */
+/* Round 0 opens the flows and drains the tight bucket: not counted. */
 static void
 run_rounds(struct bench_env *e, uint64_t **t)
 {
@@ -145,13 +128,15 @@ run_rounds(struct bench_env *e, uint64_t **t)
 	int m;
 
 	for (r = 0; r <= e->o->rounds; r++)
-		for (m = 0; m < M__N; m++)
-			if (runs(e->o, m) && !sl_bench_passes[m].alone)
-				run_round(e, t, m, r);
-	for (m = 0; m < M__N; m++)
-		for (r = 0; r <= e->o->rounds; r++)
-			if (runs(e->o, m) && sl_bench_passes[m].alone)
-				run_round(e, t, m, r);
+		for (m = 0; m < M__N; m++) {
+			uint64_t d;
+
+			if (!runs(e->o, m))
+				continue;
+			d = sl_bench_passes[m].round(e, m, r);
+			if (r > 0)
+				t[m][r - 1] = d;
+		}
 }
 
 /* The leased pass's asks to its authority per 1 000 timed requests. */

@@ -121,6 +121,7 @@ struct bench_env {
 	uint64_t parsed_flow[2]; /* and those the parse-and-flow passes did */
 	/* the leased pass's asks and requests before its timed rounds */
 	uint64_t asks0, requests0;
+	uint64_t leased_end; /* TSC at its last round's end */
 };
 
 /*
@@ -135,9 +136,6 @@ struct bench_pass {
 	uint64_t (*round)(struct bench_env *e, int m, uint32_t r);
 	const char *(*check)(const struct bench_env *e, int m, char *buf,
 			     size_t len);
-	/* its rounds back to back, after the others': what it keeps over
-	 * time (a key's lease) sees the rate its own speed gives it */
-	int alone;
 };
 
 extern const struct bench_pass sl_bench_passes[M__N];
