@@ -40,7 +40,7 @@ trap 'exit 130' INT TERM
 
 RATE_ALLOW=1000000 # per second: nothing is refused
 EALMEM=(--no-huge -m 1024)
-[ "$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)" -gt 256 ] && EALMEM=(-m 1024)
+[ "$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)" -gt 256 ] && EALMEM=(-m 1024 --huge-unlink)
 scripts/netns.sh up "$P"
 
 # the backend: nginx returning a short 200

@@ -16,7 +16,7 @@ mem=${SLUICE_MEM:-$((big ? 12288 : 8192))}
 # shellcheck disable=SC2206
 extra=(${SLUICE_EAL:-})
 hp=--no-huge
-[ "$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)" -gt 1024 ] && hp=
+[ "$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)" -gt 1024 ] && hp=--huge-unlink
 run() {
 	local lcores=$1
 	shift

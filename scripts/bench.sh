@@ -11,7 +11,9 @@ scripts/setup.sh >/dev/null
 ninja -C build >/dev/null
 eal=(--no-huge -m 1024 --no-pci -l 0 --log-level lib.eal:warning)
 if [ "$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)" -gt 256 ]; then
-	eal=(-m 1024 --no-pci -l 0 --log-level lib.eal:warning)
+	# unlinked once mapped: a run's page files never outlive it (kept,
+	# each prefix's held its pages, and the next runs went without)
+	eal=(-m 1024 --huge-unlink --no-pci -l 0 --log-level lib.eal:warning)
 fi
 bench() {
 	local name=$1
