@@ -173,6 +173,7 @@ fill(struct rte_tel_data *d, const struct sl_counters *c,
 	U64(d, "tier_waits", c->tier_waits);
 	U64(d, "park_dropped", c->park_dropped);
 	U64(d, "taken_unreported", c->taken_unreported);
+	U64(d, "back_unreported", c->back_unreported);
 	U64(d, "decisions_sampled", c->decisions_sampled);
 	U64(d, "decisions_dropped", c->decisions_dropped);
 	U64(d, "idle_sleeps", c->idle_sleeps);

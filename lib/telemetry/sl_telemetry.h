@@ -99,6 +99,9 @@ struct sl_counters {
 	/* units admitted without a grant whose report to the coordinator
 	 * was lost (its ring full): the authority never counted them */
 	uint64_t taken_unreported;
+	/* units a lease gave back whose message was lost (its ring full):
+	 * the authority still counts them granted, never admitted */
+	uint64_t back_unreported;
 	uint64_t decisions_sampled; /* records queued for the stream */
 	uint64_t decisions_dropped; /* sampled, its ring full: lost */
 	uint64_t idle_sleeps;       /* naps taken while idle (idle_sleep_us) */

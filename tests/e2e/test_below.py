@@ -208,8 +208,9 @@ def run(res, binary, tmp, store_port, what, pipelined=False, workers=2, conns=(1
     # once is bounded by the lease sizing: a second of the rate
     res.check(used > 0 and granted <= 2 * used and kept_ok(st, store),
               "%s: leases granted %d units for %d spent (%.2f x, at most 2), %d given back "
-              "(kept %.3f x)" % (what, granted, used, granted / used if used else 0, back,
-                                 (granted - back) / used if used else 0))
+              "(kept %.3f x; %d given back but lost on a full ring)"
+              % (what, granted, used, granted / used if used else 0, back,
+                 (granted - back) / used if used else 0, st.get("back_unreported", 0)))
 
 
 def main():

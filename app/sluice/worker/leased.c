@@ -25,7 +25,8 @@ send_back(struct sl_worker *w, const struct sl_bucket_key *k,
 	  const struct sl_lease *l, uint64_t units)
 {
 	/* a full ring loses them: fewer admissions, never more */
-	sl_lease_units_msg(w, k, l, SL_CO_GIVE_BACK, units);
+	if (sl_lease_units_msg(w, k, l, SL_CO_GIVE_BACK, units) != 0)
+		w->ctr.back_unreported += units;
 }
 
 static int
