@@ -148,32 +148,17 @@ round_plain(struct bench_env *e, int m, uint32_t r)
 
 #define KA_ACKED   0x1
 #define KA_OFFLOAD 0x2
+#define KA_PARSE   0x4
 
-/*
- * Keep-alive: the connections opened in round 0 carry every round, and
- * the server acknowledges each round's bytes after its pass. KA_ACKED:
- * that ACK timed too (only the worker's part): where a decided head's
- * bytes are held, letting them go is the ACK's work. Acknowledged before
- * the next pass, no hold of this worker's is left on the mbufs that pass
- * meets. KA_OFFLOAD: every segment's TCP checksum verified by the port
- * (RTE_ETH_RX_OFFLOAD_TCP_CKSUM, which DPDK's NIC drivers offer and this
- * VM's ports do not), so the worker trusts the mbuf's flag and sums
- * nothing: the decision on such a NIC.
- */
-static uint64_t
-keepalive(struct bench_env *e, int m, uint32_t r, int how)
+/* Whether the frame's head is a complete request to the parser. */
+static inline int
+head_complete(const struct sl_http_cfg *cfg, const struct rte_mbuf *b)
 {
-	uint64_t d, acks;
-	uint32_t i;
+	struct sl_http_req req;
 
-	sl_bench_set_round(&e->c, r);
-	for (i = 0; (how & KA_OFFLOAD) && i < e->c.n; i++)
-		e->c.m[i]->ol_flags |= RTE_MBUF_F_RX_L4_CKSUM_GOOD;
-	if (r == 0)
-		sl_bench_prime(e->w[m], e->c.m, e->c.n, 1);
-	d = sl_bench_pass_worker(e->w[m], &e->c);
-	acks = sl_bench_acks(e->w[m], &e->c, r);
-	return d + ((how & KA_ACKED) ? acks : 0);
+	return sl_http_parse_request(
+		       rte_pktmbuf_mtod_offset(b, const char *, 54),
+		       b->data_len - 54, cfg, &req) > 0;
 }
 
 /*
@@ -191,7 +176,6 @@ pass_parse_flow(struct bench_env *e, int m)
 	struct sl_worker *w = e->w[m];
 	const struct sl_http_cfg *cfg = &e->app->http;
 	struct corpus *c = &e->c;
-	struct sl_http_req req;
 	uint64_t t0 = rte_rdtsc_precise();
 	uint32_t i, j, k;
 
@@ -201,29 +185,47 @@ pass_parse_flow(struct bench_env *e, int m)
 		sl_worker_burst(w, &c->m[i], (uint16_t)k, 0);
 		for (j = i; j < i + k; j++)
 			e->parsed_flow[m - M_PARSE_FLOW] +=
-				sl_http_parse_request(
-					rte_pktmbuf_mtod_offset(
-						c->m[j], const char *, 54),
-					c->m[j]->data_len - 54, cfg, &req) > 0;
+				(uint64_t)head_complete(cfg, c->m[j]);
 	}
 	sl_worker_flush(w);
 	return rte_rdtsc_precise() - t0;
 }
 
+/*
+ * Keep-alive: the connections opened in round 0 carry every round, and
+ * the server acknowledges each round's bytes after its pass. KA_ACKED:
+ * that ACK timed too (only the worker's part): where a decided head's
+ * bytes are held, letting them go is the ACK's work. Acknowledged before
+ * the next pass, no hold of this worker's is left on the mbufs that pass
+ * meets. KA_OFFLOAD: every segment's TCP checksum verified by the port
+ * (RTE_ETH_RX_OFFLOAD_TCP_CKSUM, which DPDK's NIC drivers offer and this
+ * VM's ports do not), so the worker trusts the mbuf's flag and sums
+ * nothing: the decision on such a NIC. KA_PARSE: the pass is
+ * pass_parse_flow's, not the worker's decision.
+ */
 static uint64_t
-round_parse_flow(struct bench_env *e, int m, uint32_t r)
+keepalive(struct bench_env *e, int m, uint32_t r, int how)
 {
-	uint64_t d;
+	uint64_t d, acks;
 	uint32_t i;
 
 	sl_bench_set_round(&e->c, r);
-	for (i = 0; m == M_PARSE_FLOW_OFFLOAD && i < e->c.n; i++)
+	for (i = 0; (how & KA_OFFLOAD) && i < e->c.n; i++)
 		e->c.m[i]->ol_flags |= RTE_MBUF_F_RX_L4_CKSUM_GOOD;
 	if (r == 0)
 		sl_bench_prime(e->w[m], e->c.m, e->c.n, 1);
-	d = pass_parse_flow(e, m);
-	sl_bench_acks(e->w[m], &e->c, r);
-	return d;
+	d = (how & KA_PARSE) ? pass_parse_flow(e, m)
+			     : sl_bench_pass_worker(e->w[m], &e->c);
+	acks = sl_bench_acks(e->w[m], &e->c, r);
+	return d + ((how & KA_ACKED) ? acks : 0);
+}
+
+static uint64_t
+round_parse_flow(struct bench_env *e, int m, uint32_t r)
+{
+	return keepalive(e, m, r,
+			 KA_PARSE |
+				 (m == M_PARSE_FLOW_OFFLOAD ? KA_OFFLOAD : 0));
 }
 
 static uint64_t
@@ -588,7 +590,6 @@ static uint64_t
 round_parse(struct bench_env *e, int m, uint32_t r)
 {
 	const struct sl_http_cfg *cfg = &e->app->http;
-	struct sl_http_req req;
 	uint64_t t0;
 	uint32_t i;
 
@@ -596,41 +597,35 @@ round_parse(struct bench_env *e, int m, uint32_t r)
 	sl_bench_set_round(&e->c, r);
 	sl_bench_kept(&e->c);
 	t0 = rte_rdtsc_precise();
-	for (i = 0; i < e->c.n; i++) {
-		const struct rte_mbuf *b = e->c.m[i];
-
-		e->parsed +=
-			sl_http_parse_request(
-				rte_pktmbuf_mtod_offset(b, const char *, 54),
-				b->data_len - 54, cfg, &req) > 0;
-	}
+	for (i = 0; i < e->c.n; i++)
+		e->parsed += (uint64_t)head_complete(cfg, e->c.m[i]);
 	return rte_rdtsc_precise() - t0;
 }
 
+/* Pass m's heads, every round's, complete (got of them). */
 static const char *
-check_parsed(const struct bench_env *e, int m, char *buf, size_t len)
+heads_check(const struct bench_env *e, int m, uint64_t got, char *buf,
+	    size_t len)
 {
 	uint64_t want = (uint64_t)e->c.n * (e->o->rounds + 1);
-
-	(void)m;
-	if (e->parsed == want)
-		return NULL;
-	snprintf(buf, len, "parse: %lu heads complete of %lu", e->parsed, want);
-	return buf;
-}
-
-/* A parse-and-flow pass's heads, every round's, complete. */
-static const char *
-check_parsed_flow(const struct bench_env *e, int m, char *buf, size_t len)
-{
-	uint64_t want = (uint64_t)e->c.n * (e->o->rounds + 1);
-	uint64_t got = e->parsed_flow[m - M_PARSE_FLOW];
 
 	if (got == want)
 		return NULL;
 	snprintf(buf, len, "%s: %lu heads complete of %lu",
 		 sl_bench_passes[m].name, got, want);
 	return buf;
+}
+
+static const char *
+check_parsed(const struct bench_env *e, int m, char *buf, size_t len)
+{
+	return heads_check(e, m, e->parsed, buf, len);
+}
+
+static const char *
+check_parsed_flow(const struct bench_env *e, int m, char *buf, size_t len)
+{
+	return heads_check(e, m, e->parsed_flow[m - M_PARSE_FLOW], buf, len);
 }
 
 const struct bench_pass sl_bench_passes[M__N] = {
