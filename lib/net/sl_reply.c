@@ -289,19 +289,6 @@ sl_reply_tpl_build(struct sl_reply_tpl *t, const struct sl_reply_info *ri)
 	return w.overflow ? -1 : 0;
 }
 
-/* The sum of n digits as if at an even offset, folded to 16 bits. */
-static inline uint16_t
-digits_sum(const char *d, uint32_t n)
-{
-	uint32_t acc = 0, i;
-
-	for (i = 0; i < n; i++)
-		acc += (i & 1) ? (uint8_t)d[i] : (uint32_t)(uint8_t)d[i] << 8;
-	/* two folds take any 32-bit sum to 16 bits */
-	acc = (acc & 0xffff) + (acc >> 16);
-	return (uint16_t)((acc & 0xffff) + (acc >> 16));
-}
-
 /*
  * Segments are short: whole 16-byte chunks, no call, no tail loop. Up to
  * 15 bytes past the end are written (the caller leaves 32 of room; later
@@ -324,11 +311,45 @@ struct num {
 	uint16_t sum;
 };
 
+static inline uint16_t
+fold(uint32_t acc)
+{
+	/* two folds take any 32-bit sum to 16 bits */
+	acc = (acc & 0xffff) + (acc >> 16);
+	return (uint16_t)((acc & 0xffff) + (acc >> 16));
+}
+
+/*
+ * sl_utoa's digits with their sum as if at an even offset, in one pass:
+ * a pair of digits loaded as a little-endian word is the pair's sum at
+ * an odd offset, and every pair of a number lies at the same parity (the
+ * length's), so the pairs' words are summed and the total swapped once
+ * where they lie at even offsets. Summed in a second pass over the
+ * digits, a byte at a time, the sums took a third of the fill.
+ */
 static inline void
 num_set(struct num *x, uint64_t v)
 {
-	x->n = sl_utoa(v, x->d);
-	x->sum = digits_sum(x->d, x->n);
+	uint64_t p10 = 10;
+	uint32_t n = 1, i, u = 0;
+	uint16_t w;
+
+	for (; n < 20 && v >= p10; n++)
+		p10 *= 10;
+	for (i = n; v >= 100; i -= 2, v /= 100) {
+		memcpy(&w, pairs + 2 * (v % 100), 2);
+		memcpy(x->d + i - 2, &w, 2);
+		u += w;
+	}
+	x->n = n;
+	if (v >= 10) { /* n even: every pair at an even offset */
+		memcpy(&w, pairs + 2 * v, 2);
+		memcpy(x->d, &w, 2);
+		x->sum = __builtin_bswap16(fold(u + w));
+		return;
+	}
+	x->d[0] = (char)('0' + v);
+	x->sum = fold(fold(u) + ((uint32_t)('0' + v) << 8));
 }
 
 uint32_t

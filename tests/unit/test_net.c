@@ -304,9 +304,14 @@ static void
 reply_template(void **state)
 {
 	static const uint64_t nums[][5] = {
-		{1, 5, 1, 0, 1},        {3, 100, 60, 0, 42},
-		{27, 7, 3600, 2, 3599}, {123456, 1000000, 86400, 999, 12},
+		{1, 5, 1, 0, 1},
+		{3, 100, 60, 0, 42},
+		{27, 7, 3600, 2, 3599},
+		{123456, 1000000, 86400, 999, 12},
 		{9, 10, 11, 12, 13},
+		/* every length's parity, at the edges of a pair */
+		{UINT64_MAX, 99, 100, 10, 9999999999999999999ULL},
+		{10000000000000000000ULL, 101, 1000, 999999, 0},
 	};
 	const size_t n_nums = sizeof(nums) / sizeof(nums[0]);
 	struct sl_reply_info ri = {.status = 429,
