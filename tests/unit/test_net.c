@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -391,6 +392,26 @@ utoa(void **state)
 
 		assert_int_equal(n, strlen(cases[i].s));
 		assert_memory_equal(b, cases[i].s, n);
+	}
+	/* either side of every power of ten, where the length changes */
+	for (i = 0; i < 20; i++) {
+		uint64_t p = 1, v;
+		int d;
+		size_t j;
+
+		for (j = 0; j < i; j++)
+			p *= 10;
+		for (d = -1; d <= 1; d++) {
+			char b[24], want[24];
+			uint32_t n;
+
+			v = p + (uint64_t)(int64_t)d;
+			n = sl_utoa(v, b);
+			snprintf(want, sizeof(want), "%llu",
+				 (unsigned long long)v);
+			assert_int_equal(n, strlen(want));
+			assert_memory_equal(b, want, n);
+		}
 	}
 }
 
