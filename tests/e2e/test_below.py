@@ -22,8 +22,9 @@ refused while 100 k/s of it stood unspent (29 of 168 418 refused).
 
 Then wrk paced to at most 1 000 requests a second (each connection waits
 its share of a millisecond between requests) against a rule at 1.25 x
-that (and 10 and 2 x in the whole matrix), each with a burst of a fifth
-of a second of its rate: not one refused; and against a rule at 0.8 x (which a client paced to 1 000
+that (and 10 and 2 x in the whole matrix; and at 1.25 x again with the
+key's state over three store keys, sub_buckets), each with a burst of a
+fifth of a second of its rate: not one refused; and against a rule at 0.8 x (which a client paced to 1 000
 may exceed in some seconds and not on average): admitted at most 1.05 x
 (burst + rate x t), and at least 0.9 x that when it offered more. From 1
 and 4 connections over 2 workers, with the node and with Redis as the
@@ -48,10 +49,13 @@ PACED_SECS = int(os.environ.get("SL_BELOW_SECS", "2"))
 FULL = os.environ.get("SL_BELOW_FULL") == "1"
 OFFER = 1000  # paced wrk's most requests a second, all connections
 # the paced rules: limit as a multiple of OFFER, burst a fifth of a second
-PACED = (("x10", 10.0), ("x2", 2.0), ("x125", 1.25), ("x08", 0.8))
+PACED = (("x10", 10.0), ("x2", 2.0), ("x125", 1.25), ("x08", 0.8), ("x125s3", 1.25))
+# the key's state spread over three store keys (sub_buckets), each
+# holding a third of the limit
+SUBS = {"x125s3": 3}
 # the suite's: just below and above (far below is the unpaced run's
 # 100 k/s rule; x10 and x2 are in the whole matrix)
-PACED_RUN = PACED if FULL else tuple(p for p in PACED if p[0] in ("x125", "x08"))
+PACED_RUN = PACED if FULL else tuple(p for p in PACED if p[0] in ("x125", "x08", "x125s3"))
 # the node's authority given 200 ms, as in e2e/cluster: on CI's two vCPUs
 # a stalled main lcore once answered six asks past the default 50 ms,
 # and "none degraded" is about a store that did not fail
@@ -70,8 +74,9 @@ response: {retry_jitter: 0}
 
 def paced_rules():
     return "\n".join(
-        "  - {name: %s, scope: key, match: {path_prefix: /%s/}, limit: %d/min, burst: %d}"
-        % (name, name, OFFER * x * 60, OFFER * x / 5) for name, x in PACED)
+        "  - {name: %s, scope: key, match: {path_prefix: /%s/}, limit: %d/min, burst: %d%s}"
+        % (name, name, OFFER * x * 60, OFFER * x / 5,
+           ", sub_buckets: %d" % SUBS[name] if name in SUBS else "") for name, x in PACED)
 
 
 # each connection waits its share of OFFER's interval between requests
@@ -117,8 +122,8 @@ def paced(res, t, tmp, what, conns):
         admitted = sent - refused
         sltest.record("below", what=what, rule=name, conns=conns, secs=span, sent=sent,
                       refused=refused, allowed=allowed)
-        label = "%s, %d conn, rule at %.2f x %d/s: %d sent in %.1f s (%.0f/s), %d refused" % (
-            what, conns, x, OFFER, sent, span, sent / span if span else 0, refused)
+        label = "%s, %d conn, rule %s at %.2f x %d/s: %d sent in %.1f s (%.0f/s), %d refused" % (
+            what, conns, name, x, OFFER, sent, span, sent / span if span else 0, refused)
         if x > 1:  # the pacing's most is below the limit, every second
             res.check(sent > 0 and refused == 0, label + " (below its limit: none)")
         elif sent <= allowed:

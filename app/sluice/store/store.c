@@ -604,20 +604,31 @@ node_said(struct sl_store *s, const redisAsyncContext *ac,
 }
 
 /*
- * A sub-bucket refused an ask: sent once more, to the next one (a key's
- * holders start on different ones, and one may be empty while another
- * is not). Its reply counts as a reply of the store.
+ * A sub-bucket refused an ask: sent on to the next, until one grants or
+ * every one has refused. A key's holders reserve from different ones,
+ * and one may have units while the others are in debt: sent once more
+ * only, an appliance's asks that met two empty sub-buckets of three were
+ * refused for the seconds the others' reservations ran, while the third
+ * filled to its cap (2/3 of the limit admitted for 3 s, e2e/cluster).
+ * Its reply counts as a reply of the store.
  */
 static int
 send_on(struct sl_store *s, struct node *nd, uint32_t i, const redisReply *rep)
 {
 	struct inflight *f = &s->fl[i];
+	uint64_t retry;
 
-	if (f->charge || f->moved || f->q.subs <= 1 || rep == NULL ||
+	if (f->charge || f->q.subs <= 1 || rep == NULL ||
 	    rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 ||
 	    rep->element[0]->integer != 0)
 		return 0;
-	f->moved = 1;
+	retry = rep->element[1]->integer > 0
+			? (uint64_t)rep->element[1]->integer
+			: 0;
+	if (f->tried == 0 || retry < f->soonest_ms)
+		f->soonest_ms = retry;
+	if (++f->tried >= f->q.subs)
+		return 0;
 	f->hops = 0;
 	f->sub = (uint8_t)((f->sub + 1) % f->q.subs);
 	if (send_reserve(s, i, f->eval, 0) != REDIS_OK)
@@ -692,6 +703,10 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 		return;
 	}
 	answer_of(&a, &f->q, rep);
+	/* every sub-bucket refused: ask again when the first has units */
+	if (f->tried > 0 && a.ans.granted == 0 &&
+	    f->soonest_ms * 1000000ULL < a.ans.retry_ns)
+		a.ans.retry_ns = f->soonest_ms * 1000000ULL;
 	s->sink.answer(s->sink.ctx, &f->q, &a, s->now);
 }
 

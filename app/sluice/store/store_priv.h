@@ -36,7 +36,10 @@ struct inflight {
 	uint8_t judged; /* the node whose breaker its outcome counts to */
 	uint8_t probe;  /* sent as that node's half-open probe */
 	uint8_t sub;    /* the sub-bucket it is sent to (q.subs > 1) */
-	uint8_t moved;  /* sent on to a second sub-bucket already */
+	uint8_t tried;  /* sub-buckets that refused it so far */
+	/* the soonest of their retry times (ms): when the first of them
+	 * will have units again */
+	uint64_t soonest_ms;
 };
 
 /*
