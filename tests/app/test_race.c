@@ -201,6 +201,7 @@ both_at_once(void **state)
 	unsigned int loops = 0, reloads = 0, swaps = 0;
 	struct sl_slices_retired gone = {0};
 	uint64_t next_reload = rte_rdtsc(), gap = rte_get_tsc_hz() / 500;
+	uint64_t began_run, most;
 	pthread_t t;
 
 	(void)state;
@@ -216,6 +217,7 @@ both_at_once(void **state)
 					.latency = &w->latency,
 					.tiers = w->tiers_ctr};
 	assert_int_equal(sl_telemetry_register(&src, 1), 0);
+	began_run = rte_rdtsc();
 	assert_int_equal(pthread_create(&t, NULL, worker_thread, w), 0);
 	while (!__atomic_load_n(&finished, __ATOMIC_ACQUIRE)) {
 		sl_coord_poll(app.coord, sl_tsc_ns(&app, rte_rdtsc()));
@@ -259,12 +261,19 @@ both_at_once(void **state)
 	 * A reload once restarted the worker's slices full (321 admitted),
 	 * and a lease entry swept while its slice was spent came back full
 	 * (up to 151) */
-	if (sum.allowed < KEYS || sum.allowed > KEYS * 3)
-		fail_msg("%llu allowed, %llu decided by the worker alone, %u "
+	/* ... and what the higher limit refilled while the run lasted: a
+	 * loaded sanitizer build once took 46 s, not 4, and each key's
+	 * bucket then held two more units (128 admitted of 200 due) */
+	most = KEYS * 3 +
+	       KEYS * (3 * (rte_rdtsc() - began_run) / rte_get_tsc_hz() / 60);
+	if (sum.allowed < KEYS || sum.allowed > most)
+		fail_msg("%llu allowed of at most %llu, %llu decided by the "
+			 "worker alone, %u "
 			 "reloads, %llu units taken unreported; coordinator: "
 			 "%llu granted, %llu taken, %llu answers dropped, %llu "
 			 "given back",
 			 (unsigned long long)sum.allowed,
+			 (unsigned long long)most,
 			 (unsigned long long)sum.degraded, reloads,
 			 (unsigned long long)sum.taken_unreported,
 			 (unsigned long long)app.coord->st.granted_units,
@@ -273,9 +282,10 @@ both_at_once(void **state)
 			 (unsigned long long)app.coord->st.given_back);
 	assert_true(reloads >= RELOADS);
 	assert_true(swaps >= 1);
-	printf("race: %u rounds, %llu allowed (%llu decided by the worker "
-	       "alone), %u reloads, %u slices tables, %u coordinator loops\n",
-	       ran, (unsigned long long)sum.allowed,
+	printf("race: %u rounds, %llu allowed of at most %llu (%llu decided "
+	       "by the worker alone), %u reloads, %u slices tables, %u "
+	       "coordinator loops\n",
+	       ran, (unsigned long long)sum.allowed, (unsigned long long)most,
 	       (unsigned long long)sum.degraded, reloads, swaps, loops);
 	sl_worker_free(w);
 	rte_free(w);
