@@ -102,14 +102,26 @@ def main():
             res.check(c.returncode == 1 and "next request: refused, admitted again in"
                       in c.stdout and "shadow: counts, never refuses" in c.stdout,
                       "sluicectl why: refused and when, exit 1 (%d)" % c.returncode)
-            if wait > 400:  # time to ask before it
+            # judged only where the answer came before the time: on a
+            # loaded machine the questions above, or the curl itself, once
+            # ran past it, and the request was served, as it should be
+            deadline = t0 + wait / 1000.0
+            served_late = False
+            if deadline - time.time() > 0.3:  # time to ask before it
                 st, hdr, _ = t.curl("-H", "X-API-Key: k-a", "http://%s/v1/x" % S4)
+                done = time.time()
                 ra = int(hdr.get("retry-after", "-1"))
-                res.check(st == 429 and ra == math.ceil(wait / 1000.0),
-                          "asked before it: 429, Retry-After %d" % ra)
-            time.sleep(max(0.0, t0 + wait / 1000.0 + 0.15 - time.time()))
+                if done < deadline:
+                    res.check(st == 429 and ra == math.ceil(wait / 1000.0),
+                              "asked before it: %d, Retry-After %d" % (st, ra))
+                else:
+                    served_late = st == 200
+                    print("  asked before it, answered %.0f ms after it: %d (not judged)"
+                          % ((done - deadline) * 1000, st))
+            time.sleep(max(0.0, deadline + 0.15 - time.time()))
             st = t.curl("-H", "X-API-Key: k-a", "http://%s/v1/x" % S4)[0]
-            res.eq(st, 200, "asked just after the time it gave: served")
+            if not served_late:
+                res.eq(st, 200, "asked just after the time it gave: served")
             r = rules_of(why(t, q + ",ip:198.18.0.1"))
             ip = r.get("per-ip", {})
             # units leased out are no longer the authority's, spent or not
