@@ -882,6 +882,7 @@ cmd_store(void *ctx, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, "late_given_back",
 					  ss->late_given_back);
 		rte_tel_data_add_dict_u64(d, "late_charged", ss->late_charged);
+		rte_tel_data_add_dict_u64(d, "late_covered", ss->late_covered);
 		rte_tel_data_add_dict_u64(d, "late_unmatched",
 					  ss->late_unmatched);
 		rte_tel_data_add_dict_u64(d, "late_delivered",

@@ -525,6 +525,7 @@ late_reply(struct sl_store *s, struct node *nd, struct inflight *f,
 		return;
 	}
 	s->sink.late(s->sink.ctx, &f->q, &a, s->now);
+	s->st.late_covered += g < f->covered ? g : f->covered;
 	if (g > f->covered) {
 		sl_msg_taken(&b, &f->q, g - f->covered);
 		b.type = SL_CO_GIVE_BACK;

@@ -140,6 +140,8 @@ struct sl_store_stats {
 	/* replies to asks already decided by timeout, their units, and how
 	 * they were squared: given back, or the node's extra charged */
 	uint64_t late_answers, late_units, late_given_back, late_charged;
+	/* units admitted in a late ask's place that its grant counted */
+	uint64_t late_covered;
 	uint64_t late_unmatched; /* slot reused before the reply came */
 	uint64_t late_delivered; /* late, none decided instead: delivered */
 	uint64_t charges, charged_units; /* units taken without a grant */
