@@ -15,23 +15,45 @@ static const char pairs[201] = "00010203040506070809"
 			       "80818283848586878889"
 			       "90919293949596979899";
 
-uint32_t
-sl_utoa(uint64_t v, char *buf)
+/*
+ * v's digits into buf; *words: its pairs of digits, each loaded as a
+ * little-endian word, and an odd length's first digit shifted up a byte,
+ * summed (num_set turns that into the checksum).
+ */
+static inline uint32_t
+digits(uint64_t v, char *buf, uint32_t *words)
 {
 	uint64_t p10 = 10;
-	uint32_t n = 1, i;
+	uint32_t n = 1, i, u = 0;
+	uint16_t w;
 
 	/* length first, then two digits per division, written backwards */
 	/* 10^20 wraps, but the loop has stopped by then */
 	for (; n < 20 && v >= p10; n++)
 		p10 *= 10;
-	for (i = n; v >= 100; i -= 2, v /= 100)
-		memcpy(buf + i - 2, pairs + 2 * (v % 100), 2);
-	if (v >= 10)
-		memcpy(buf, pairs + 2 * v, 2);
-	else
+	for (i = n; v >= 100; i -= 2, v /= 100) {
+		memcpy(&w, pairs + 2 * (v % 100), 2);
+		memcpy(buf + i - 2, &w, 2);
+		u += w;
+	}
+	if (v >= 10) {
+		memcpy(&w, pairs + 2 * v, 2);
+		memcpy(buf, &w, 2);
+		u += w;
+	} else {
 		buf[0] = (char)('0' + v);
+		u += (uint32_t)('0' + v) << 8;
+	}
+	*words = u;
 	return n;
+}
+
+uint32_t
+sl_utoa(uint64_t v, char *buf)
+{
+	uint32_t words;
+
+	return digits(v, buf, &words);
 }
 
 /*
@@ -320,36 +342,21 @@ fold(uint32_t acc)
 }
 
 /*
- * sl_utoa's digits with their sum as if at an even offset, in one pass:
+ * A number's digits and their sum as if at an even offset, in one pass:
  * a pair of digits loaded as a little-endian word is the pair's sum at
  * an odd offset, and every pair of a number lies at the same parity (the
  * length's), so the pairs' words are summed and the total swapped once
- * where they lie at even offsets. Summed in a second pass over the
- * digits, a byte at a time, the sums took a third of the fill.
+ * where they lie at even offsets (an odd length's first digit lies alone
+ * at offset 0, as digits() adds it). Summed in a second pass over the digits, a
+ * byte at a time, the sums took a third of the fill.
  */
 static inline void
 num_set(struct num *x, uint64_t v)
 {
-	uint64_t p10 = 10;
-	uint32_t n = 1, i, u = 0;
-	uint16_t w;
+	uint32_t u;
 
-	for (; n < 20 && v >= p10; n++)
-		p10 *= 10;
-	for (i = n; v >= 100; i -= 2, v /= 100) {
-		memcpy(&w, pairs + 2 * (v % 100), 2);
-		memcpy(x->d + i - 2, &w, 2);
-		u += w;
-	}
-	x->n = n;
-	if (v >= 10) { /* n even: every pair at an even offset */
-		memcpy(&w, pairs + 2 * v, 2);
-		memcpy(x->d, &w, 2);
-		x->sum = __builtin_bswap16(fold(u + w));
-		return;
-	}
-	x->d[0] = (char)('0' + v);
-	x->sum = fold(fold(u) + ((uint32_t)('0' + v) << 8));
+	x->n = digits(v, x->d, &u);
+	x->sum = x->n & 1 ? fold(u) : __builtin_bswap16(fold(u));
 }
 
 uint32_t
