@@ -395,6 +395,38 @@ sl_tcp_cksum_set(uint8_t *frame, const struct sl_pkt *p)
 	t[17] = (uint8_t)c;
 }
 
+/*
+ * The checksum adjusted for n bytes put into the payload at off (RFC 1624
+ * over the parts): the payload's old sum is what the checksum it came
+ * with says, so only the bytes before off, the new bytes and the header
+ * are read. The bytes moved n further on keep their sum, byte-swapped
+ * where n is odd. A segment that came with a wrong checksum keeps one:
+ * summed again, its corruption would reach the client as good data.
+ */
+void
+sl_tcp_cksum_insert(uint8_t *frame, const struct sl_pkt *p, uint32_t off,
+		    uint32_t n)
+{
+	uint8_t *t = frame + p->l4_off;
+	const uint8_t *pay = frame + p->payload_off;
+	uint32_t l = tcp_len(p);
+	uint32_t hdr = sl_cksum_partial(t, p->tcp_hlen, 0);
+	uint16_t all, head, tail, txt, c;
+
+	all = (uint16_t)~fold16(pseudo_sum(frame, p, l) + hdr);
+	head = (uint16_t)fold16(sl_cksum_partial(pay, off, 0));
+	tail = (uint16_t)fold16((uint32_t)all + (uint16_t)~head);
+	txt = (uint16_t)fold16(sl_cksum_partial(pay + off, n, 0));
+	if (off & 1)
+		txt = __builtin_bswap16(txt);
+	if (n & 1)
+		tail = __builtin_bswap16(tail);
+	c = sl_cksum_fold(pseudo_sum(frame, p, l + n) + hdr +
+			  (uint16_t)~rd16(t + 16) + head + txt + tail);
+	t[16] = (uint8_t)(c >> 8);
+	t[17] = (uint8_t)c;
+}
+
 void
 sl_ipv4_cksum_set(uint8_t *frame, const struct sl_pkt *p)
 {

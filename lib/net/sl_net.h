@@ -145,6 +145,14 @@ int sl_tcp_cksum_ok(const uint8_t *frame, const struct sl_pkt *p);
 
 /* Recomputes and writes the TCP checksum of a classified segment. */
 void sl_tcp_cksum_set(uint8_t *frame, const struct sl_pkt *p);
+
+/*
+ * Adjusts the TCP checksum of a segment whose payload has had n bytes
+ * put in at off, the rest moved up (frame holds the new bytes; p, the
+ * headers, still the old lengths). A wrong checksum stays wrong.
+ */
+void sl_tcp_cksum_insert(uint8_t *frame, const struct sl_pkt *p, uint32_t off,
+			 uint32_t n);
 /* Recomputes and writes the IPv4 header checksum. */
 void sl_ipv4_cksum_set(uint8_t *frame, const struct sl_pkt *p);
 

@@ -571,6 +571,57 @@ map_sack(void **state)
 	}
 }
 
+/* Bytes put into a segment's payload at every offset, n odd and even,
+ * over IPv4 and IPv6: the adjusted checksum is right, and a segment
+ * that came with a wrong one still has a wrong one. */
+static void
+insert_one(const uint8_t *frame, size_t len, uint32_t off, uint32_t n,
+	   int corrupt)
+{
+	uint8_t f[256];
+	struct sl_pkt p, q;
+	uint8_t *at;
+	uint32_t i;
+
+	memcpy(f, frame, len);
+	assert_int_equal(sl_pkt_parse(f, len, &p), SL_PKT_TCP);
+	if (corrupt)
+		f[p.payload_off + (off + n) % p.payload_len] ^= 0x5a;
+	at = f + p.payload_off + off;
+	memmove(at + n, at, p.payload_len - off);
+	for (i = 0; i < n; i++)
+		at[i] = (uint8_t)(0x21 + i * 37 + off);
+	sl_tcp_cksum_insert(f, &p, off, n);
+	q = p;
+	sl_ip_set_payload_len(f, &q, p.payload_len + n);
+	assert_int_equal(sl_pkt_parse(f, len + n, &q), SL_PKT_TCP);
+	assert_int_equal(q.payload_len, p.payload_len + n);
+	assert_int_equal(sl_tcp_cksum_ok(f, &q), !corrupt);
+}
+
+static void
+cksum_insert(void **state)
+{
+	struct sl_pkt p;
+	uint32_t off, n, c;
+
+	(void)state;
+	assert_int_equal(sl_pkt_parse(FRAME_V4, sizeof(FRAME_V4), &p),
+			 SL_PKT_TCP);
+	for (c = 0; c < 2; c++)
+		for (off = 0; off <= p.payload_len; off++)
+			for (n = 0; n <= 70; n += 1 + (n > 9) * 29)
+				insert_one(FRAME_V4, sizeof(FRAME_V4), off, n,
+					   (int)c);
+	assert_int_equal(sl_pkt_parse(FRAME_V6, sizeof(FRAME_V6), &p),
+			 SL_PKT_TCP);
+	for (c = 0; c < 2; c++)
+		for (off = 0; off <= p.payload_len; off++)
+			for (n = 0; n <= 70; n += 1 + (n > 9) * 29)
+				insert_one(FRAME_V6, sizeof(FRAME_V6), off, n,
+					   (int)c);
+}
+
 int
 main(void)
 {
@@ -588,6 +639,7 @@ main(void)
 		cmocka_unit_test(reply_segment),
 		cmocka_unit_test(rewrite_seq_sack),
 		cmocka_unit_test(map_sack),
+		cmocka_unit_test(cksum_insert),
 		cmocka_unit_test(cksum_lengths),
 		cmocka_unit_test(cksum_long),
 	};

@@ -102,15 +102,17 @@ fields(struct sl_worker *w, const struct sl_xlate *x, uint16_t slot, char *buf,
 	return sl_reply_budget(buf, n, &ri);
 }
 
-/* The frame's seq, ack and SACK blocks for the client, its checksum. */
+/* The frame's seq, ack and SACK blocks for the client, its checksum
+ * summed again (a frame cut from another) or already adjusted. */
 static void
 finish(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m,
-       struct sl_pkt *q, uint32_t seq, uint32_t ack)
+       struct sl_pkt *q, uint32_t seq, uint32_t ack, int sum)
 {
 	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
 
+	if (sum)
+		sl_tcp_cksum_set(frame, q);
 	sl_xlate_server_out(w, f, frame, q, seq, ack);
-	sl_tcp_cksum_set(frame, q);
 	m->ol_flags = 0;
 }
 
@@ -147,7 +149,7 @@ split(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m,
 		qa.tcp_flags &= (uint8_t)~SL_TCP_FIN;
 		d[qa.l4_off + 13] = qa.tcp_flags;
 	}
-	finish(w, f, *a, &qa, seq, ack);
+	finish(w, f, *a, &qa, seq, ack, 1);
 	*b = NULL;
 	if (off == p->payload_len) {
 		rte_pktmbuf_free(m);
@@ -160,7 +162,7 @@ split(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m,
 	sl_ip_set_payload_len(rte_pktmbuf_mtod(m, uint8_t *), &qb,
 			      p->payload_len - off);
 	m->data_len = m->pkt_len = qb.payload_off + qb.payload_len;
-	finish(w, f, m, &qb, seq + off + n, ack);
+	finish(w, f, m, &qb, seq + off + n, ack, 1);
 	*b = m;
 	return 0;
 }
@@ -195,9 +197,10 @@ grow(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m,
 		return -1;
 	memmove(at + n, at, p->payload_len - off);
 	memcpy(at, txt, n);
+	sl_tcp_cksum_insert(frame, p, off, n);
 	sl_ip_set_payload_len(frame, &q, p->payload_len + n);
 	m->data_len = m->pkt_len = end + n; /* (any padding gone) */
-	finish(w, f, m, &q, seq, ack);
+	finish(w, f, m, &q, seq, ack, 0);
 	return 0;
 }
 
