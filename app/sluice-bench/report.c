@@ -44,8 +44,10 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 		printf("differential: %u decisions the same in bursts and "
 		       "one frame at a time\n",
 		       diff);
-		printf("reject / allow: %.2f (closing), %.2f (kept)\n",
-		       v[M_REJECT] / v[M_ALLOW], v[M_REJECT_KEEP] / v[M_ALLOW]);
+		printf("reject / allow: %.2f (closing), %.2f (kept); against "
+		       "the admission's request and its response: %.2f\n",
+		       v[M_REJECT] / v[M_ALLOW], v[M_REJECT_KEEP] / v[M_ALLOW],
+		       v[M_REJECT] / (v[M_ALLOW] + v[M_RESPOND_BUDGET]));
 		printf("response / forwarded response: %.2f given its budget, "
 		       "%.2f settling its cost\n",
 		       v[M_RESPOND_BUDGET] / v[M_RESPOND],
@@ -96,6 +98,9 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       "\"keepalive_offload_over_parse\": %.2f, "
 	       "\"reject_over_allow\": %.2f, "
 	       "\"reject_kept_over_allow\": %.2f, "
+	       "\"cycles_per_request_respond\": %.1f, "
+	       "\"cycles_per_request_respond_budget\": %.1f, "
+	       "\"reject_over_allow_exchange\": %.2f, "
 	       "\"decisions_per_sec_per_core\": %.0f, "
 	       "\"decisions_per_sec_per_core_local\": %.0f, "
 	       "\"latency_ns_p50\": %lu, \"latency_ns_p99\": %lu, "
@@ -117,6 +122,8 @@ sl_bench_report(const struct bopts *o, const struct corpus *c,
 	       v[M_KEEPALIVE] / v[M_PARSE_ALONE],
 	       v[M_KEEPALIVE_OFFLOAD] / v[M_PARSE_ALONE],
 	       v[M_REJECT] / v[M_ALLOW], v[M_REJECT_KEEP] / v[M_ALLOW],
+	       v[M_RESPOND], v[M_RESPOND_BUDGET],
+	       v[M_REJECT] / (v[M_ALLOW] + v[M_RESPOND_BUDGET]),
 	       app->tsc_hz / v[M_LEASED], app->tsc_hz / v[M_KEEPALIVE], p50,
 	       p99, p999, fr->bytes_per_flow, fr->bytes_per_bucket,
 	       fr->head_pool_bytes, o->flood, fr->rss_kb_before,
