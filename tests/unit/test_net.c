@@ -600,26 +600,24 @@ insert_one(const uint8_t *frame, size_t len, uint32_t off, uint32_t n,
 }
 
 static void
-cksum_insert(void **state)
+insert_every(const uint8_t *frame, size_t len)
 {
 	struct sl_pkt p;
 	uint32_t off, n, c;
 
+	assert_int_equal(sl_pkt_parse(frame, len, &p), SL_PKT_TCP);
+	for (c = 0; c < 2; c++)
+		for (off = 0; off <= p.payload_len; off++)
+			for (n = 0; n <= 70; n += 1 + (n > 9) * 29)
+				insert_one(frame, len, off, n, (int)c);
+}
+
+static void
+cksum_insert(void **state)
+{
 	(void)state;
-	assert_int_equal(sl_pkt_parse(FRAME_V4, sizeof(FRAME_V4), &p),
-			 SL_PKT_TCP);
-	for (c = 0; c < 2; c++)
-		for (off = 0; off <= p.payload_len; off++)
-			for (n = 0; n <= 70; n += 1 + (n > 9) * 29)
-				insert_one(FRAME_V4, sizeof(FRAME_V4), off, n,
-					   (int)c);
-	assert_int_equal(sl_pkt_parse(FRAME_V6, sizeof(FRAME_V6), &p),
-			 SL_PKT_TCP);
-	for (c = 0; c < 2; c++)
-		for (off = 0; off <= p.payload_len; off++)
-			for (n = 0; n <= 70; n += 1 + (n > 9) * 29)
-				insert_one(FRAME_V6, sizeof(FRAME_V6), off, n,
-					   (int)c);
+	insert_every(FRAME_V4, sizeof(FRAME_V4));
+	insert_every(FRAME_V6, sizeof(FRAME_V6));
 }
 
 int
