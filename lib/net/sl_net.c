@@ -5,6 +5,7 @@
 #endif
 
 #include "sl_net.h"
+#include "sl_net_priv.h"
 
 #define ETH_HLEN     14
 #define ETYPE_IPV4   0x0800
@@ -313,15 +314,6 @@ sum_ssse3(const uint8_t *b, size_t len)
 }
 #endif
 
-/* Two folds take any 32-bit sum to 16 bits, as a loop would, without
- * its branch (below 2^17 after one, at most 0xffff after two). */
-static inline uint32_t
-fold16(uint32_t s)
-{
-	s = (s & 0xffff) + (s >> 16);
-	return (s & 0xffff) + (s >> 16);
-}
-
 uint32_t
 sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
 {
@@ -340,7 +332,7 @@ sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
 	 * congruent and non-zero as the loop's result was */
 	s = (s & 0xffffffffu) + (s >> 32);
 	s = (s & 0xffffffffu) + (s >> 32);
-	w = (uint16_t)fold16((uint32_t)s);
+	w = (uint16_t)sl_fold16((uint32_t)s);
 	if (*(const uint8_t *)&(uint16_t){1} == 1) /* little-endian host */
 		w = __builtin_bswap16(w);
 	return (uint32_t)w + sum;
@@ -349,7 +341,7 @@ sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
 uint16_t
 sl_cksum_fold(uint32_t sum)
 {
-	return (uint16_t)~fold16(sum);
+	return (uint16_t)~sl_fold16(sum);
 }
 
 static uint32_t
@@ -413,10 +405,10 @@ sl_tcp_cksum_insert(uint8_t *frame, const struct sl_pkt *p, uint32_t off,
 	uint32_t hdr = sl_cksum_partial(t, p->tcp_hlen, 0);
 	uint16_t all, head, tail, txt, c;
 
-	all = (uint16_t)~fold16(pseudo_sum(frame, p, l) + hdr);
-	head = (uint16_t)fold16(sl_cksum_partial(pay, off, 0));
-	tail = (uint16_t)fold16((uint32_t)all + (uint16_t)~head);
-	txt = (uint16_t)fold16(sl_cksum_partial(pay + off, n, 0));
+	all = (uint16_t)~sl_fold16(pseudo_sum(frame, p, l) + hdr);
+	head = (uint16_t)sl_fold16(sl_cksum_partial(pay, off, 0));
+	tail = (uint16_t)sl_fold16((uint32_t)all + (uint16_t)~head);
+	txt = (uint16_t)sl_fold16(sl_cksum_partial(pay + off, n, 0));
 	if (off & 1)
 		txt = __builtin_bswap16(txt);
 	if (n & 1)
@@ -562,7 +554,7 @@ cksum_adjust(uint8_t *ck, const uint8_t *old, const uint8_t *new, uint32_t n)
 		s += (uint16_t)~rd16(old + i);
 		s += rd16(new + i);
 	}
-	s = (uint16_t)~fold16(s);
+	s = (uint16_t)~sl_fold16(s);
 	ck[0] = (uint8_t)(s >> 8);
 	ck[1] = (uint8_t)s;
 }

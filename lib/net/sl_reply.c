@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "sl_net.h"
+#include "sl_net_priv.h"
 
 static const char pairs[201] = "00010203040506070809"
 			       "10111213141516171819"
@@ -333,14 +334,6 @@ struct num {
 	uint16_t sum;
 };
 
-static inline uint16_t
-fold(uint32_t acc)
-{
-	/* two folds take any 32-bit sum to 16 bits */
-	acc = (acc & 0xffff) + (acc >> 16);
-	return (uint16_t)((acc & 0xffff) + (acc >> 16));
-}
-
 /*
  * A number's digits and their sum as if at an even offset, in one pass:
  * a pair of digits loaded as a little-endian word is the pair's sum at
@@ -356,7 +349,10 @@ num_set(struct num *x, uint64_t v)
 	uint32_t u;
 
 	x->n = digits(v, x->d, &u);
-	x->sum = x->n & 1 ? fold(u) : __builtin_bswap16(fold(u));
+	x->sum =
+		(uint16_t)(x->n & 1
+				   ? sl_fold16(u)
+				   : __builtin_bswap16((uint16_t)sl_fold16(u)));
 }
 
 uint32_t
