@@ -401,11 +401,11 @@ sl_tcp_cksum_insert(uint8_t *frame, const struct sl_pkt *p, uint32_t off,
 {
 	uint8_t *t = frame + p->l4_off;
 	const uint8_t *pay = frame + p->payload_off;
-	uint32_t l = tcp_len(p);
+	uint32_t ps = pseudo_sum(frame, p, tcp_len(p));
 	uint32_t hdr = sl_cksum_partial(t, p->tcp_hlen, 0);
 	uint16_t all, head, tail, txt, c;
 
-	all = (uint16_t)~sl_fold16(pseudo_sum(frame, p, l) + hdr);
+	all = (uint16_t)~sl_fold16(ps + hdr);
 	head = (uint16_t)sl_fold16(sl_cksum_partial(pay, off, 0));
 	tail = (uint16_t)sl_fold16((uint32_t)all + (uint16_t)~head);
 	txt = (uint16_t)sl_fold16(sl_cksum_partial(pay + off, n, 0));
@@ -413,8 +413,9 @@ sl_tcp_cksum_insert(uint8_t *frame, const struct sl_pkt *p, uint32_t off,
 		txt = __builtin_bswap16(txt);
 	if (n & 1)
 		tail = __builtin_bswap16(tail);
-	c = sl_cksum_fold(pseudo_sum(frame, p, l + n) + hdr +
-			  (uint16_t)~rd16(t + 16) + head + txt + tail);
+	/* the length n longer: + n, in ones' complement (2^16 is 1) */
+	c = sl_cksum_fold(ps + n + hdr + (uint16_t)~rd16(t + 16) + head + txt +
+			  tail);
 	t[16] = (uint8_t)(c >> 8);
 	t[17] = (uint8_t)c;
 }
