@@ -1,12 +1,12 @@
 #!/bin/bash
 # What a refusal costs beside an admission, part by part, in place: the
-# tree at HEAD is built four more times, each with part of the closing
-# refusal's answer taken out of app/sluice/worker/reply.c or worker.c
-# (throwaway builds in a temporary worktree; nothing of it ships), and
-# `sluice-bench --only reject` of each is run interleaved with the real
-# build's `--only allow` and `--only reject`. Prints the mean of the
-# lowest three runs of each and the parts they make. Not a test: the
-# variants answer nothing, they only price what they leave out.
+# tree at HEAD is built as it is and four more times, each with part of
+# the closing refusal's answer taken out of app/sluice/worker/reply.c or
+# worker.c (throwaway builds in a temporary worktree; nothing of it
+# ships), and `sluice-bench --only reject` of each is run interleaved
+# with the real build's `--only allow` and `--only reject`. Prints the
+# mean of the lowest three runs of each and the parts they make. Not a
+# test: the variants answer nothing, they only price what they leave out.
 # usage: scripts/bench-refusal.sh [RUNS] [sluice-bench args after --]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,13 +15,10 @@ shift || true
 args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(--packets 2048 --flows 2048 --keys 10000)
 scripts/setup.sh >/dev/null
-[ -f build/build.ninja ] || meson setup build >/dev/null
-ninja -C build >/dev/null
 tmp=$(mktemp -d)
 tree="$tmp/tree"
 trap 'git worktree remove --force "$tree" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 git worktree add --detach "$tree" HEAD >/dev/null 2>&1
-cp build/app/sluice-bench/sluice-bench "$tmp/real"
 # variant NAME: FILE OLD NEW [FILE OLD NEW ...] -- each edit must apply
 variant() {
 	local name=$1
@@ -41,6 +38,8 @@ EOF
 	ninja -C "$tree/b" app/sluice-bench/sluice-bench >/dev/null
 	cp "$tree/b/app/sluice-bench/sluice-bench" "$tmp/$name"
 }
+# the real one from the same tree and build options as the variants
+variant real
 reply=app/sluice/worker/reply.c
 rst='	reset_server(w, rte_pktmbuf_mtod(m, uint8_t *), p, rst_seq);'
 build_429='	tlen = build(m, p, v, seq, ack, FIN | PSH | ACK);
@@ -80,7 +79,8 @@ for line in sys.stdin:
     runs.setdefault(name, []).append(json.loads(js)["cycles_per_request"])
 low = {k: sum(sorted(v)[:3]) / min(3, len(v)) for k, v in runs.items()}
 allow, reject = low["real:allow"], low["real:reject"]
-print("cycles per request, mean of the lowest three of %d runs each" % len(runs["real:allow"]))
+n = len(runs["real:allow"])
+print("cycles per request, mean of the lowest %d of %d runs each" % (min(3, n), n))
 rows = (("real:allow", "admission (new flow)"),
         ("real:reject", "refusal, 429 + RST"),
         ("decided:reject", "the refusal decided, nothing written"),
