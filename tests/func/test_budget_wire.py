@@ -18,7 +18,9 @@ ends of (tests/func/wire.py), every frame checked.
   in the second; a response longer than the MSS takes, in two frames;
 - four responses sent in random pieces with random pieces sent again
   (seeded, SL_SEED): every byte reaches the client at one number, the
-  stream is each response with its budget, acks translated both ways.
+  stream is each response with its budget, acks translated both ways;
+- a server segment whose checksum came wrong leaves with a wrong one,
+  the budget in it; sent again intact, it leaves right.
 
 usage: test_budget_wire.py PATH/TO/sluice
 """
@@ -188,6 +190,30 @@ def shuffled(w, res, f, seed):
     res.check(ok_ack, "shuffled: acks translated both ways, checksums right")
 
 
+def corrupted(w, res, f):
+    """A server segment whose checksum was wrong when it came (a byte
+    flipped on the way, after the server summed it) is given its budget
+    and still has a wrong one: the client drops it, as it would have
+    without sluice, where summing it again would have handed it the
+    flipped byte as good data. Sent again intact, it reaches the client
+    right: the same fields at the same numbers."""
+    w.handshake(f, res)
+    w.fwd(res, "c", f.data(req("/v1/a", "X-API-Key: k-bad")), "corrupted: allowed")
+    bad = bytearray(bytes(f.s(RESP)))
+    bad[-1] ^= 0x01
+    oc, _ = w.step("s", bytes(bad))
+    if not res.eq(len(oc), 1, "corrupted: one frame to the client"):
+        return
+    pay = bytes(Ether(oc[0])[TCP].payload)
+    res.check(pay.startswith(LINE + b"RateLimit-Policy") and not pktcheck.cksums_ok(oc[0]),
+              "corrupted: given its budget, its checksum still wrong")
+    oc2, _ = w.step("s", f.s(RESP))
+    res.check(len(oc2) == 1 and pktcheck.cksums_ok(oc2[0]) and
+              Ether(oc2[0])[TCP].seq == Ether(oc[0])[TCP].seq and
+              bytes(Ether(oc2[0])[TCP].payload) == pay[:-1] + RESP[-1:],
+              "corrupted: sent again intact, the same frame, its checksum right")
+
+
 def main():
     binary = sys.argv[1]
     res = sltest.Results("budget_wire")
@@ -199,9 +225,11 @@ def main():
             budget(w, res, Conn(42001), "v4")
             budget(w, res, Conn(42002, v6=True, vlan=9, ts=True), "v6")
             shuffled(w, res, Conn(42003), int(os.environ.get("SL_SEED", "1")))
+            corrupted(w, res, Conn(42004))
             st = s.stats()
             res.eq(s.stop(), 0, "sluice exits 0 on SIGINT")
-    res.eq(st["budget_headers"], 12, "budget_headers: four responses on each connection")
+    res.eq(st["budget_headers"], 13, "budget_headers: four responses on each connection, "
+           "and the corrupted one")
     res.check(st["budget_resent"] > 4, "budget_resent: sent again whole and cut, on each, "
               "and shuffled pieces across the point (%d)" % st["budget_resent"])
     res.eq(st["budget_dropped"], 0, "budget_dropped")
