@@ -20,7 +20,8 @@ ends of (tests/func/wire.py), every frame checked.
   (seeded, SL_SEED): every byte reaches the client at one number, the
   stream is each response with its budget, acks translated both ways;
 - a server segment whose checksum came wrong leaves with a wrong one,
-  the budget in it; sent again intact, it leaves right.
+  the budget in it, grown or cut in two; sent again intact, it leaves
+  right.
 
 usage: test_budget_wire.py PATH/TO/sluice
 """
@@ -212,6 +213,20 @@ def corrupted(w, res, f):
               Ether(oc2[0])[TCP].seq == Ether(oc[0])[TCP].seq and
               bytes(Ether(oc2[0])[TCP].payload) == pay[:-1] + RESP[-1:],
               "corrupted: sent again intact, the same frame, its checksum right")
+    # past the MSS the segment leaves cut in two, each summed anew: both
+    # wrong where it came wrong (the flipped byte in the second)
+    n = len(pay) - len(RESP)
+    f.sseq += len(RESP) + n
+    w.step("c", f.data(req("/v1/b", "X-API-Key: k-bad")))
+    bad = bytearray(bytes(f.s(BIG, seq=f.sseq - n)))
+    bad[-1] ^= 0x01
+    oc, _ = w.step("s", bytes(bad), want=2)
+    res.check(len(oc) == 2 and not any(pktcheck.cksums_ok(x) for x in oc),
+              "corrupted, cut in two: both parts' checksums wrong")
+    oc2, _ = w.step("s", f.s(BIG, seq=f.sseq - n), want=2)
+    res.check(len(oc2) == 2 and all(pktcheck.cksums_ok(x) for x in oc2) and
+              stream(oc2).keys() == stream(oc).keys(),
+              "corrupted, cut in two: sent again intact, both parts right, at the same numbers")
 
 
 def main():
@@ -228,8 +243,8 @@ def main():
             corrupted(w, res, Conn(42004))
             st = s.stats()
             res.eq(s.stop(), 0, "sluice exits 0 on SIGINT")
-    res.eq(st["budget_headers"], 13, "budget_headers: four responses on each connection, "
-           "and the corrupted one")
+    res.eq(st["budget_headers"], 14, "budget_headers: four responses on each connection, "
+           "and the two corrupted ones")
     res.check(st["budget_resent"] > 4, "budget_resent: sent again whole and cut, on each, "
               "and shuffled pieces across the point (%d)" % st["budget_resent"])
     res.eq(st["budget_dropped"], 0, "budget_dropped")

@@ -102,16 +102,27 @@ fields(struct sl_worker *w, const struct sl_xlate *x, uint16_t slot, char *buf,
 	return sl_reply_budget(buf, n, &ri);
 }
 
-/* The frame's seq, ack and SACK blocks for the client, its checksum
- * summed again (a frame cut from another) or already adjusted. */
+/*
+ * A frame's checksum as finish() leaves it: adjusted already (grown in
+ * place), or summed anew (cut from another), and then left wrong where
+ * the segment it was cut from came with a wrong one: summed anew, a
+ * byte flipped on the way would reach the client as good data.
+ */
+enum ck { CK_ADJUSTED, CK_SUMMED, CK_SUMMED_WRONG };
+
+/* The frame's seq, ack and SACK blocks for the client, its checksum. */
 static void
 finish(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m,
-       struct sl_pkt *q, uint32_t seq, uint32_t ack, int sum)
+       struct sl_pkt *q, uint32_t seq, uint32_t ack, enum ck ck)
 {
 	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
 
-	if (sum)
+	if (ck != CK_ADJUSTED)
 		sl_tcp_cksum_set(frame, q);
+	/* its last bit flipped: the sum then misses by one, which no
+	 * representation of zero is */
+	if (ck == CK_SUMMED_WRONG)
+		frame[q->l4_off + 17] ^= 1;
 	sl_xlate_server_out(w, f, frame, q, seq, ack);
 	m->ol_flags = 0;
 }
@@ -130,6 +141,7 @@ split(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m,
 	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
 	uint32_t head = p->payload_off + off;
 	struct sl_pkt qa = *p, qb = *p;
+	enum ck ck;
 	uint8_t *d;
 
 	/* the first part is no longer than the segment was, or than a
@@ -142,6 +154,7 @@ split(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m,
 		rte_pktmbuf_free(*a);
 		return -1;
 	}
+	ck = sl_tcp_cksum_ok(frame, p) ? CK_SUMMED : CK_SUMMED_WRONG;
 	memcpy(d, frame, head);
 	memcpy(d + head, txt, n);
 	sl_ip_set_payload_len(d, &qa, off + n);
@@ -149,7 +162,7 @@ split(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m,
 		qa.tcp_flags &= (uint8_t)~SL_TCP_FIN;
 		d[qa.l4_off + 13] = qa.tcp_flags;
 	}
-	finish(w, f, *a, &qa, seq, ack, 1);
+	finish(w, f, *a, &qa, seq, ack, ck);
 	*b = NULL;
 	if (off == p->payload_len) {
 		rte_pktmbuf_free(m);
@@ -162,7 +175,7 @@ split(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m,
 	sl_ip_set_payload_len(rte_pktmbuf_mtod(m, uint8_t *), &qb,
 			      p->payload_len - off);
 	m->data_len = m->pkt_len = qb.payload_off + qb.payload_len;
-	finish(w, f, m, &qb, seq + off + n, ack, 1);
+	finish(w, f, m, &qb, seq + off + n, ack, ck);
 	*b = m;
 	return 0;
 }
@@ -200,7 +213,7 @@ grow(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m,
 	sl_tcp_cksum_insert(frame, p, off, n);
 	sl_ip_set_payload_len(frame, &q, p->payload_len + n);
 	m->data_len = m->pkt_len = end + n; /* (any padding gone) */
-	finish(w, f, m, &q, seq, ack, 0);
+	finish(w, f, m, &q, seq, ack, CK_ADJUSTED);
 	return 0;
 }
 
