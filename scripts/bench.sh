@@ -94,7 +94,7 @@ for k, what in (("reject_over_allow", "closing"), ("reject_kept_over_allow", "ke
     x = statistics.median(r[k] for r in rows)
     goal(x <= 1.0, "a refusal <= an admission, %s the connection: %.2f" % (what, x))
 # not a goal: what the appliance spends on each answer a request gets, the
-# refusal against the admission and the server's response it lets through
+# refusal against the admission and the response of the server it lets through
 x = statistics.median(r["reject_over_allow_exchange"] for r in rows)
 print("  %-9s a refusal against the admission and its response: %.2f" % ("", x))
 ' "$name"
