@@ -41,7 +41,10 @@ sl_bench_pass_forward(const struct sl_app *app, struct corpus *c)
 	return rte_rdtsc_precise() - t0;
 }
 
-uint64_t
+/* never inlined, nor pass_parse_flow() and parse_heads(): each is
+ * exactly what a pass times, the function scripts/bench-count.sh has
+ * callgrind count instructions in */
+__attribute__((noinline)) uint64_t
 sl_bench_pass_worker(struct sl_worker *w, struct corpus *c)
 {
 	uint64_t t0 = rte_rdtsc_precise();
@@ -170,7 +173,7 @@ head_complete(const struct sl_http_cfg *cfg, const struct rte_mbuf *b)
  * are parsed after the worker has sent them: nothing takes an mbuf from
  * the corpus's pool until the next round, so their bytes are as sent.
  */
-static uint64_t
+static __attribute__((noinline)) uint64_t
 pass_parse_flow(struct bench_env *e, int m)
 {
 	struct sl_worker *w = e->w[m];
@@ -586,20 +589,25 @@ check_cost(const struct bench_env *e, int m, char *buf, size_t len)
  * payload: no frame, flow or bucket. What a decision is weighed against
  * (the issue of its cost is everything around the parse).
  */
-static uint64_t
-round_parse(struct bench_env *e, int m, uint32_t r)
+static __attribute__((noinline)) uint64_t
+parse_heads(struct bench_env *e)
 {
 	const struct sl_http_cfg *cfg = &e->app->http;
-	uint64_t t0;
+	uint64_t t0 = rte_rdtsc_precise();
 	uint32_t i;
 
-	(void)m;
-	sl_bench_set_round(&e->c, r);
-	sl_bench_kept(&e->c);
-	t0 = rte_rdtsc_precise();
 	for (i = 0; i < e->c.n; i++)
 		e->parsed += (uint64_t)head_complete(cfg, e->c.m[i]);
 	return rte_rdtsc_precise() - t0;
+}
+
+static uint64_t
+round_parse(struct bench_env *e, int m, uint32_t r)
+{
+	(void)m;
+	sl_bench_set_round(&e->c, r);
+	sl_bench_kept(&e->c);
+	return parse_heads(e);
 }
 
 /* Pass m's heads, every round's, complete (got of them). */
