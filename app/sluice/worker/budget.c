@@ -154,7 +154,7 @@ split(struct sl_worker *w, const struct sl_flow *f, struct rte_mbuf *m,
 		rte_pktmbuf_free(*a);
 		return -1;
 	}
-	ck = sl_tcp_cksum_ok(frame, p) ? CK_SUMMED : CK_SUMMED_WRONG;
+	ck = sl_dp_cksum_ok(m, frame, p) ? CK_SUMMED : CK_SUMMED_WRONG;
 	memcpy(d, frame, head);
 	memcpy(d + head, txt, n);
 	sl_ip_set_payload_len(d, &qa, off + n);

@@ -218,6 +218,26 @@ sl_ask_stale_ns(const struct sl_worker *w)
 }
 int sl_leased_init(struct sl_worker *w);
 
+/*
+ * A frame's TCP checksum: the port's verdict where it gave one, summed
+ * where it did not. NONE (verified data, field not filled in: virtio)
+ * is summed like unknown: forwarded as it is, such a frame would be
+ * dropped by the backend, so it is counted as a bad checksum, where it
+ * shows.
+ */
+static inline int
+sl_dp_cksum_ok(const struct rte_mbuf *m, const uint8_t *frame,
+	       const struct sl_pkt *p)
+{
+	uint64_t f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+
+	if (f == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
+		return 1;
+	if (f == RTE_MBUF_F_RX_L4_CKSUM_BAD)
+		return 0;
+	return sl_tcp_cksum_ok(frame, p);
+}
+
 /* xlate.c: a kept connection's sequence numbers (response.keep_alive) */
 enum { SL_XL_GO = 0, SL_XL_DROP, SL_XL_RESET };
 int sl_xlate_init(struct sl_worker *w);

@@ -183,22 +183,6 @@ flow_key(struct sl_flow_key *k, const struct sl_pkt *p, int from_client)
 	memcpy(&k->cport, &tail, 8);
 }
 
-/* Software check unless the port already verified the checksum. */
-static inline int
-cksum_ok(const struct rte_mbuf *m, const uint8_t *frame, const struct sl_pkt *p)
-{
-	uint64_t f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
-
-	/* NONE (verified data, field not filled in: virtio) is summed like
-	 * unknown: forwarded as it is, such a frame would be dropped by the
-	 * backend, so it is counted as a bad checksum here, where it shows */
-	if (f == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
-		return 1;
-	if (f == RTE_MBUF_F_RX_L4_CKSUM_BAD)
-		return 0;
-	return sl_tcp_cksum_ok(frame, p);
-}
-
 /*
  * What a Linux backend discards before TCP reads it, checked on the
  * frame: kept out of the stream here, counted by reason.
@@ -330,7 +314,7 @@ inspect(struct sl_worker *w, struct rte_mbuf *m, const uint8_t *frame,
 	flow_key(&k, p, 1);
 	h = hash != NULL ? *hash : sl_flow_hash(w->flows, &k);
 
-	if (unlikely(!cksum_ok(m, frame, p))) {
+	if (unlikely(!sl_dp_cksum_ok(m, frame, p))) {
 		/* The backend would discard it: so must our view of the stream.
 		 */
 		w->ctr.bad_checksum++;
