@@ -9,7 +9,9 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <rte_eal.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
@@ -68,6 +70,29 @@ dp_frame(struct rte_mempool *pool, int from_client, const struct conn *c,
 }
 
 /*
+ * EAL as the in-process tests start it: no hugepages and no PCI, the two
+ * ring ports, a file prefix of its own (name and the pid; static, as the
+ * arguments must outlive the call). 0, or -1 said on stderr.
+ */
+static inline int
+dp_eal(char *argv0, const char *name)
+{
+	static char prefix[64];
+	char *eal[] = {
+		argv0,       "--no-huge",     "-m",        "512",
+		"--no-pci",  "--file-prefix", prefix,      "-l",
+		"0",         "--log-level",   "*:error",   "--vdev",
+		"net_ring0", "--vdev",        "net_ring1", "--no-telemetry"};
+
+	snprintf(prefix, sizeof(prefix), "%s_%d", name, (int)getpid());
+	if (rte_eal_init((int)RTE_DIM(eal), eal) < 0) {
+		fprintf(stderr, "%s: EAL did not start\n", name);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * After rte_eal_init: the app of the rules in text (its policy built,
  * one lease holder), a pool named name, and the two ring ports. Returns
  * the parsed config, NULL (said on stderr) if any of it failed.
@@ -96,6 +121,15 @@ dp_app(struct sl_app *app, struct rte_mempool **pool, const char *name,
 		return NULL;
 	}
 	return cfg;
+}
+
+/* What dp_app() set up, and EAL, undone once the tests have run. */
+static inline void
+dp_app_close(struct sl_app *app)
+{
+	sl_ports_close(app);
+	sl_policy_free(app->policy);
+	rte_eal_cleanup();
 }
 
 #endif /* SLUICE_TESTS_DPFRAMES_H */

@@ -14,7 +14,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include <rte_eal.h>
@@ -164,29 +163,18 @@ cut_keeps_verdict(void **state)
 int
 main(int argc, char **argv)
 {
-	char prefix[64];
-	char *eal[] = {
-		argv[0],     "--no-huge",     "-m",        "512",
-		"--no-pci",  "--file-prefix", prefix,      "-l",
-		"0",         "--log-level",   "*:error",   "--vdev",
-		"net_ring0", "--vdev",        "net_ring1", "--no-telemetry"};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(cut_keeps_verdict),
 	};
 	int rc;
 
 	(void)argc;
-	snprintf(prefix, sizeof(prefix), "test_budget_%d", (int)getpid());
-	if (rte_eal_init((int)RTE_DIM(eal), eal) < 0) {
-		fprintf(stderr, "test_budget: EAL did not start\n");
+	if (dp_eal(argv[0], "test_budget") != 0)
 		return 1;
-	}
 	if (dp_app(&app, &pool, "test_budget", CONFIG, sizeof(CONFIG) - 1) ==
 	    NULL)
 		return 1;
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	sl_ports_close(&app);
-	sl_policy_free(app.policy);
-	rte_eal_cleanup();
+	dp_app_close(&app);
 	return rc;
 }

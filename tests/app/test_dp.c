@@ -13,7 +13,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include <rte_bus_vdev.h>
@@ -1533,12 +1532,6 @@ taken_units_kept(void **state)
 int
 main(int argc, char **argv)
 {
-	char prefix[64];
-	char *eal[] = {
-		argv[0],     "--no-huge",     "-m",        "512",
-		"--no-pci",  "--file-prefix", prefix,      "-l",
-		"0",         "--log-level",   "*:error",   "--vdev",
-		"net_ring0", "--vdev",        "net_ring1", "--no-telemetry"};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(local_limit),
 		cmocka_unit_test(refused_and_passthrough),
@@ -1570,17 +1563,12 @@ main(int argc, char **argv)
 	int rc;
 
 	(void)argc;
-	snprintf(prefix, sizeof(prefix), "test_dp_%d", (int)getpid());
-	if (rte_eal_init((int)RTE_DIM(eal), eal) < 0) {
-		fprintf(stderr, "test_dp: EAL did not start\n");
+	if (dp_eal(argv[0], "test_dp") != 0)
 		return 1;
-	}
 	cfg = dp_app(&app, &pool, "test_dp", CONFIG, sizeof(CONFIG) - 1);
 	if (cfg == NULL)
 		return 1;
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	sl_ports_close(&app);
-	sl_policy_free(app.policy);
-	rte_eal_cleanup();
+	dp_app_close(&app);
 	return rc;
 }

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include <rte_cycles.h>
@@ -294,12 +293,7 @@ both_at_once(void **state)
 int
 main(int argc, char **argv)
 {
-	char prefix[64], text[1024];
-	char *eal[] = {
-		argv[0],     "--no-huge",     "-m",        "512",
-		"--no-pci",  "--file-prefix", prefix,      "-l",
-		"0",         "--log-level",   "*:error",   "--vdev",
-		"net_ring0", "--vdev",        "net_ring1", "--no-telemetry"};
+	char text[1024];
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(both_at_once),
 	};
@@ -307,11 +301,8 @@ main(int argc, char **argv)
 	int rc;
 
 	(void)argc;
-	snprintf(prefix, sizeof(prefix), "test_race_%d", (int)getpid());
-	if (rte_eal_init((int)RTE_DIM(eal), eal) < 0) {
-		fprintf(stderr, "test_race: EAL did not start\n");
+	if (dp_eal(argv[0], "test_race") != 0)
 		return 1;
-	}
 	config_text(text, sizeof(text), 0);
 	cfg = dp_app(&app, &pool, "test_race", text, strlen(text));
 	if (cfg == NULL)
