@@ -10,13 +10,16 @@
 # passes or fails.
 # usage: scripts/bench-count.sh [PASS...]
 #   PASS: parse (the head parser alone), parse-flow, keepalive,
-#   keepalive-offload, keepalive-plain, allow, reject, reject-keep;
-#   default: parse keepalive keepalive-offload allow reject.
+#   keepalive-offload, keepalive-acked and keepalive-plain (the server's
+#   ACK counted too, with and without the stream normaliser), allow,
+#   reject, reject-keep; default: parse keepalive keepalive-offload
+#   keepalive-acked keepalive-plain allow reject.
 #   BENCH_COUNT_FUNCS=N also lists each pass's N costliest functions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 passes=("$@")
-[ ${#passes[@]} -eq 0 ] && passes=(parse keepalive keepalive-offload allow reject)
+[ ${#passes[@]} -eq 0 ] &&
+	passes=(parse keepalive keepalive-offload keepalive-acked keepalive-plain allow reject)
 scripts/setup.sh >/dev/null
 # valgrind is this script's alone: installed here, not by setup.sh
 if ! dpkg-query -W -f='${Status}' valgrind 2>/dev/null | grep -q "ok installed"; then
@@ -33,15 +36,16 @@ tmp=${BENCH_COUNT_KEEP:-$(mktemp -d)}
 trap "rm -rf $tmp" EXIT
 packets=2048
 for pass in "${passes[@]}"; do
+	toggle=(--toggle-collect='sl_bench_pass_worker*')
 	case $pass in
-	parse) fn='parse_heads*' ;;
-	parse-flow | parse-flow-offload) fn='pass_parse_flow*' ;;
-	*) fn='sl_bench_pass_worker*' ;;
+	parse) toggle=(--toggle-collect='parse_heads*') ;;
+	parse-flow | parse-flow-offload) toggle=(--toggle-collect='pass_parse_flow*') ;;
+	keepalive-acked | keepalive-plain) toggle+=(--toggle-collect='ack_bursts*') ;;
 	esac
 	for rounds in 2 6; do
 		# the L1 caches of the EPYC and Xeon hosts (32 KiB, 8 ways)
 		valgrind --tool=callgrind --callgrind-out-file="$tmp/$pass.$rounds" \
-			--toggle-collect="$fn" --cache-sim=yes --I1=32768,8,64 \
+			"${toggle[@]}" --cache-sim=yes --I1=32768,8,64 \
 			--D1=32768,8,64 --LL=33554432,16,64 \
 			build-count/app/sluice-bench/sluice-bench --no-huge -m 1024 \
 			--no-pci -l 0 --file-prefix "count$$" --log-level lib.eal:warning \
@@ -51,7 +55,7 @@ for pass in "${passes[@]}"; do
 				cat "$tmp/err" >&2
 				exit 1
 			}
-		callgrind_annotate --inclusive=no --threshold=100 \
+		callgrind_annotate --inclusive=no --auto=no --threshold=100 \
 			"$tmp/$pass.$rounds" >"$tmp/$pass.$rounds.txt" 2>/dev/null
 	done
 done
@@ -99,8 +103,11 @@ for p in passes:
         for f, v in sorted(diff.items(), key=lambda kv: -kv[1])[:nfun]:
             i1 = (fb[f]["I1mr"] - fa.get(f, {}).get("I1mr", 0)) / per
             print("    %-34s %8.0f %8.1f" % (f[:34], v, i1))
+if "keepalive-acked" in rows and "keepalive-plain" in rows:
+    print("the stream normaliser: %.3f x the instructions without it (keep-alive and its ACK)"
+          % (rows["keepalive-acked"]["Ir"] / rows["keepalive-plain"]["Ir"]))
 if "parse" in rows:
     for p in passes:
-        if p != "parse":
+        if p not in ("parse", "keepalive-acked", "keepalive-plain"):
             print("%s / parse: %.2f x its instructions" % (p, rows[p]["Ir"] / rows["parse"]["Ir"]))
 EOF
