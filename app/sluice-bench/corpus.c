@@ -363,7 +363,8 @@ ack_bursts(struct sl_worker *w, struct rte_mbuf **m, uint32_t n)
 		t0 = rte_rdtsc_precise();
 		w->now = rte_rdtsc();
 		sl_worker_burst(w, m + i,
-				(uint16_t)RTE_MIN((uint32_t)SL_BURST, n - i), 1);
+				(uint16_t)RTE_MIN((uint32_t)SL_BURST, n - i),
+				1);
 		sl_worker_flush(w);
 		spent += rte_rdtsc_precise() - t0;
 	}
