@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <string.h>
-#ifdef __SSE4_1__
-#include <smmintrin.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
 #endif
 
 #include "sl_top.h"
@@ -16,6 +16,7 @@ write_entry(struct sl_top *t, uint32_t i, uint64_t hash, uint16_t rule_slot,
 	__atomic_store_n(&e->seq, e->seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	t->hash[i] = hash;
+	t->tag[i] = (uint8_t)(hash >> 56);
 	e->rule_slot = rule_slot;
 	e->kind = kind;
 	e->ip_af = ip_af;
@@ -27,30 +28,34 @@ write_entry(struct sl_top *t, uint32_t i, uint64_t hash, uint16_t rule_slot,
 }
 
 /*
- * The entries in use whose hash is h, as a mask (bit i: entry i). All 32
- * compared at once: most refusals under a flood are of identities not
- * listed, which a loop compared one by one, each a branch.
+ * The entries in use whose hash is h, as a mask (bit i: entry i). Their
+ * tags compared first, all 32 at once: most refusals under a flood are
+ * of identities not listed, and one in eight of those meets a tag, whose
+ * hash alone is then read.
  */
 static inline uint32_t
 matching(const struct sl_top *t, uint64_t h)
 {
-	uint32_t m = 0, i;
-#ifdef __SSE4_1__
-	const __m128i k = _mm_set1_epi64x((long long)h);
+	uint8_t tag = (uint8_t)(h >> 56);
+	uint32_t m = 0, c, i;
+#ifdef __SSE2__
+	const __m128i k = _mm_set1_epi8((char)tag);
 
-	for (i = 0; i < SL_TOP_K; i += 2) {
-		__m128i c = _mm_cmpeq_epi64(
-			_mm_loadu_si128(
-				(const __m128i *)(const void *)&t->hash[i]),
-			k);
-
-		m |= (uint32_t)_mm_movemask_pd(_mm_castsi128_pd(c)) << i;
-	}
+	for (i = 0; i < SL_TOP_K; i += 16)
+		m |= (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(
+			     _mm_loadu_si128((const __m128i *)&t->tag[i]), k))
+		     << i;
 #else
 	for (i = 0; i < SL_TOP_K; i++)
-		m |= (uint32_t)(t->hash[i] == h) << i;
+		m |= (uint32_t)(t->tag[i] == tag) << i;
 #endif
-	return m & (uint32_t)((1ULL << t->n) - 1);
+	m &= (uint32_t)((1ULL << t->n) - 1);
+	for (c = m; c != 0; c &= c - 1) {
+		i = (uint32_t)__builtin_ctz(c);
+		if (t->hash[i] != h)
+			m &= ~(1u << i);
+	}
+	return m;
 }
 
 void

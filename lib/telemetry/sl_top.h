@@ -31,7 +31,11 @@ struct sl_top_entry {
 };
 
 struct sl_top {
-	uint64_t hash[SL_TOP_K]; /* scanned first: four cache lines */
+	/* each hash's top byte, scanned first (one line, two compares):
+	 * most refusals are of identities not listed, whose hash is then
+	 * never read */
+	uint8_t tag[SL_TOP_K];
+	uint64_t hash[SL_TOP_K];
 	uint32_t n;
 	uint32_t misses;
 	struct sl_top_entry e[SL_TOP_K];
