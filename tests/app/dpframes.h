@@ -8,14 +8,18 @@
 #define SLUICE_TESTS_DPFRAMES_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_cycles.h>
 #include <rte_eal.h>
+#include <rte_ethdev.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include "policy.h"
+#include "sl_worker.h"
 #include "sluice.h"
 
 struct conn {
@@ -67,6 +71,48 @@ dp_frame(struct rte_mempool *pool, int from_client, const struct conn *c,
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
 	tcp->cksum = rte_ipv4_udptcp_cksum(ip, tcp);
 	return m;
+}
+
+/* One frame through the worker, as if just received from port index
+ * from, and what it sent flushed. m NULL (the pool ran out) fails the
+ * test: the frame the test meant was never seen. */
+static inline void
+dp_burst(struct sl_worker *w, struct rte_mbuf *m, int from)
+{
+	if (m == NULL) {
+		fprintf(stderr, "dp_burst: no mbuf for the frame\n");
+		abort();
+	}
+	w->now = rte_rdtsc();
+	sl_worker_burst(w, &m, 1, from);
+	sl_worker_flush(w);
+}
+
+/* Every frame the worker sent either way, freed. */
+static inline void
+dp_drain(const struct sl_app *app)
+{
+	struct rte_mbuf *m[32];
+	unsigned int n, d;
+
+	for (d = 0; d < 2; d++)
+		while ((n = rte_eth_rx_burst(app->port[d], 0, m, 32)) > 0)
+			rte_pktmbuf_free_bulk(m, n);
+}
+
+/* c's three-way handshake through the worker both ways (port index 0
+ * faces the clients), its sequence numbers moved on. */
+static inline void
+dp_handshake(struct sl_worker *w, struct rte_mempool *pool, struct conn *c)
+{
+	dp_burst(w, dp_frame(pool, 1, c, RTE_TCP_SYN_FLAG, NULL), 0);
+	c->cseq++;
+	dp_burst(
+		w,
+		dp_frame(pool, 0, c, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG, NULL),
+		1);
+	c->sseq++;
+	dp_burst(w, dp_frame(pool, 1, c, RTE_TCP_ACK_FLAG, NULL), 0);
 }
 
 /*

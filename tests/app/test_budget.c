@@ -45,26 +45,6 @@ static struct sl_app app;
 static struct rte_mempool *pool;
 static uint16_t next_cport = 41000;
 
-static void
-burst(struct sl_worker *w, struct rte_mbuf *m, int from)
-{
-	assert_non_null(m);
-	w->now = rte_rdtsc();
-	sl_worker_burst(w, &m, 1, from);
-	sl_worker_flush(w);
-}
-
-static void
-drain(void)
-{
-	struct rte_mbuf *m[32];
-	unsigned int n, d;
-
-	for (d = 0; d < 2; d++)
-		while ((n = rte_eth_rx_burst(app.port[d], 0, m, 32)) > 0)
-			rte_pktmbuf_free_bulk(m, n);
-}
-
 /* A connection opened (no MSS option: the client takes 536 bytes a
  * segment) and one request allowed on it. */
 static struct conn
@@ -74,18 +54,13 @@ allowed_request(struct sl_worker *w)
 		"GET /x HTTP/1.1\r\nHost: api\r\nX-API-Key: k1\r\n\r\n";
 	struct conn c = {.cport = next_cport++, .cseq = 1000, .sseq = 5000};
 
-	burst(w, dp_frame(pool, 1, &c, RTE_TCP_SYN_FLAG, NULL), DOWN);
-	c.cseq++;
-	burst(w,
-	      dp_frame(pool, 0, &c, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG, NULL),
-	      UP);
-	c.sseq++;
-	burst(w, dp_frame(pool, 1, &c, RTE_TCP_ACK_FLAG, NULL), DOWN);
-	burst(w,
-	      dp_frame(pool, 1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, head),
-	      DOWN);
+	dp_handshake(w, pool, &c);
+	dp_burst(w,
+		 dp_frame(pool, 1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG,
+			  head),
+		 DOWN);
 	c.cseq += (uint32_t)strlen(head);
-	drain();
+	dp_drain(&app);
 	return c;
 }
 
@@ -113,7 +88,7 @@ response(struct sl_worker *w, uint64_t ol, int corrupt, unsigned int *n)
 	if (corrupt)
 		rte_pktmbuf_mtod(m, uint8_t *)[m->data_len - 1] ^= 0x20;
 	m->ol_flags |= ol;
-	burst(w, m, UP);
+	dp_burst(w, m, UP);
 	*n = rte_eth_rx_burst(app.port[DOWN], 0, out, RTE_DIM(out));
 	for (i = 0; i < *n; i++) {
 		struct sl_pkt p;
@@ -126,7 +101,7 @@ response(struct sl_worker *w, uint64_t ol, int corrupt, unsigned int *n)
 			rte_pktmbuf_mtod(out[i], uint8_t *), &p);
 	}
 	rte_pktmbuf_free_bulk(out, *n);
-	drain();
+	dp_drain(&app);
 	return ok;
 }
 

@@ -92,30 +92,11 @@ frame(int from_client, const struct conn *c, uint8_t flags, const char *data)
 	return m;
 }
 
-static void
-burst(struct sl_worker *w, struct rte_mbuf *m, int from)
-{
-	w->now = rte_rdtsc();
-	sl_worker_burst(w, &m, 1, from);
-	sl_worker_flush(w);
-}
-
 /* What the worker sent towards port index dir since the last call. */
 static unsigned int
 sent(int dir, struct rte_mbuf **out, unsigned int max)
 {
 	return rte_eth_rx_burst(app.port[dir], 0, out, (uint16_t)max);
-}
-
-static void
-drain(void)
-{
-	struct rte_mbuf *m[32];
-	unsigned int n, d;
-
-	for (d = 0; d < 2; d++)
-		while ((n = sent((int)d, m, 32)) > 0)
-			rte_pktmbuf_free_bulk(m, n);
 }
 
 static uint8_t
@@ -137,12 +118,8 @@ open_conn(struct sl_worker *w)
 {
 	struct conn c = {.cport = next_cport++, .cseq = 1000, .sseq = 5000};
 
-	burst(w, frame(1, &c, RTE_TCP_SYN_FLAG, NULL), DOWN);
-	c.cseq++;
-	burst(w, frame(0, &c, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG, NULL), UP);
-	c.sseq++;
-	burst(w, frame(1, &c, RTE_TCP_ACK_FLAG, NULL), DOWN);
-	drain();
+	dp_handshake(w, pool, &c);
+	dp_drain(&app);
 	return c;
 }
 
@@ -154,7 +131,8 @@ request(struct sl_worker *w, struct conn *c, const char *path, const char *key)
 	snprintf(head, sizeof(head),
 		 "GET %s HTTP/1.1\r\nHost: api\r\nX-API-Key: %s\r\n\r\n", path,
 		 key);
-	burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, head), DOWN);
+	dp_burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, head),
+		 DOWN);
 	c->cseq += (uint32_t)strlen(head);
 }
 
@@ -170,7 +148,8 @@ two_heads(struct sl_worker *w, struct conn *c, const char *p1, const char *p2,
 		"GET %s HTTP/1.1\r\nHost: api\r\nX-API-Key: %s\r\n\r\n",
 		p1, key, p2, key);
 
-	burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads), DOWN);
+	dp_burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
+		 DOWN);
 	c->cseq += (uint32_t)n;
 }
 
@@ -178,7 +157,7 @@ two_heads(struct sl_worker *w, struct conn *c, const char *p1, const char *p2,
 static void
 server(struct sl_worker *w, struct conn *c, uint8_t flags, const char *data)
 {
-	burst(w, frame(0, c, flags, data), UP);
+	dp_burst(w, frame(0, c, flags, data), UP);
 	c->sseq += (uint32_t)(data != NULL ? strlen(data) : 0) +
 		   ((flags & RTE_TCP_FIN_FLAG) ? 1 : 0);
 }
@@ -270,7 +249,7 @@ worker(int leased)
 static void
 done(struct sl_worker *w)
 {
-	drain();
+	dp_drain(&app);
 	sl_worker_free(w);
 	rte_free(w);
 	sl_coord_free(app.coord);
@@ -315,7 +294,8 @@ refused_and_passthrough(void **state)
 	const char *bad = "GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n";
 
 	(void)state;
-	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, bad), DOWN);
+	dp_burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, bad),
+		 DOWN);
 	assert_answered("400", NULL);
 	assert_int_equal(w->ctr.invalid, 1);
 	c = (struct conn){.cport = 443, .cseq = 1, .sseq = 1};
@@ -326,7 +306,7 @@ refused_and_passthrough(void **state)
 
 		tcp[2] = 0x01; /* destination port 443 */
 		tcp[3] = 0xbb;
-		burst(w, f, DOWN);
+		dp_burst(w, f, DOWN);
 	}
 	assert_int_equal(sent(UP, m, 4), 1);
 	assert_int_equal(w->ctr.passthrough, 1);
@@ -399,7 +379,7 @@ below_after_refusals(void **state)
 		c = open_conn(w);
 		request(w, &c, "/fast", "k-fast");
 		coord_turn(w);
-		drain();
+		dp_drain(&app);
 	}
 	assert_true(w->ctr.rejected >= 2);
 	/* 150 ms: a unit and a half back at 10/s, far from a lease's worth */
@@ -434,7 +414,7 @@ held_after_refusal_by(uint32_t holders)
 		request(w, &c, "/held", "k-held");
 		coord_turn(w);
 		coord_turn(w);
-		drain();
+		dp_drain(&app);
 		if (w->ctr.rejected == 0)
 			first = w->ctr.allowed;
 		if (app.coord->st.refusals > 0 && asks_refused == UINT64_MAX)
@@ -587,7 +567,8 @@ n_heads(struct sl_worker *w, struct conn *c, const char *path, const char *key,
 				"GET %s HTTP/1.1\r\nHost: api\r\n"
 				"X-API-Key: %s\r\n\r\n",
 				path, key);
-	burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads), DOWN);
+	dp_burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
+		 DOWN);
 	c->cseq += (uint32_t)len;
 }
 
@@ -699,19 +680,19 @@ refused_behind_allowed(void **state)
 		request(w, &c, "/duo", "k-order");
 		coord_turn(w);
 		assert_forwarded("/duo");
-		burst(w,
-		      frame(0, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG,
-			    "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
-		      UP);
+		dp_burst(w,
+			 frame(0, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG,
+			       "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+			 UP);
 		c.sseq += 38;
-		drain();
+		dp_drain(&app);
 	}
 	snprintf(
 		heads, sizeof(heads),
 		"GET /free HTTP/1.1\r\nHost: api\r\n\r\n"
 		"GET /duo HTTP/1.1\r\nHost: api\r\nX-API-Key: k-order\r\n\r\n");
-	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
-	      DOWN);
+	dp_burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
+		 DOWN);
 	coord_turn(w);
 	assert_int_equal(sent(DOWN, m, 4), 0);
 	assert_int_equal(sent(UP, m, 4), 1);
@@ -732,7 +713,8 @@ post_with_body(struct sl_worker *w, struct conn *c, const char *key,
 		 "POST /two HTTP/1.1\r\nHost: api\r\nX-API-Key: %s\r\n"
 		 "Content-Length: %zu\r\n\r\n%s",
 		 key, strlen(body), body);
-	burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, seg), DOWN);
+	dp_burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, seg),
+		 DOWN);
 }
 
 /* The client got 400 body_request; the backend the RST alone, no byte of
@@ -830,12 +812,13 @@ overload_park_held(void **state)
 		 "POST /two HTTP/1.1\r\nHost: api\r\nX-API-Key: k-held\r\n"
 		 "Content-Length: %d\r\n\r\n",
 		 (SL_PARK_HELD + 2) * 8);
-	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, head), DOWN);
+	dp_burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, head),
+		 DOWN);
 	c.cseq += (uint32_t)strlen(head);
 	assert_false(sl_parkq_empty(&w->parkq));
 	for (i = 0; i < SL_PARK_HELD + 2; i++) {
 		snprintf(seq, sizeof(seq), "{%06u}", i);
-		burst(w, frame(1, &c, RTE_TCP_ACK_FLAG, seq), DOWN);
+		dp_burst(w, frame(1, &c, RTE_TCP_ACK_FLAG, seq), DOWN);
 		c.cseq += 8;
 	}
 	assert_int_equal(w->ctr.park_dropped, 2);
@@ -855,11 +838,11 @@ overload_park_held(void **state)
 	rte_pktmbuf_free_bulk(m, n);
 	/* the server acknowledges them: what was kept of them given back,
 	 * freed a burst later or once the worker finds nothing to read */
-	burst(w, frame(0, &c, RTE_TCP_ACK_FLAG, ""), UP);
-	drain();
+	dp_burst(w, frame(0, &c, RTE_TCP_ACK_FLAG, ""), UP);
+	dp_drain(&app);
 	assert_int_not_equal(rte_mempool_avail_count(pool), avail);
-	burst(w, frame(0, &c, RTE_TCP_ACK_FLAG, ""), UP);
-	drain();
+	dp_burst(w, frame(0, &c, RTE_TCP_ACK_FLAG, ""), UP);
+	dp_drain(&app);
 	assert_int_equal(rte_mempool_avail_count(pool), avail);
 	done(w);
 }
@@ -880,7 +863,7 @@ overload_tx_full(void **state)
 		1500; /* more than the ring behind the port */
 
 	(void)state;
-	drain();
+	dp_drain(&app);
 	avail = rte_mempool_avail_count(pool);
 	for (i = 0; i < frames; i++) {
 		/* not a service port: forwarded as it is */
@@ -889,7 +872,7 @@ overload_tx_full(void **state)
 
 		tcp[2] = 0x01;
 		tcp[3] = 0xbb;
-		burst(w, f, DOWN);
+		dp_burst(w, f, DOWN);
 	}
 	assert_true(w->ctr.tx_dropped > 0);
 	assert_int_equal(w->ctr.tx + w->ctr.tx_dropped, frames);
@@ -934,7 +917,7 @@ answered_conn(struct sl_worker *w, const char *key)
 	request(w, &c, "/bulk/1", key);
 	coord_turn(w);
 	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, COST5);
-	drain();
+	dp_drain(&app);
 	return c;
 }
 
@@ -946,7 +929,7 @@ server_resets(struct sl_worker *w, struct conn *c)
 
 	server(w, c, RTE_TCP_RST_FLAG, NULL);
 	assert_int_equal(w->ctr.cost_presumed, presumed);
-	drain();
+	dp_drain(&app);
 }
 
 /*
@@ -990,7 +973,8 @@ server_closes(void **state)
 	c = open_conn(w);
 	request(w, &c, "/bulk/1", "k-rst");
 	coord_turn(w);
-	burst(w, frame(1, &c, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG, NULL), DOWN);
+	dp_burst(w, frame(1, &c, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG, NULL),
+		 DOWN);
 	assert_int_equal(w->ctr.cost_presumed, 1);
 	assert_int_equal(w->ctr.cost_unanswered, 2);
 	done(w);
@@ -1053,24 +1037,25 @@ backend_health(void **state)
 
 	(void)state;
 	request(w, &c, "/duo/1", "k-h1");
-	drain();
+	dp_drain(&app);
 	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, R503);
 	assert_health(w, duo, 0, 0, 0, 1, 1);
 	assert_health(w, ip, 0, 0, 0, 1, 1);
 	assert_int_equal(w->hl[duo].bytes, strlen(R503));
 	two_heads(w, &c, "/duo/2", "/duo/3", "k-h2");
-	drain();
+	dp_drain(&app);
 	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, R200_404);
 	assert_health(w, duo, 0, 1, 1, 1, 2);
 	assert_int_equal(w->hl[ip].bytes, strlen(R503) + strlen(R200_404));
 	request(w, &c, "/duo/4", "k-h3");
-	drain();
-	burst(w, frame(1, &c, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG, NULL), DOWN);
-	drain();
+	dp_drain(&app);
+	dp_burst(w, frame(1, &c, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG, NULL),
+		 DOWN);
+	dp_drain(&app);
 	assert_health(w, ip, 1, 1, 1, 1, 2);
 	c = open_conn(w);
 	request(w, &c, "/fast/1", "k-h4");
-	drain();
+	dp_drain(&app);
 	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, R503);
 	assert_health(w, fast, 0, 0, 0, 1, 1);
 	assert_health(w, duo, 1, 1, 1, 1, 2);
@@ -1078,7 +1063,7 @@ backend_health(void **state)
 	 * says nothing of the backend (not unanswered) */
 	c = open_conn(w);
 	request(w, &c, "/duo/5", "k-h5");
-	drain();
+	dp_drain(&app);
 	c.sseq += 100;
 	server(w, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, R503);
 	assert_health(w, duo, 1, 1, 1, 1, 2);
@@ -1099,7 +1084,7 @@ request_after_fin(void **state)
 
 	(void)state;
 	server(w, &c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, NULL);
-	drain();
+	dp_drain(&app);
 	requests = w->ctr.requests;
 	request(w, &c, "/bulk/2", "k-late");
 	count_sent(&up, &down, RTE_TCP_RST_FLAG, &up_f, &down_f);
@@ -1400,7 +1385,8 @@ three_tier_heads(struct sl_worker *w, struct conn *c, const char *key,
 		if (i == 1)
 			*h1 = (uint32_t)n;
 	}
-	burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads), DOWN);
+	dp_burst(w, frame(1, c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
+		 DOWN);
 	return n;
 }
 
@@ -1472,14 +1458,15 @@ tier_pipelined_refused_behind(void **state)
 	assert_int_equal(sent(DOWN, m, 4), 0);
 	/* the server answers it; the client sends the rest again */
 	c.cseq += h1;
-	burst(w,
-	      frame(0, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG,
-		    "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
-	      UP);
+	dp_burst(w,
+		 frame(0, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG,
+		       "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+		 UP);
 	c.sseq += 38;
-	drain();
-	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads + h1),
-	      DOWN);
+	dp_drain(&app);
+	dp_burst(w,
+		 frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads + h1),
+		 DOWN);
 	coord_turn(w);
 	assert_answered("429", "tfree");
 	assert_int_equal(w->ctr.allowed, 1);
@@ -1511,8 +1498,8 @@ taken_units_kept(void **state)
 			      "GET /bulk/%d HTTP/1.1\r\nHost: api\r\n"
 			      "X-API-Key: %s\r\n\r\n",
 			      i, keys[i]);
-	burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
-	      DOWN);
+	dp_burst(w, frame(1, &c, RTE_TCP_PSH_FLAG | RTE_TCP_ACK_FLAG, heads),
+		 DOWN);
 	coord_turn(w);
 	coord_turn(w);
 	assert_int_equal(w->ctr.allowed, 3);

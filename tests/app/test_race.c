@@ -103,8 +103,6 @@ one_request(struct sl_worker *w, unsigned int i)
 			 .cseq = 1000,
 			 .sseq = 5000};
 	char head[160];
-	struct rte_mbuf *out[32];
-	uint16_t n, d;
 
 	snprintf(head, sizeof(head),
 		 "GET /two HTTP/1.1\r\nHost: api\r\nX-API-Key: k%u\r\n\r\n",
@@ -124,9 +122,7 @@ one_request(struct sl_worker *w, unsigned int i)
 	w->now_ns = sl_tsc_ns(&app, w->now);
 	sl_worker_leases(w);
 	sl_worker_flush(w);
-	for (d = 0; d < 2; d++)
-		while ((n = rte_eth_rx_burst(app.port[d], 0, out, 32)) > 0)
-			rte_pktmbuf_free_bulk(out, n);
+	dp_drain(&app);
 }
 
 static void *
