@@ -28,16 +28,16 @@ write_entry(struct sl_top *t, uint32_t i, uint64_t hash, uint16_t rule_slot,
 }
 
 /*
- * The entries in use whose hash is h, as a mask (bit i: entry i). Their
- * tags compared first, all 32 at once: most refusals under a flood are
- * of identities not listed, and one in eight of those meets a tag, whose
- * hash alone is then read.
+ * The entries in use whose tag is h's top byte, as a mask (bit i: entry
+ * i), all 32 compared at once: most refusals under a flood are of
+ * identities not listed, and one in eight of those meets a tag, whose
+ * hash alone the caller then reads.
  */
 static inline uint32_t
-matching(const struct sl_top *t, uint64_t h)
+tagged(const struct sl_top *t, uint64_t h)
 {
 	uint8_t tag = (uint8_t)(h >> 56);
-	uint32_t m = 0, c, i;
+	uint32_t m = 0, i;
 #ifdef __SSE2__
 	const __m128i k = _mm_set1_epi8((char)tag);
 
@@ -49,13 +49,7 @@ matching(const struct sl_top *t, uint64_t h)
 	for (i = 0; i < SL_TOP_K; i++)
 		m |= (uint32_t)(t->tag[i] == tag) << i;
 #endif
-	m &= (uint32_t)((1ULL << t->n) - 1);
-	for (c = m; c != 0; c &= c - 1) {
-		i = (uint32_t)__builtin_ctz(c);
-		if (t->hash[i] != h)
-			m &= ~(1u << i);
-	}
-	return m;
+	return m & (uint32_t)((1ULL << t->n) - 1);
 }
 
 void
@@ -65,9 +59,9 @@ sl_top_add(struct sl_top *t, uint64_t hash, uint16_t rule_slot, uint8_t kind,
 	uint32_t i, m, min = 0;
 
 	hash ^= (uint64_t)rule_slot * 0x9e3779b97f4a7c15ULL;
-	for (m = matching(t, hash); m != 0; m &= m - 1) {
+	for (m = tagged(t, hash); m != 0; m &= m - 1) {
 		i = (uint32_t)__builtin_ctz(m);
-		if (t->e[i].rule_slot == rule_slot) {
+		if (t->hash[i] == hash && t->e[i].rule_slot == rule_slot) {
 			/* a counter alone: a torn read is off by one at worst
 			 */
 			__atomic_store_n(&t->e[i].count, t->e[i].count + 1,
