@@ -32,8 +32,8 @@ fi
 [ -f build-count/build.ninja ] ||
 	meson setup build-count --buildtype=release -Dc_args=-mno-sse4.2 >/dev/null
 ninja -C build-count app/sluice-bench/sluice-bench >/dev/null
-tmp=${BENCH_COUNT_KEEP:-$(mktemp -d)}
-trap "rm -rf $tmp" EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 packets=2048
 for pass in "${passes[@]}"; do
 	toggle=(--toggle-collect='sl_bench_pass_worker*')
