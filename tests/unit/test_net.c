@@ -211,13 +211,15 @@ cksum_lengths(void **state)
 	}
 }
 
-/* Frame-sized and larger buffers, up to the vector sum's bound (256 KiB)
- * and past it, where a lane that could overflow would show. */
+/* Frame-sized and larger buffers, about the vector sum's chunk (64 KiB,
+ * each at least 16 bytes) and past it, where a lane that could overflow
+ * would show. */
 static void
 cksum_long(void **state)
 {
-	static const size_t lens[] = {1500,   9000,       65535,
-				      262143, 256u << 10, (256u << 10) + 3};
+	static const size_t lens[] = {
+		1500,       9000,        65535,  65536 + 15, 65536 + 16,
+		65536 + 17, 131072 + 31, 262143, 256u << 10, (256u << 10) + 3};
 	static uint8_t buf[(256u << 10) + 3];
 	uint32_t x = 88675123u;
 	size_t k;
@@ -229,6 +231,93 @@ cksum_long(void **state)
 		for (k = 0; k < sizeof(lens) / sizeof(lens[0]); k++)
 			assert_int_equal(sl_cksum_partial(buf, lens[k], 0),
 					 ref_sum(buf, lens[k]));
+	}
+}
+
+/* The pseudo-header of RFC 793 and RFC 8200 8.1, written out. */
+static size_t
+pseudo_of(const uint8_t *f, const struct sl_pkt *p, uint32_t l4len,
+	  uint8_t *out)
+{
+	size_t a = p->af == SL_AF_INET ? 8 : 32;
+
+	memcpy(out, f + p->l3_off + (p->af == SL_AF_INET ? 12 : 8), a);
+	if (p->af == SL_AF_INET) {
+		out[a] = 0;
+		out[a + 1] = 6;
+		out[a + 2] = (uint8_t)(l4len >> 8);
+		out[a + 3] = (uint8_t)l4len;
+		return a + 4;
+	}
+	memset(out + a, 0, 8);
+	out[a + 2] = (uint8_t)(l4len >> 8);
+	out[a + 3] = (uint8_t)l4len;
+	out[a + 7] = 6;
+	return a + 8;
+}
+
+/* f's segment given n payload bytes, lengths and checksums set by the
+ * byte-by-byte reference. */
+static void
+frame_of(uint8_t *f, const uint8_t *base, int v6, size_t hdr, size_t n,
+	 struct sl_pkt *p)
+{
+	uint8_t ps[40];
+	size_t l3 = v6 ? 18 : 14, l4 = hdr - (v6 ? 20 : 32), pl;
+	uint32_t s;
+
+	memcpy(f, base, hdr);
+	if (v6) {
+		pl = hdr - l3 - 40 + n;
+		f[l3 + 4] = (uint8_t)(pl >> 8);
+		f[l3 + 5] = (uint8_t)pl;
+	} else {
+		pl = hdr - l3 + n;
+		f[l3 + 2] = (uint8_t)(pl >> 8);
+		f[l3 + 3] = (uint8_t)pl;
+		f[l3 + 10] = f[l3 + 11] = 0;
+		s = ~ref_sum(f + l3, l4 - l3) & 0xffff;
+		f[l3 + 10] = (uint8_t)(s >> 8);
+		f[l3 + 11] = (uint8_t)s;
+	}
+	assert_int_equal(sl_pkt_parse(f, hdr + n, p), SL_PKT_TCP);
+	f[l4 + 16] = f[l4 + 17] = 0;
+	s = ref_sum(ps, pseudo_of(f, p, (uint32_t)(hdr - l4 + n), ps)) +
+	    ref_sum(f + l4, hdr - l4 + n);
+	s = ~((s & 0xffff) + (s >> 16)) & 0xffff;
+	f[l4 + 16] = (uint8_t)(s >> 8);
+	f[l4 + 17] = (uint8_t)s;
+}
+
+/* Every payload length a head has, over IPv4 and IPv6: a segment summed
+ * right passes, and any one byte changed fails. */
+static void
+tcp_cksum_every_length(void **state)
+{
+	static uint8_t f[128 + 700];
+	uint32_t x = 521288629u;
+	size_t n, at;
+	int v6;
+
+	(void)state;
+	for (v6 = 0; v6 < 2; v6++) {
+		const uint8_t *base = v6 ? FRAME_V6 : FRAME_V4;
+		size_t hdr = v6 ? 18 + 40 + 16 + 20 : 14 + 24 + 32;
+		size_t l4 = hdr - (v6 ? 20 : 32);
+
+		for (n = 0; n <= 700; n++) {
+			struct sl_pkt p;
+			uint8_t d;
+
+			fill(f + hdr, n, 1, &x);
+			frame_of(f, base, v6, hdr, n, &p);
+			assert_true(sl_tcp_cksum_ok(f, &p));
+			at = l4 + x % (hdr - l4 + n);
+			d = (uint8_t)(1 + x % 255);
+			f[at] ^= d;
+			assert_false(sl_tcp_cksum_ok(f, &p));
+			f[at] ^= d;
+		}
 	}
 }
 
@@ -640,6 +729,7 @@ main(void)
 		cmocka_unit_test(cksum_insert),
 		cmocka_unit_test(cksum_lengths),
 		cmocka_unit_test(cksum_long),
+		cmocka_unit_test(tcp_cksum_every_length),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
