@@ -12,7 +12,9 @@
 #   PASS: parse (the head parser alone), parse-flow, keepalive,
 #   keepalive-offload, keepalive-acked and keepalive-plain (the server's
 #   ACK counted too, with and without the stream normaliser), allow,
-#   reject, reject-keep; default: parse keepalive keepalive-offload
+#   reject, reject-keep, leased (its round whole, the server's ACKs in
+#   it; its worker runs on the wall clock, so its count moves a little
+#   from run to run); default: parse keepalive keepalive-offload
 #   keepalive-acked keepalive-plain allow reject.
 #   BENCH_COUNT_FUNCS=N also lists each pass's N costliest functions.
 set -euo pipefail
@@ -41,6 +43,7 @@ for pass in "${passes[@]}"; do
 	parse) toggle=(--toggle-collect='parse_heads*') ;;
 	parse-flow | parse-flow-offload) toggle=(--toggle-collect='pass_parse_flow*') ;;
 	keepalive-acked | keepalive-plain) toggle+=(--toggle-collect='ack_bursts*') ;;
+	leased) toggle=(--toggle-collect='round_leased*') ;;
 	esac
 	for rounds in 2 6; do
 		# the L1 caches of the EPYC and Xeon hosts (32 KiB, 8 ways)
