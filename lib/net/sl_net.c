@@ -277,7 +277,7 @@ static const int8_t tail_shuf[16][16] __attribute__((aligned(16))) = {
  * Sixteen words summed with one multiply-add: pmaddwd adds pairs of
  * signed words, so each word is first flipped by 0x8000, which turns the
  * unsigned w into the signed w - 32768 exactly; the 32768 a word is owed
- * back is added once at the end. Four instructions a 16-byte block where
+ * back is added once a chunk. Four instructions a 16-byte block where
  * widening each half to 32 bits took six (keep-alive counted 337
  * instructions of checksum a request that way).
  */
@@ -374,20 +374,18 @@ fold_raw(uint64_t s)
 	return (uint16_t)sl_fold16((uint32_t)s);
 }
 
-static int
-little_endian(void)
+/* A 16-bit value between network order and sum_raw's: one swap on a
+ * little-endian host, its own inverse. */
+static uint16_t
+raw16(uint16_t v)
 {
-	return *(const uint8_t *)&(uint16_t){1} == 1;
+	return *(const uint8_t *)&(uint16_t){1} == 1 ? __builtin_bswap16(v) : v;
 }
 
 uint32_t
 sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
 {
-	uint16_t w = fold_raw(sum_raw(buf, len));
-
-	if (little_endian())
-		w = __builtin_bswap16(w);
-	return (uint32_t)w + sum;
+	return (uint32_t)raw16(fold_raw(sum_raw(buf, len))) + sum;
 }
 
 uint16_t
@@ -397,30 +395,9 @@ sl_cksum_fold(uint32_t sum)
 }
 
 static uint32_t
-pseudo_sum(const uint8_t *f, const struct sl_pkt *p, uint32_t l4len)
-{
-	uint32_t s;
-
-	if (p->af == SL_AF_INET) {
-		s = sl_cksum_partial(f + p->l3_off + 12, 8, 0);
-	} else {
-		s = sl_cksum_partial(f + p->l3_off + 8, 32, 0);
-		s += l4len >> 16;
-	}
-	return s + (l4len & 0xffff) + IPPROTO_TCP_;
-}
-
-static uint32_t
 tcp_len(const struct sl_pkt *p)
 {
 	return (uint32_t)p->tcp_hlen + p->payload_len;
-}
-
-/* A number in network order, as sum_raw would load it. */
-static uint16_t
-raw16(uint16_t v)
-{
-	return little_endian() ? __builtin_bswap16(v) : v;
 }
 
 /* The pseudo-header's sum in sum_raw's byte order. */
@@ -437,6 +414,13 @@ pseudo_raw(const uint8_t *f, const struct sl_pkt *p, uint32_t l4len)
 	}
 	return s + raw16((uint16_t)l4len) + raw16((uint16_t)(l4len >> 16)) +
 	       raw16(IPPROTO_TCP_);
+}
+
+/* The same in network order, folded. */
+static uint32_t
+pseudo_sum(const uint8_t *f, const struct sl_pkt *p, uint32_t l4len)
+{
+	return raw16(fold_raw(pseudo_raw(f, p, l4len)));
 }
 
 /*
