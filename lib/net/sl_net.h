@@ -216,7 +216,7 @@ struct sl_reply_tpl {
 	uint16_t body_fixed; /* body length without the retry digits */
 	uint8_t body_has_retry;
 	struct sl_reply_tpl_seg seg[SL_TPL_SEGS];
-	char text[768];
+	char text[800]; /* 768 of reply, 32 of copy_over's slack */
 };
 
 struct sl_reply_nums {

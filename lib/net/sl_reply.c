@@ -297,7 +297,7 @@ int
 sl_reply_tpl_build(struct sl_reply_tpl *t, const struct sl_reply_info *ri)
 {
 	struct w w = {.b = t->text,
-		      .size = sizeof(t->text) - 16, /* copy_over's slack */
+		      .size = sizeof(t->text) - 32, /* copy_over's slack */
 		      .tpl = t,
 		      .bake = ri->bake};
 
@@ -313,18 +313,20 @@ sl_reply_tpl_build(struct sl_reply_tpl *t, const struct sl_reply_info *ri)
 }
 
 /*
- * Segments are short: whole 16-byte chunks, no call, no tail loop. Up to
- * 15 bytes past the end are written (the caller leaves 32 of room; later
- * writes cover them) and read (the template text has the slack: the
- * builder refuses a template within 16 bytes of its buffer's end).
+ * Segments are short: whole 32-byte chunks, no call, no tail loop (in
+ * 16-byte ones, the loop's own count and branch were a third of the
+ * copy). Up to 31 bytes past the end are written (the caller leaves 32
+ * of room; later writes cover them) and read (the template text has the
+ * slack: the builder refuses a template within 32 bytes of its buffer's
+ * end).
  */
 static inline void
 copy_over(uint8_t *d, const char *s, uint32_t n)
 {
 	uint32_t i;
 
-	for (i = 0; i < n; i += 16)
-		memcpy(d + i, s + i, 16);
+	for (i = 0; i < n; i += 32)
+		memcpy(d + i, s + i, 32);
 }
 
 /* A number of the reply: its digits and their sum, made once per reply. */
@@ -364,7 +366,11 @@ sl_reply_tpl_fill(const struct sl_reply_tpl *t, const struct sl_reply_nums *v,
 
 	num_set(&nums[SL_SLOT_RETRY], v->retry_after_s);
 	num_set(&nums[SL_SLOT_REMAINING], v->remaining);
-	num_set(&nums[SL_SLOT_RESET], v->reset_s);
+	/* a refusal's reset is its Retry-After: the digits made once */
+	if (v->reset_s == v->retry_after_s)
+		nums[SL_SLOT_RESET] = nums[SL_SLOT_RETRY];
+	else
+		num_set(&nums[SL_SLOT_RESET], v->reset_s);
 	num_set(&nums[SL_SLOT_CLEN],
 		t->body_fixed +
 			(t->body_has_retry ? nums[SL_SLOT_RETRY].n : 0));
