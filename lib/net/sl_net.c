@@ -363,29 +363,10 @@ sum_raw(const uint8_t *b, size_t len)
 	return sum_scalar(b, len);
 }
 
-/* folded a fixed number of times: a loop's trip count was another
- * mispredicted branch; from below 2^64 two folds reach 32 bits,
- * congruent and non-zero as the loop's result was */
-static uint16_t
-fold_raw(uint64_t s)
-{
-	s = (s & 0xffffffffu) + (s >> 32);
-	s = (s & 0xffffffffu) + (s >> 32);
-	return (uint16_t)sl_fold16((uint32_t)s);
-}
-
-/* A 16-bit value between network order and sum_raw's: one swap on a
- * little-endian host, its own inverse. */
-static uint16_t
-raw16(uint16_t v)
-{
-	return *(const uint8_t *)&(uint16_t){1} == 1 ? __builtin_bswap16(v) : v;
-}
-
 uint32_t
 sl_cksum_partial(const void *buf, size_t len, uint32_t sum)
 {
-	return (uint32_t)raw16(fold_raw(sum_raw(buf, len))) + sum;
+	return (uint32_t)sl_raw16(sl_fold_raw(sum_raw(buf, len))) + sum;
 }
 
 uint16_t
@@ -412,15 +393,15 @@ pseudo_raw(const uint8_t *f, const struct sl_pkt *p, uint32_t l4len)
 		memcpy(&v[i], a + 8 * i, 8);
 		s += (v[i] & 0xffffffffu) + (v[i] >> 32);
 	}
-	return s + raw16((uint16_t)l4len) + raw16((uint16_t)(l4len >> 16)) +
-	       raw16(IPPROTO_TCP_);
+	return s + sl_raw16((uint16_t)l4len) +
+	       sl_raw16((uint16_t)(l4len >> 16)) + sl_raw16(IPPROTO_TCP_);
 }
 
 /* The same in network order, folded. */
 static uint32_t
 pseudo_sum(const uint8_t *f, const struct sl_pkt *p, uint32_t l4len)
 {
-	return raw16(fold_raw(pseudo_raw(f, p, l4len)));
+	return sl_raw16(sl_fold_raw(pseudo_raw(f, p, l4len)));
 }
 
 /*
@@ -434,8 +415,8 @@ sl_tcp_cksum_ok(const uint8_t *frame, const struct sl_pkt *p)
 {
 	uint32_t l = tcp_len(p);
 
-	return fold_raw(pseudo_raw(frame, p, l) +
-			sum_raw(frame + p->l4_off, l)) == 0xffff;
+	return sl_fold_raw(pseudo_raw(frame, p, l) +
+			   sum_raw(frame + p->l4_off, l)) == 0xffff;
 }
 
 void

@@ -13,4 +13,24 @@ sl_fold16(uint32_t s)
 	return (s & 0xffff) + (s >> 16);
 }
 
+/* Folded a fixed number of times: a loop's trip count was another
+ * mispredicted branch; from below 2^64 two folds reach 32 bits,
+ * congruent and non-zero as the loop's result was. */
+static inline uint16_t
+sl_fold_raw(uint64_t s)
+{
+	s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffffffffu) + (s >> 32);
+	return (uint16_t)sl_fold16((uint32_t)s);
+}
+
+/* A 16-bit value between network order and a sum of words loaded in
+ * the host's order: one swap on a little-endian host, its own inverse
+ * (RFC 1071's sums do not depend on the byte order they are taken in). */
+static inline uint16_t
+sl_raw16(uint16_t v)
+{
+	return *(const uint8_t *)&(uint16_t){1} == 1 ? __builtin_bswap16(v) : v;
+}
+
 #endif
