@@ -15,7 +15,8 @@
 #   reject, reject-keep, leased (its round whole, the server's ACKs in
 #   it; its worker runs on the wall clock, so its count moves a little
 #   from run to run); default: parse keepalive keepalive-offload
-#   keepalive-acked keepalive-plain allow reject.
+#   keepalive-acked keepalive-plain allow reject (and, with allow, each
+#   refusal against it: the refusal goal's measure).
 #   BENCH_COUNT_FUNCS=N also lists each pass's N costliest functions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -109,6 +110,11 @@ for p in passes:
 if "keepalive-acked" in rows and "keepalive-plain" in rows:
     print("the stream normaliser: %.3f x the instructions without it (keep-alive and its ACK)"
           % (rows["keepalive-acked"]["Ir"] / rows["keepalive-plain"]["Ir"]))
+# the refusal goal's measure: a refusal against the admission of the
+# same new flow
+for p in ("reject", "reject-keep"):
+    if p in rows and "allow" in rows:
+        print("%s / allow: %.2f x its instructions" % (p, rows[p]["Ir"] / rows["allow"]["Ir"]))
 if "parse" in rows:
     for p in passes:
         if p not in ("parse", "keepalive-acked", "keepalive-plain"):
