@@ -21,17 +21,50 @@ static const char pairs[201] = "00010203040506070809"
  * little-endian word, and an odd length's first digit shifted up a byte,
  * summed (num_set turns that into the checksum).
  */
+static const uint64_t pow10s[20] = {1ULL,
+				    10ULL,
+				    100ULL,
+				    1000ULL,
+				    10000ULL,
+				    100000ULL,
+				    1000000ULL,
+				    10000000ULL,
+				    100000000ULL,
+				    1000000000ULL,
+				    10000000000ULL,
+				    100000000000ULL,
+				    1000000000000ULL,
+				    10000000000000ULL,
+				    100000000000000ULL,
+				    1000000000000000ULL,
+				    10000000000000000ULL,
+				    100000000000000000ULL,
+				    1000000000000000000ULL,
+				    10000000000000000000ULL};
+
+/*
+ * How many digits v has, without a loop: its bit length times log10(2)
+ * (1233 / 4096) is the power of ten at or just above, one compare says
+ * which. v | 1 has v's digits (a power of ten is even) and a bit length.
+ * The loop over the powers it replaces ran a round per digit, three
+ * numbers a refusal.
+ */
+static inline uint32_t
+n_digits(uint64_t v)
+{
+	uint64_t x = v | 1;
+	uint32_t t = (uint32_t)(64 - __builtin_clzll(x)) * 1233 >> 12;
+
+	return t + (x >= pow10s[t]);
+}
+
 static inline uint32_t
 digits(uint64_t v, char *buf, uint32_t *words)
 {
-	uint64_t p10 = 10;
-	uint32_t n = 1, i, u = 0;
+	uint32_t n = n_digits(v), i, u = 0;
 	uint16_t w;
 
-	/* length first, then two digits per division, written backwards */
-	/* 10^20 wraps, but the loop has stopped by then */
-	for (; n < 20 && v >= p10; n++)
-		p10 *= 10;
+	/* two digits per division, written backwards */
 	for (i = n; v >= 100; i -= 2, v /= 100) {
 		memcpy(&w, pairs + 2 * (v % 100), 2);
 		memcpy(buf + i - 2, &w, 2);
