@@ -16,11 +16,6 @@ static const char pairs[201] = "00010203040506070809"
 			       "80818283848586878889"
 			       "90919293949596979899";
 
-/*
- * v's digits into buf; *words: its pairs of digits, each loaded as a
- * little-endian word, and an odd length's first digit shifted up a byte,
- * summed (num_set turns that into the checksum).
- */
 static const uint64_t pow10s[20] = {1ULL,
 				    10ULL,
 				    100ULL,
@@ -44,10 +39,10 @@ static const uint64_t pow10s[20] = {1ULL,
 
 /*
  * How many digits v has, without a loop: its bit length times log10(2)
- * (1233 / 4096) is the power of ten at or just above, one compare says
- * which. v | 1 has v's digits (a power of ten is even) and a bit length.
- * The loop over the powers it replaces ran a round per digit, three
- * numbers a refusal.
+ * (1233 / 4096) names a power of ten, 10^t; v has t digits below it and
+ * t + 1 from it on. v | 1 has v's digits (a power of ten above 1 is
+ * even) and a bit length. The loop over the powers it replaces ran a
+ * round per digit, three numbers a refusal.
  */
 static inline uint32_t
 n_digits(uint64_t v)
@@ -58,6 +53,11 @@ n_digits(uint64_t v)
 	return t + (x >= pow10s[t]);
 }
 
+/*
+ * v's digits into buf; *words: its pairs of digits, each loaded as a
+ * little-endian word, and an odd length's first digit shifted up a byte,
+ * summed (num_set turns that into the checksum).
+ */
 static inline uint32_t
 digits(uint64_t v, char *buf, uint32_t *words)
 {
