@@ -385,14 +385,10 @@ tcp_len(const struct sl_pkt *p)
 static uint64_t
 pseudo_raw(const uint8_t *f, const struct sl_pkt *p, uint32_t l4len)
 {
-	const uint8_t *a = f + p->l3_off + (p->af == SL_AF_INET ? 12 : 8);
-	uint64_t v[4], s = 0;
-	int i, n = p->af == SL_AF_INET ? 1 : 4;
+	uint32_t n = p->af == SL_AF_INET ? 4 : 16;
+	const uint8_t *a = f + p->l3_off + (n == 4 ? 12 : 8);
+	uint64_t s = sl_sum_addrs(a, a + n, n);
 
-	for (i = 0; i < n; i++) {
-		memcpy(&v[i], a + 8 * i, 8);
-		s += (v[i] & 0xffffffffu) + (v[i] >> 32);
-	}
 	return s + sl_raw16((uint16_t)l4len) +
 	       sl_raw16((uint16_t)(l4len >> 16)) + sl_raw16(IPPROTO_TCP_);
 }

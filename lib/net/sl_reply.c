@@ -460,21 +460,14 @@ sl_reply_segment(uint8_t *out, uint32_t room, const uint8_t *req,
 
 /*
  * Two addresses of n bytes (4 or 16) summed as the host loads their
- * words, folded and put in network order once: read a byte at a time
- * into big-endian words, two IPv4 addresses took 30 instructions.
+ * words, as the pseudo-header's check does, folded and put in network
+ * order once (read a byte at a time into big-endian words, each byte
+ * was a shift and an or).
  */
 static inline uint32_t
 addr_sum(const uint8_t *a, const uint8_t *b, uint32_t n)
 {
-	uint64_t s = 0;
-	uint32_t i, wa, wb;
-
-	for (i = 0; i < n; i += 4) {
-		memcpy(&wa, a + i, 4);
-		memcpy(&wb, b + i, 4);
-		s += (uint64_t)wa + wb;
-	}
-	return sl_raw16(sl_fold_raw(s));
+	return sl_raw16(sl_fold_raw(sl_sum_addrs(a, b, n)));
 }
 
 /*
